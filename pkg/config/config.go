@@ -1,0 +1,126 @@
+// Package config reads tock's settings from environment variables once, at
+// start-up, into typed structs, and reports every problem together rather than
+// the first one only.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Env reads variables through a lookup function (os.LookupEnv in main, a map
+// in tests) and collects the errors.
+type Env struct {
+	lookup func(string) (string, bool)
+	errs   []error
+}
+
+// FromOS reads the process environment.
+func FromOS() *Env { return &Env{lookup: os.LookupEnv} }
+
+// FromMap reads a fixed set of variables, for tests.
+func FromMap(m map[string]string) *Env {
+	return &Env{lookup: func(k string) (string, bool) { v, ok := m[k]; return v, ok }}
+}
+
+func (e *Env) raw(name string) (string, bool) {
+	v, ok := e.lookup(name)
+	if !ok || strings.TrimSpace(v) == "" {
+		return "", false
+	}
+	return strings.TrimSpace(v), true
+}
+
+// String returns the variable or def.
+func (e *Env) String(name, def string) string {
+	if v, ok := e.raw(name); ok {
+		return v
+	}
+	return def
+}
+
+// Required returns the variable, recording an error if it is unset.
+func (e *Env) Required(name, why string) string {
+	v, ok := e.raw(name)
+	if !ok {
+		e.errs = append(e.errs, fmt.Errorf("%s must be set: %s", name, why))
+	}
+	return v
+}
+
+// Duration returns the variable parsed as a Go duration (90s, 10m), or def.
+func (e *Env) Duration(name string, def time.Duration) time.Duration {
+	v, ok := e.raw(name)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q is not a duration such as 30s or 10m", name, v))
+		return def
+	}
+	return d
+}
+
+// Int returns the variable parsed as an integer within [lo, hi], or def.
+func (e *Env) Int(name string, def, lo, hi int) int {
+	v, ok := e.raw(name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q must be an integer from %d to %d", name, v, lo, hi))
+		return def
+	}
+	return n
+}
+
+// Bool returns the variable parsed as a boolean (true/false/1/0), or def.
+func (e *Env) Bool(name string, def bool) bool {
+	v, ok := e.raw(name)
+	if !ok {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q must be true or false", name, v))
+		return def
+	}
+	return b
+}
+
+// Check records err, if not nil, as a configuration problem.
+func (e *Env) Check(err error) {
+	if err != nil {
+		e.errs = append(e.errs, err)
+	}
+}
+
+// Err returns every problem found, joined, or nil.
+func (e *Env) Err() error { return errors.Join(e.errs...) }
+
+// Common is what every service reads.
+type Common struct {
+	DatabaseURL string
+	DBMaxConns  int
+	RedisURL    string
+	RedisPrefix string
+	LogLevel    string
+}
+
+// ReadCommon reads the settings every service shares. The defaults reach the
+// Postgres and Redis of a development machine.
+func ReadCommon(e *Env) Common {
+	return Common{
+		DatabaseURL: e.String("TOCK_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+		DBMaxConns:  e.Int("TOCK_DB_MAX_CONNS", 16, 1, 1000),
+		RedisURL:    e.String("TOCK_REDIS_URL", "redis://127.0.0.1:6379/0"),
+		RedisPrefix: e.String("TOCK_REDIS_PREFIX", "tock"),
+		LogLevel:    e.String("TOCK_LOG_LEVEL", "info"),
+	}
+}

@@ -1,0 +1,115 @@
+// Package job is tock's domain model: what a job is, which states it and its runs
+// move through, how one occurrence is named, and what makes a request valid. Every
+// service and every other package of pkg/ speaks in these types.
+package job
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Type says which executor runs a job.
+type Type string
+
+// The job types. Slack and email executors arrive with the executors issue; the
+// model knows them already so that the schema need not change.
+const (
+	TypeWebhook Type = "webhook"
+	TypePing    Type = "ping"
+	TypeSlack   Type = "slack"
+	TypeEmail   Type = "email"
+)
+
+// Status is a job's lifecycle state.
+type Status string
+
+// Job statuses. A one-off job ends completed or permanently_failed after its
+// last attempt; cancelled is what DELETE leaves behind, so history survives.
+const (
+	StatusScheduled         Status = "scheduled"
+	StatusPaused            Status = "paused"
+	StatusCompleted         Status = "completed"
+	StatusPermanentlyFailed Status = "permanently_failed"
+	StatusCancelled         Status = "cancelled"
+)
+
+// RunStatus is the state of one attempt of one occurrence.
+type RunStatus string
+
+// Run statuses: running while an attempt is leased to a worker; failed when an
+// attempt failed and another follows; permanently_failed when it was the last.
+const (
+	RunRunning           RunStatus = "running"
+	RunCompleted         RunStatus = "completed"
+	RunFailed            RunStatus = "failed"
+	RunPermanentlyFailed RunStatus = "permanently_failed"
+)
+
+// Terminal reports whether no further attempt of this run will happen.
+func (s RunStatus) Terminal() bool { return s != RunRunning }
+
+// Limits and defaults of the job model.
+const (
+	DefaultMaxRetries = 3
+	MaxRetriesLimit   = 25
+	DefaultTimeout    = 30 * time.Second
+	MinTimeout        = 100 * time.Millisecond
+	MaxTimeout        = 1 * time.Hour
+	MinPriority       = -32768
+	MaxPriority       = 32767
+	MaxNameLen        = 200
+)
+
+// Job is one scheduled unit of work, as stored in Postgres.
+type Job struct {
+	ID         uuid.UUID
+	Owner      uuid.UUID
+	Name       string
+	Type       Type
+	Status     Status
+	Priority   int
+	MaxRetries int
+	Timeout    time.Duration
+	Payload    json.RawMessage
+	// RunAt is the due time of a one-off job.
+	RunAt time.Time
+	// DueAt is the next occurrence not yet handed to Redis: the loader's cursor.
+	// Zero once the occurrence is in Redis (claimed) or nothing is left to run.
+	DueAt     time.Time
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// NextRunAt is the time the job will next run, or zero when it will not run again.
+func (j *Job) NextRunAt() time.Time {
+	if j.Status != StatusScheduled && j.Status != StatusPaused {
+		return time.Time{}
+	}
+	return j.RunAt
+}
+
+// Run is one attempt of one occurrence of a job.
+type Run struct {
+	ID           uuid.UUID
+	JobID        uuid.UUID
+	Owner        uuid.UUID
+	ScheduledFor time.Time
+	Attempt      int
+	Status       RunStatus
+	// DueAt is when this attempt was due: ScheduledFor for the first attempt,
+	// the backoff time for a retry. Lateness is measured from it.
+	DueAt      time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+	LeaseUntil time.Time
+	Output     string
+	Error      string
+}
+
+// Lateness is how long after its due time the attempt started.
+func (r *Run) Lateness() time.Duration { return r.StartedAt.Sub(r.DueAt) }
+
+// NewID returns a time-ordered UUIDv7, so ids sort by creation and index well.
+func NewID() uuid.UUID { return uuid.Must(uuid.NewV7()) }

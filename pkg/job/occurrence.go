@@ -1,0 +1,64 @@
+package job
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Occurrence names one attempt of one due instant of a job. Its Key (job id and
+// scheduled_for) is the idempotency key: the same on every attempt and every
+// redelivery. Its Member is how Redis holds it in the due set and the stream.
+type Occurrence struct {
+	JobID        uuid.UUID
+	ScheduledFor time.Time // millisecond precision, UTC
+	Attempt      int       // 1 for the first try
+	Priority     int
+}
+
+// Key is the occurrence's idempotency key, sent to targets as Idempotency-Key.
+func (o Occurrence) Key() string {
+	return o.JobID.String() + ":" + strconv.FormatInt(o.ScheduledFor.UnixMilli(), 10)
+}
+
+// Member encodes the occurrence as a sorted-set member. Redis orders members of
+// equal score lexicographically, so the member starts with the priority inverted
+// into five digits: among occurrences due at the same millisecond, the higher
+// priority sorts first and is published first.
+func (o Occurrence) Member() string {
+	return fmt.Sprintf("%05d:%s:%d:%d", MaxPriority-o.Priority, o.JobID, o.ScheduledFor.UnixMilli(), o.Attempt)
+}
+
+// ParseMember decodes what Member encoded.
+func ParseMember(m string) (Occurrence, error) {
+	parts := strings.Split(m, ":")
+	if len(parts) != 4 {
+		return Occurrence{}, fmt.Errorf("parse member %q: want 4 parts", m)
+	}
+	inv, err := strconv.Atoi(parts[0])
+	if err != nil {
+		return Occurrence{}, fmt.Errorf("parse member %q: priority: %w", m, err)
+	}
+	id, err := uuid.Parse(parts[1])
+	if err != nil {
+		return Occurrence{}, fmt.Errorf("parse member %q: job id: %w", m, err)
+	}
+	ms, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil {
+		return Occurrence{}, fmt.Errorf("parse member %q: scheduled_for: %w", m, err)
+	}
+	attempt, err := strconv.Atoi(parts[3])
+	if err != nil || attempt < 1 {
+		return Occurrence{}, fmt.Errorf("parse member %q: bad attempt", m)
+	}
+	return Occurrence{JobID: id, ScheduledFor: time.UnixMilli(ms).UTC(), Attempt: attempt, Priority: MaxPriority - inv}, nil
+}
+
+// Next is the occurrence's following attempt.
+func (o Occurrence) Next() Occurrence {
+	o.Attempt++
+	return o
+}

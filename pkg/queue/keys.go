@@ -1,0 +1,32 @@
+// Package queue is tock's Redis layer: the due sorted set, the ready stream and
+// its consumer group, and the Lua scripts that move occurrences between them.
+// Redis is a rebuildable cache and transport; Postgres stays the truth.
+package queue
+
+import "fmt"
+
+// Group is the consumer group every worker reads the ready stream through.
+const Group = "workers"
+
+// Keys builds every Redis key tock uses, and nothing else does. All keys of one
+// shard carry the shard's hash tag, {s<N>}, so each script's keys live in one
+// Redis Cluster slot; the prefix isolates deployments (and tests) from each other.
+type Keys struct {
+	Prefix string
+	Shard  int
+}
+
+func (k Keys) key(name string) string { return fmt.Sprintf("%s:{s%d}:%s", k.Prefix, k.Shard, name) }
+
+// Due is the sorted set of occurrences waiting for their time: score = due time
+// in unix ms, member = job.Occurrence.Member.
+func (k Keys) Due() string { return k.key("due") }
+
+// Ready is the stream of due occurrences that workers consume.
+func (k Keys) Ready() string { return k.key("ready") }
+
+// Dead is the stream where entries that cannot be decoded are set aside.
+func (k Keys) Dead() string { return k.key("dead") }
+
+// LoaderLock is the lock held by the scheduler instance that loads from Postgres.
+func (k Keys) LoaderLock() string { return k.key("loader-lock") }

@@ -1,0 +1,319 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tockhq/tock/pkg/job"
+)
+
+// Queue moves occurrences through Redis for one shard.
+type Queue struct {
+	rdb  redis.UniversalClient
+	keys Keys
+}
+
+// New returns a Queue on rdb for the shard that keys names.
+func New(rdb redis.UniversalClient, keys Keys) *Queue { return &Queue{rdb: rdb, keys: keys} }
+
+// Keys returns the keys this queue works on.
+func (q *Queue) Keys() Keys { return q.keys }
+
+// Entry is an occurrence and the time it is due, as held in the due set.
+type Entry struct {
+	Occurrence job.Occurrence
+	DueAt      time.Time
+}
+
+// zaddChunk bounds the members of one ZADD so no command grows without limit.
+const zaddChunk = 1000
+
+// Enqueue adds entries to the due set in one pipelined round trip. Adding a
+// member that is already there only sets its score, so enqueueing twice is safe.
+func (q *Queue) Enqueue(ctx context.Context, entries []Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	pipe := q.rdb.Pipeline()
+	for start := 0; start < len(entries); start += zaddChunk {
+		end := min(start+zaddChunk, len(entries))
+		zs := make([]redis.Z, 0, end-start)
+		for _, e := range entries[start:end] {
+			zs = append(zs, redis.Z{Score: float64(e.DueAt.UnixMilli()), Member: e.Occurrence.Member()})
+		}
+		pipe.ZAdd(ctx, q.keys.Due(), zs...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("enqueue %d occurrences: %w", len(entries), err)
+	}
+	return nil
+}
+
+// Remove takes occurrences out of the due set, so an edited or cancelled job's
+// old time never fires. It is not an error if they are not there.
+func (q *Queue) Remove(ctx context.Context, occs []job.Occurrence) error {
+	if len(occs) == 0 {
+		return nil
+	}
+	members := make([]any, len(occs))
+	for i, o := range occs {
+		members[i] = o.Member()
+	}
+	if err := q.rdb.ZRem(ctx, q.keys.Due(), members...).Err(); err != nil {
+		return fmt.Errorf("remove %d occurrences: %w", len(occs), err)
+	}
+	return nil
+}
+
+// Scheduled reports which of occs are in the due set.
+func (q *Queue) Scheduled(ctx context.Context, occs []job.Occurrence) ([]bool, error) {
+	if len(occs) == 0 {
+		return nil, nil
+	}
+	members := make([]string, len(occs))
+	for i, o := range occs {
+		members[i] = o.Member()
+	}
+	scores, err := q.rdb.ZMScore(ctx, q.keys.Due(), members...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("look up %d occurrences: %w", len(occs), err)
+	}
+	in := make([]bool, len(occs))
+	for i, s := range scores {
+		in[i] = s != 0
+	}
+	return in, nil
+}
+
+// publishScript moves due members from the due set to the ready stream, at most
+// ARGV[1] per call so one call never blocks Redis for long. Members of equal
+// score come out in member order, which puts higher priority first (see
+// job.Occurrence.Member). Being one script, the pop is atomic: two schedulers
+// never publish the same member.
+//
+// KEYS[1] due sorted set
+// KEYS[2] ready stream
+// ARGV[1] most members to move
+// ARGV[2] now in unix ms, or "" to use Redis TIME (the one clock of due-ness)
+// Returns {moved, now_ms, next_due_ms or -1}
+var publishScript = redis.NewScript(`
+local now
+if ARGV[2] ~= '' then
+  now = tonumber(ARGV[2])
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[1]))
+local n = #due / 2
+for i = 1, #due, 2 do
+  redis.call('XADD', KEYS[2], '*', 'm', due[i], 'd', due[i + 1])
+end
+if n > 0 then
+  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, n - 1)
+end
+local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local next_due = -1
+if #nxt > 0 then next_due = tonumber(nxt[2]) end
+return {n, now, next_due}
+`)
+
+// Published is what one publish call did.
+type Published struct {
+	Moved int
+	Now   time.Time // Redis's clock at the call
+	Next  time.Time // due time of the earliest member left, zero if none
+}
+
+// Publish moves up to limit due members to the ready stream. A zero now uses
+// Redis TIME; tests pass their own clock.
+func (q *Queue) Publish(ctx context.Context, limit int, now time.Time) (Published, error) {
+	nowArg := ""
+	if !now.IsZero() {
+		nowArg = strconv.FormatInt(now.UnixMilli(), 10)
+	}
+	res, err := publishScript.Run(ctx, q.rdb, []string{q.keys.Due(), q.keys.Ready()}, limit, nowArg).Int64Slice()
+	if err != nil {
+		return Published{}, fmt.Errorf("publish due: %w", err)
+	}
+	p := Published{Moved: int(res[0]), Now: time.UnixMilli(res[1]).UTC()}
+	if res[2] >= 0 {
+		p.Next = time.UnixMilli(res[2]).UTC()
+	}
+	return p, nil
+}
+
+// EnsureGroup creates the ready stream and its consumer group if missing.
+func (q *Queue) EnsureGroup(ctx context.Context) error {
+	err := q.rdb.XGroupCreateMkStream(ctx, q.keys.Ready(), Group, "0").Err()
+	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		return fmt.Errorf("create consumer group: %w", err)
+	}
+	return nil
+}
+
+// Message is one stream entry handed to a worker.
+type Message struct {
+	ID         string
+	Occurrence job.Occurrence
+	DueAt      time.Time
+	// Err is set when the entry cannot be decoded: a poison entry.
+	Err error
+	Raw map[string]any
+}
+
+func decode(x redis.XMessage) Message {
+	m := Message{ID: x.ID, Raw: x.Values}
+	member, _ := x.Values["m"].(string)
+	occ, err := job.ParseMember(member)
+	if err != nil {
+		m.Err = err
+		return m
+	}
+	m.Occurrence = occ
+	due, err := strconv.ParseInt(fmt.Sprint(x.Values["d"]), 10, 64)
+	if err != nil {
+		m.Err = fmt.Errorf("entry %s: bad due time: %w", x.ID, err)
+		return m
+	}
+	m.DueAt = time.UnixMilli(due).UTC()
+	return m
+}
+
+// Read takes up to count new entries for consumer, waiting up to block for the
+// first. A lost group (Redis restarted empty) is recreated.
+func (q *Queue) Read(ctx context.Context, consumer string, count int, block time.Duration) ([]Message, error) {
+	res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group: Group, Consumer: consumer, Streams: []string{q.keys.Ready(), ">"}, Count: int64(count), Block: block,
+	}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil && strings.HasPrefix(err.Error(), "NOGROUP") {
+		if gerr := q.EnsureGroup(ctx); gerr != nil {
+			return nil, gerr
+		}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read stream: %w", err)
+	}
+	var out []Message
+	for _, s := range res {
+		for _, x := range s.Messages {
+			out = append(out, decode(x))
+		}
+	}
+	return out, nil
+}
+
+// Reclaim takes over up to count entries that other consumers left pending for
+// longer than minIdle: their worker died or stalled.
+func (q *Queue) Reclaim(ctx context.Context, consumer string, minIdle time.Duration, count int) ([]Message, error) {
+	msgs, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+		Stream: q.keys.Ready(), Group: Group, Consumer: consumer, MinIdle: minIdle, Start: "0-0", Count: int64(count),
+	}).Result()
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "NOGROUP") {
+			return nil, q.EnsureGroup(ctx)
+		}
+		return nil, fmt.Errorf("reclaim pending: %w", err)
+	}
+	out := make([]Message, 0, len(msgs))
+	for _, x := range msgs {
+		out = append(out, decode(x))
+	}
+	return out, nil
+}
+
+// Settle finishes handled entries in one pipelined round trip: first the
+// retries go into the due set, then the entries are acknowledged and deleted.
+// The order matters: an entry is never acknowledged before its retry is safe.
+func (q *Queue) Settle(ctx context.Context, ids []string, retries []Entry) error {
+	if len(ids) == 0 && len(retries) == 0 {
+		return nil
+	}
+	pipe := q.rdb.Pipeline()
+	for start := 0; start < len(retries); start += zaddChunk {
+		end := min(start+zaddChunk, len(retries))
+		zs := make([]redis.Z, 0, end-start)
+		for _, e := range retries[start:end] {
+			zs = append(zs, redis.Z{Score: float64(e.DueAt.UnixMilli()), Member: e.Occurrence.Member()})
+		}
+		pipe.ZAdd(ctx, q.keys.Due(), zs...)
+	}
+	if len(ids) > 0 {
+		pipe.XAck(ctx, q.keys.Ready(), Group, ids...)
+		pipe.XDel(ctx, q.keys.Ready(), ids...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("settle %d entries: %w", len(ids), err)
+	}
+	return nil
+}
+
+// SetAside moves poison entries to the dead stream and acknowledges them, so a
+// message nobody can decode is kept for people to read but never retried.
+func (q *Queue) SetAside(ctx context.Context, msgs []Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	pipe := q.rdb.Pipeline()
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+		vals := map[string]any{"id": m.ID}
+		if m.Err != nil {
+			vals["error"] = m.Err.Error()
+		}
+		for k, v := range m.Raw {
+			vals["f_"+k] = v
+		}
+		pipe.XAdd(ctx, &redis.XAddArgs{Stream: q.keys.Dead(), MaxLen: 10000, Approx: true, Values: vals})
+	}
+	pipe.XAck(ctx, q.keys.Ready(), Group, ids...)
+	pipe.XDel(ctx, q.keys.Ready(), ids...)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("set aside %d entries: %w", len(msgs), err)
+	}
+	return nil
+}
+
+// Stats are the queue's sizes, for readiness and metrics.
+type Stats struct {
+	Due     int64 // members waiting in the due set
+	Ready   int64 // entries in the stream (unread and pending)
+	Pending int64 // entries delivered and not yet acknowledged
+}
+
+// Stats reads the queue's sizes in one round trip.
+func (q *Queue) Stats(ctx context.Context) (Stats, error) {
+	pipe := q.rdb.Pipeline()
+	due := pipe.ZCard(ctx, q.keys.Due())
+	ready := pipe.XLen(ctx, q.keys.Ready())
+	pending := pipe.XPending(ctx, q.keys.Ready(), Group)
+	_, err := pipe.Exec(ctx)
+	if err != nil && !errors.Is(err, redis.Nil) && !strings.HasPrefix(err.Error(), "NOGROUP") {
+		return Stats{}, fmt.Errorf("queue stats: %w", err)
+	}
+	st := Stats{Due: due.Val(), Ready: ready.Val()}
+	if p := pending.Val(); p != nil {
+		st.Pending = p.Count
+	}
+	return st, nil
+}
+
+// Connect opens a Redis client from a redis:// or rediss:// URL.
+func Connect(url string) (redis.UniversalClient, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse redis url: %w", err)
+	}
+	return redis.NewClient(opt), nil
+}

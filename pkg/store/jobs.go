@@ -1,0 +1,180 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tockhq/tock/pkg/job"
+)
+
+const jobColumns = `id, owner_id, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload`
+
+func scanJob(row pgx.Row) (*job.Job, error) {
+	var (
+		j            job.Job
+		timeoutMS    int32
+		runAt, dueAt *time.Time
+	)
+	err := row.Scan(&j.ID, &j.Owner, &j.Type, &j.Status, &j.Priority, &j.MaxRetries, &timeoutMS,
+		&runAt, &dueAt, &j.CreatedAt, &j.UpdatedAt, &j.Name, &j.Payload)
+	if err != nil {
+		return nil, err
+	}
+	j.Timeout = time.Duration(timeoutMS) * time.Millisecond
+	if runAt != nil {
+		j.RunAt = runAt.UTC()
+	}
+	if dueAt != nil {
+		j.DueAt = dueAt.UTC()
+	}
+	j.CreatedAt, j.UpdatedAt = j.CreatedAt.UTC(), j.UpdatedAt.UTC()
+	return &j, nil
+}
+
+// dueHour is the partition key for a due time: its UTC hour, or -1 for none.
+func dueHour(t time.Time) int16 {
+	if t.IsZero() {
+		return -1
+	}
+	return int16(t.UTC().Hour())
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+var jobCopyColumns = []string{"id", "owner_id", "due_hour", "type", "status", "priority", "max_retries",
+	"timeout_ms", "run_at", "due_at", "created_at", "updated_at", "name", "payload"}
+
+func jobRow(j *job.Job) []any {
+	return []any{j.ID, j.Owner, dueHour(j.DueAt), string(j.Type), string(j.Status), int16(j.Priority),
+		int16(j.MaxRetries), int32(j.Timeout / time.Millisecond), nullTime(j.RunAt), nullTime(j.DueAt),
+		j.CreatedAt, j.UpdatedAt, j.Name, []byte(j.Payload)}
+}
+
+// CreateJobs inserts jobs in one transaction: COPY for a batch, one INSERT for a
+// single job. A job whose DueAt is zero is stored as already claimed: the caller
+// puts its occurrence into Redis right after the commit.
+func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	if len(jobs) == 1 {
+		_, err := s.pool.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14)`, jobRow(jobs[0])...)
+		if err != nil {
+			return fmt.Errorf("insert job: %w", translate(err))
+		}
+		return nil
+	}
+	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"jobs"}, jobCopyColumns, pgx.CopyFromSlice(len(jobs), func(i int) ([]any, error) {
+		return jobRow(jobs[i]), nil
+	}))
+	if err != nil {
+		return fmt.Errorf("copy jobs: %w", translate(err))
+	}
+	return nil
+}
+
+const jobCopyColumnList = `id, owner_id, due_hour, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload`
+
+// AnyOwner passed as an owner lets an administrator's query see every owner's jobs.
+var AnyOwner = uuid.Nil
+
+const getJobSQL = `SELECT ` + jobColumns + ` FROM jobs WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2)`
+
+// GetJob returns a job of owner (or of anyone, for AnyOwner); another owner's
+// job is ErrNotFound, as if it did not exist.
+func (s *Store) GetJob(ctx context.Context, owner, id uuid.UUID) (*job.Job, error) {
+	j, err := scanJob(s.pool.QueryRow(ctx, getJobSQL, id, owner))
+	if err != nil {
+		return nil, fmt.Errorf("get job %s: %w", id, translate(err))
+	}
+	return j, nil
+}
+
+// JobFilter narrows ListJobs. Zero fields do not filter.
+type JobFilter struct {
+	Owner  uuid.UUID // AnyOwner for all
+	Status job.Status
+	Type   job.Type
+	Before uuid.UUID // keyset cursor: ids older than this one
+	Limit  int
+}
+
+const listJobsSQL = `SELECT ` + jobColumns + ` FROM jobs
+WHERE ($1 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $1)
+  AND ($2 = '' OR status = $2::job_status)
+  AND ($3 = '' OR type = $3::job_type)
+  AND ($4 = '00000000-0000-0000-0000-000000000000'::uuid OR id < $4)
+ORDER BY id DESC
+LIMIT $5`
+
+// ListJobs returns jobs newest first, at most f.Limit of them.
+func (s *Store) ListJobs(ctx context.Context, f JobFilter) ([]*job.Job, error) {
+	rows, err := s.pool.Query(ctx, listJobsSQL, f.Owner, string(f.Status), string(f.Type), f.Before, f.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", translate(err))
+	}
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*job.Job, error) { return scanJob(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", translate(err))
+	}
+	return jobs, nil
+}
+
+// cancelJobSQL cancels a job that has not started. It locks the job row first:
+// a worker starting a run holds a share lock on the same row (see startRunsSQL),
+// so the run check in the next statement sees any run that won the race.
+const (
+	lockJobSQL   = `SELECT status FROM jobs WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2) FOR UPDATE`
+	cancelJobSQL = `UPDATE jobs SET status = 'cancelled', due_at = NULL, due_hour = -1, updated_at = $2
+WHERE id = $1 AND status IN ('scheduled', 'paused')
+  AND NOT EXISTS (SELECT 1 FROM job_runs WHERE job_id = $1)
+RETURNING ` + jobColumns
+)
+
+// CancelJob stops a job that has not started; it never runs afterwards. A job
+// that has started or finished is ErrConflict. The caller removes the job's
+// member from Redis afterwards; a worker that still receives it finds the job
+// cancelled and drops it.
+func (s *Store) CancelJob(ctx context.Context, owner, id uuid.UUID, now time.Time) (*job.Job, error) {
+	var out *job.Job
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var status job.Status
+		if err := tx.QueryRow(ctx, lockJobSQL, id, owner).Scan(&status); err != nil {
+			return translate(err)
+		}
+		j, err := scanJob(tx.QueryRow(ctx, cancelJobSQL, id, now))
+		if err != nil {
+			if err == pgx.ErrNoRows {
+				return fmt.Errorf("%w: job is %s or has started", job.ErrConflict, status)
+			}
+			return translate(err)
+		}
+		out = j
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel job %s: %w", id, err)
+	}
+	return out, nil
+}
+
+const releaseClaimSQL = `UPDATE jobs SET due_at = run_at, due_hour = extract(hour FROM run_at AT TIME ZONE 'UTC')::smallint
+WHERE id = $1 AND due_hour = -1 AND status = 'scheduled' AND run_at IS NOT NULL`
+
+// ReleaseClaim hands a claimed one-off job back to the loader, for when the
+// caller could not put its occurrence into Redis after all.
+func (s *Store) ReleaseClaim(ctx context.Context, id uuid.UUID) error {
+	if _, err := s.pool.Exec(ctx, releaseClaimSQL, id); err != nil {
+		return fmt.Errorf("release claim %s: %w", id, translate(err))
+	}
+	return nil
+}

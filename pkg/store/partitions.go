@@ -1,0 +1,85 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// partitionLock serialises partition upkeep across every service that runs it.
+const partitionLock = 7_446_733_001
+
+// runPartition names the job_runs partition of a UTC day.
+func runPartition(day time.Time) string { return "job_runs_" + day.UTC().Format("20060102") }
+
+// EnsureRunPartitions creates the job_runs day partitions for every day from
+// from's day through to's day that does not exist yet. Rows that landed in the
+// default partition for such a day are moved into the new partition, so creating
+// it never fails on them.
+func (s *Store) EnsureRunPartitions(ctx context.Context, from, to time.Time) (created int, err error) {
+	for day := from.UTC().Truncate(24 * time.Hour); !day.After(to); day = day.Add(24 * time.Hour) {
+		name := runPartition(day)
+		var exists bool
+		if err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, name).Scan(&exists); err != nil {
+			return created, fmt.Errorf("ensure partition %s: %w", name, err)
+		}
+		if exists {
+			continue
+		}
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, partitionLock); err != nil {
+				return err
+			}
+			if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, name).Scan(&exists); err != nil || exists {
+				return err
+			}
+			ident := pgx.Identifier{name}.Sanitize()
+			lo, hi := day.Format(time.RFC3339), day.Add(24*time.Hour).Format(time.RFC3339)
+			stmts := []string{
+				`CREATE TABLE ` + ident + ` (LIKE job_runs INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`,
+				fmt.Sprintf(`WITH moved AS (DELETE FROM job_runs_default WHERE scheduled_for >= '%s' AND scheduled_for < '%s' RETURNING *)
+INSERT INTO %s SELECT * FROM moved`, lo, hi, ident),
+				fmt.Sprintf(`ALTER TABLE job_runs ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')`, ident, lo, hi),
+			}
+			for _, q := range stmts {
+				if _, err := tx.Exec(ctx, q); err != nil {
+					return err
+				}
+			}
+			created++
+			return nil
+		})
+		if err != nil {
+			return created, fmt.Errorf("ensure partition %s: %w", name, err)
+		}
+	}
+	return created, nil
+}
+
+// DropRunPartitionsBefore drops the job_runs day partitions that end at or
+// before cutoff: run history past its retention.
+func (s *Store) DropRunPartitionsBefore(ctx context.Context, cutoff time.Time) (dropped []string, err error) {
+	rows, err := s.pool.Query(ctx, `SELECT c.relname FROM pg_inherits i
+JOIN pg_class c ON c.oid = i.inhrelid
+WHERE i.inhparent = 'job_runs'::regclass AND c.relname ~ '^job_runs_[0-9]{8}$'`)
+	if err != nil {
+		return nil, fmt.Errorf("list run partitions: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list run partitions: %w", err)
+	}
+	for _, name := range names {
+		day, err := time.Parse("20060102", name[len("job_runs_"):])
+		if err != nil || day.Add(24*time.Hour).After(cutoff) {
+			continue
+		}
+		if _, err := s.pool.Exec(ctx, `DROP TABLE `+pgx.Identifier{name}.Sanitize()); err != nil {
+			return dropped, fmt.Errorf("drop partition %s: %w", name, err)
+		}
+		dropped = append(dropped, name)
+	}
+	return dropped, nil
+}

@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tockhq/tock/pkg/job"
+)
+
+// unstartedClaimsSQL finds one-off jobs claimed into Redis whose due time passed
+// before olderThan without any attempt starting: their member may have been lost
+// (a dashboard that died between commit and ZADD, a Redis that lost its data).
+const unstartedClaimsSQL = `SELECT j.id, j.run_at, j.priority FROM jobs_idle j
+WHERE j.status = 'scheduled' AND j.run_at IS NOT NULL AND j.run_at < $1
+  AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = j.id AND r.scheduled_for = j.run_at)
+ORDER BY j.run_at
+LIMIT $2`
+
+// UnstartedClaims returns the first attempts of claimed one-off jobs that were
+// due before olderThan and never started.
+func (s *Store) UnstartedClaims(ctx context.Context, olderThan time.Time, limit int) ([]job.Occurrence, error) {
+	rows, err := s.pool.Query(ctx, unstartedClaimsSQL, olderThan, limit)
+	if err != nil {
+		return nil, fmt.Errorf("unstarted claims: %w", translate(err))
+	}
+	occs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job.Occurrence, error) {
+		var o job.Occurrence
+		var prio int16
+		err := r.Scan(&o.JobID, &o.ScheduledFor, &prio)
+		o.ScheduledFor, o.Priority, o.Attempt = o.ScheduledFor.UTC(), int(prio), 1
+		return o, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("unstarted claims: %w", translate(err))
+	}
+	return occs, nil
+}
+
+// expiredLeasesSQL finds attempts still running past their lease: their worker
+// died or stalled. Requeuing the same attempt lets another worker take it over.
+const expiredLeasesSQL = `SELECT r.job_id, r.scheduled_for, r.attempt, j.priority
+FROM job_runs r JOIN jobs j ON j.id = r.job_id
+WHERE r.status = 'running' AND r.lease_until < $1 AND j.status = 'scheduled'
+ORDER BY r.lease_until
+LIMIT $2`
+
+// ExpiredLeases returns running attempts whose lease ended before now.
+func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]job.Occurrence, error) {
+	rows, err := s.pool.Query(ctx, expiredLeasesSQL, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("expired leases: %w", translate(err))
+	}
+	occs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job.Occurrence, error) {
+		var o job.Occurrence
+		var attempt, prio int16
+		err := r.Scan(&o.JobID, &o.ScheduledFor, &attempt, &prio)
+		o.ScheduledFor, o.Attempt, o.Priority = o.ScheduledFor.UTC(), int(attempt), int(prio)
+		return o, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("expired leases: %w", translate(err))
+	}
+	return occs, nil
+}

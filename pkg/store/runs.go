@@ -1,0 +1,249 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tockhq/tock/pkg/job"
+)
+
+// Start asks to begin one attempt: the occurrence, and when it was due.
+type Start struct {
+	Occurrence job.Occurrence
+	DueAt      time.Time
+}
+
+// Started is an attempt a worker now holds the lease of, with what it needs to
+// run it.
+type Started struct {
+	Run        job.Run
+	Type       job.Type
+	Name       string
+	Payload    json.RawMessage
+	Timeout    time.Duration
+	MaxRetries int
+}
+
+// startRunsSQL starts a batch of attempts in one round trip. live share-locks
+// the jobs that may still run (a concurrent cancel waits, see cancelJobSQL).
+// fresh inserts a running row for attempts never seen; takeover re-leases an
+// attempt whose worker vanished (running past its lease). Anything else (a
+// finished attempt, one leased to a live worker, a job no longer scheduled)
+// starts nothing and is sorted out by the caller with RunStates.
+const startRunsSQL = `WITH req AS (
+    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::smallint[], $5::timestamptz[])
+        AS r(run_id, job_id, scheduled_for, attempt, due_at)
+), live AS (
+    SELECT id, owner_id, type, name, payload, timeout_ms, max_retries FROM jobs
+    WHERE id = ANY($2) AND status = 'scheduled'
+    FOR SHARE
+), fresh AS (
+    INSERT INTO job_runs (job_id, scheduled_for, attempt, status, id, owner_id, due_at, started_at, lease_until)
+    SELECT r.job_id, r.scheduled_for, r.attempt, 'running', r.run_id, l.owner_id, r.due_at, $6::timestamptz,
+           $6::timestamptz + (l.timeout_ms + $7::int) * interval '1 millisecond'
+    FROM req r JOIN live l ON l.id = r.job_id
+    ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING
+    RETURNING job_id, scheduled_for, attempt, id, due_at, lease_until
+), takeover AS (
+    UPDATE job_runs jr SET started_at = $6::timestamptz, lease_until = $6::timestamptz + (l.timeout_ms + $7::int) * interval '1 millisecond'
+    FROM req r JOIN live l ON l.id = r.job_id
+    WHERE jr.job_id = r.job_id AND jr.scheduled_for = r.scheduled_for AND jr.attempt = r.attempt
+      AND jr.scheduled_for = ANY($3) AND jr.status = 'running' AND jr.lease_until < $6
+    RETURNING jr.job_id, jr.scheduled_for, jr.attempt, jr.id, jr.due_at, jr.lease_until
+)
+SELECT s.job_id, s.scheduled_for, s.attempt, s.id, s.due_at, s.lease_until,
+       l.owner_id, l.type, l.name, l.payload, l.timeout_ms, l.max_retries
+FROM (SELECT * FROM fresh UNION ALL SELECT * FROM takeover) s JOIN live l ON l.id = s.job_id`
+
+// StartRuns records the attempts that may start now as running, leased until
+// their timeout plus leaseMargin, and returns them. Attempts it leaves out must
+// not run: see RunStates.
+func (s *Store) StartRuns(ctx context.Context, reqs []Start, now time.Time, leaseMargin time.Duration) ([]Started, error) {
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	runIDs := make([]uuid.UUID, len(reqs))
+	jobIDs := make([]uuid.UUID, len(reqs))
+	sched := make([]time.Time, len(reqs))
+	attempts := make([]int16, len(reqs))
+	dues := make([]time.Time, len(reqs))
+	prio := make(map[uuid.UUID]int, len(reqs))
+	for i, r := range reqs {
+		runIDs[i], jobIDs[i] = job.NewID(), r.Occurrence.JobID
+		sched[i], attempts[i], dues[i] = r.Occurrence.ScheduledFor, int16(r.Occurrence.Attempt), r.DueAt
+		prio[r.Occurrence.JobID] = r.Occurrence.Priority
+	}
+	rows, err := s.pool.Query(ctx, startRunsSQL, runIDs, jobIDs, sched, attempts, dues, now, leaseMargin.Milliseconds())
+	if err != nil {
+		return nil, fmt.Errorf("start runs: %w", translate(err))
+	}
+	started, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Started, error) {
+		var st Started
+		var attempt int16
+		var timeoutMS int32
+		var maxRetries int16
+		err := r.Scan(&st.Run.JobID, &st.Run.ScheduledFor, &attempt, &st.Run.ID, &st.Run.DueAt, &st.Run.LeaseUntil,
+			&st.Run.Owner, &st.Type, &st.Name, &st.Payload, &timeoutMS, &maxRetries)
+		st.Run.Attempt, st.Timeout, st.MaxRetries = int(attempt), time.Duration(timeoutMS)*time.Millisecond, int(maxRetries)
+		st.Run.ScheduledFor, st.Run.DueAt, st.Run.LeaseUntil = st.Run.ScheduledFor.UTC(), st.Run.DueAt.UTC(), st.Run.LeaseUntil.UTC()
+		st.Run.Status, st.Run.StartedAt = job.RunRunning, now
+		return st, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start runs: %w", translate(err))
+	}
+	return started, nil
+}
+
+// RunState is what Postgres knows of one attempt.
+type RunState struct {
+	Status     job.RunStatus
+	LeaseUntil time.Time
+}
+
+const runStatesSQL = `SELECT r.job_id, r.scheduled_for, r.attempt, jr.status, jr.lease_until
+FROM unnest($1::uuid[], $2::timestamptz[], $3::smallint[]) AS r(job_id, scheduled_for, attempt)
+JOIN job_runs jr ON jr.job_id = r.job_id AND jr.scheduled_for = r.scheduled_for AND jr.attempt = r.attempt
+WHERE jr.scheduled_for = ANY($2)`
+
+// RunStates returns the recorded state of each attempt that has a run row,
+// keyed by the occurrence's member. An attempt absent from the map has no row:
+// its job is no longer scheduled, so it must not run.
+func (s *Store) RunStates(ctx context.Context, occs []job.Occurrence) (map[string]RunState, error) {
+	jobIDs := make([]uuid.UUID, len(occs))
+	sched := make([]time.Time, len(occs))
+	attempts := make([]int16, len(occs))
+	members := make(map[string]string, len(occs))
+	for i, o := range occs {
+		jobIDs[i], sched[i], attempts[i] = o.JobID, o.ScheduledFor, int16(o.Attempt)
+		members[runKey(o.JobID, o.ScheduledFor, o.Attempt)] = o.Member()
+	}
+	rows, err := s.pool.Query(ctx, runStatesSQL, jobIDs, sched, attempts)
+	if err != nil {
+		return nil, fmt.Errorf("run states: %w", translate(err))
+	}
+	defer rows.Close()
+	out := make(map[string]RunState, len(occs))
+	for rows.Next() {
+		var id uuid.UUID
+		var at time.Time
+		var attempt int16
+		var st RunState
+		if err := rows.Scan(&id, &at, &attempt, &st.Status, &st.LeaseUntil); err != nil {
+			return nil, fmt.Errorf("run states: %w", err)
+		}
+		out[members[runKey(id, at.UTC(), int(attempt))]] = st
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("run states: %w", translate(err))
+	}
+	return out, nil
+}
+
+func runKey(id uuid.UUID, at time.Time, attempt int) string {
+	return fmt.Sprintf("%s/%d/%d", id, at.UnixMilli(), attempt)
+}
+
+// Result is the outcome of one attempt.
+type Result struct {
+	Occurrence job.Occurrence
+	Status     job.RunStatus
+	FinishedAt time.Time
+	Output     string
+	Error      string
+}
+
+// finishRunsSQL records a batch of outcomes in one statement (a group commit)
+// and ends the one-off jobs whose last attempt this was. Only a row still
+// running is updated, so a late duplicate cannot overwrite an outcome.
+const finishRunsSQL = `WITH res AS (
+    SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::smallint[], $4::run_status[], $5::timestamptz[], $6::text[], $7::text[])
+        AS r(job_id, scheduled_for, attempt, status, finished_at, output, error)
+), done AS (
+    UPDATE job_runs jr SET status = r.status, finished_at = r.finished_at,
+        output = nullif(r.output, ''), error = nullif(r.error, '')
+    FROM res r
+    WHERE jr.job_id = r.job_id AND jr.scheduled_for = r.scheduled_for AND jr.attempt = r.attempt
+      AND jr.scheduled_for = ANY($2) AND jr.status = 'running'
+    RETURNING jr.job_id, jr.status
+)
+UPDATE jobs j SET status = CASE d.status WHEN 'completed' THEN 'completed'::job_status ELSE 'permanently_failed'::job_status END,
+    updated_at = $8
+FROM done d
+WHERE j.id = d.job_id AND j.due_hour = -1 AND j.run_at IS NOT NULL AND j.status = 'scheduled'
+  AND d.status IN ('completed', 'permanently_failed')`
+
+// FinishRuns records outcomes in one round trip.
+func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time) error {
+	if len(results) == 0 {
+		return nil
+	}
+	n := len(results)
+	jobIDs, sched, attempts := make([]uuid.UUID, n), make([]time.Time, n), make([]int16, n)
+	statuses, finished, outputs, errs := make([]string, n), make([]time.Time, n), make([]string, n), make([]string, n)
+	for i, r := range results {
+		jobIDs[i], sched[i], attempts[i] = r.Occurrence.JobID, r.Occurrence.ScheduledFor, int16(r.Occurrence.Attempt)
+		statuses[i], finished[i], outputs[i], errs[i] = string(r.Status), r.FinishedAt, r.Output, r.Error
+	}
+	if _, err := s.pool.Exec(ctx, finishRunsSQL, jobIDs, sched, attempts, statuses, finished, outputs, errs, now); err != nil {
+		return fmt.Errorf("finish runs: %w", translate(err))
+	}
+	return nil
+}
+
+// RunFilter selects runs for ListRuns.
+type RunFilter struct {
+	Owner  uuid.UUID // AnyOwner for all
+	JobID  uuid.UUID
+	Before *RunCursor
+	Limit  int
+}
+
+// RunCursor is the keyset position of a run in ListRuns' order.
+type RunCursor struct {
+	ScheduledFor time.Time
+	Attempt      int
+}
+
+const listRunsSQL = `SELECT job_id, scheduled_for, attempt, status, id, owner_id, due_at, started_at, lease_until,
+       finished_at, coalesce(output, ''), coalesce(error, '')
+FROM job_runs
+WHERE job_id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2)
+  AND ($3::timestamptz IS NULL OR (scheduled_for, attempt) < ($3, $4))
+ORDER BY scheduled_for DESC, attempt DESC
+LIMIT $5`
+
+// ListRuns returns a job's attempts, newest occurrence and attempt first.
+func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]job.Run, error) {
+	var before *time.Time
+	attempt := int16(0)
+	if f.Before != nil {
+		before, attempt = &f.Before.ScheduledFor, int16(f.Before.Attempt)
+	}
+	rows, err := s.pool.Query(ctx, listRunsSQL, f.JobID, f.Owner, before, attempt, f.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", translate(err))
+	}
+	runs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job.Run, error) {
+		var run job.Run
+		var a int16
+		var finished *time.Time
+		err := r.Scan(&run.JobID, &run.ScheduledFor, &a, &run.Status, &run.ID, &run.Owner, &run.DueAt,
+			&run.StartedAt, &run.LeaseUntil, &finished, &run.Output, &run.Error)
+		run.Attempt = int(a)
+		run.ScheduledFor, run.DueAt, run.StartedAt, run.LeaseUntil = run.ScheduledFor.UTC(), run.DueAt.UTC(), run.StartedAt.UTC(), run.LeaseUntil.UTC()
+		if finished != nil {
+			run.FinishedAt = finished.UTC()
+		}
+		return run, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", translate(err))
+	}
+	return runs, nil
+}

@@ -1,0 +1,91 @@
+// Package store is tock's Postgres layer: the embedded schema and its migrations,
+// and every query the services run. SQL sits in named constants beside the method
+// that runs it; pgx errors are translated to the job package's sentinels here and
+// nowhere else.
+package store
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/tern/v2/migrate"
+
+	"github.com/tockhq/tock/pkg/job"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store runs tock's queries on a connection pool.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// Open connects to Postgres. The URL may carry pool settings (pool_max_conns)
+// and a search_path, which tests use to give each test its own schema.
+func Open(ctx context.Context, url string, maxConns int32) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	return &Store{pool: pool}, nil
+}
+
+// Close releases every connection.
+func (s *Store) Close() { s.pool.Close() }
+
+// Ping reports whether Postgres answers; /readyz uses it.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// Pool exposes the pool to tests and tools that need raw SQL.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Migrate applies the embedded migrations. tern holds a Postgres advisory lock
+// while it works, so every service can call this at start-up at once.
+func (s *Store) Migrate(ctx context.Context) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Release()
+	m, err := migrate.NewMigrator(ctx, conn.Conn(), "tock_schema_version")
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if err := m.LoadMigrations(sub); err != nil {
+		return fmt.Errorf("migrate: load: %w", err)
+	}
+	if err := m.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// translate maps driver errors onto the job package's sentinels.
+func translate(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return job.ErrNotFound
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return fmt.Errorf("%w: %s", job.ErrConflict, pgErr.ConstraintName)
+	}
+	return err
+}
