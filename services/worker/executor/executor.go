@@ -1,0 +1,46 @@
+// Package executor runs one attempt of a job by its type (webhook, ping) and
+// reports what happened. Executors never touch Postgres or Redis: the worker's
+// consumer loop records their outcomes in batches.
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tockhq/tock/pkg/job"
+)
+
+// Task is one attempt handed to an executor.
+type Task struct {
+	JobID        uuid.UUID
+	Owner        uuid.UUID
+	Name         string
+	Type         job.Type
+	ScheduledFor time.Time
+	Attempt      int
+	// Key is the occurrence's idempotency key, the same on every attempt.
+	Key     string
+	Payload json.RawMessage
+	Timeout time.Duration
+}
+
+// Outcome is what one attempt did. Output and Error are bounded (OutputLimit).
+type Outcome struct {
+	OK         bool
+	StatusCode int
+	Latency    time.Duration
+	Output     string
+	Error      string
+}
+
+// OutputLimit bounds the response body or error text kept on a run.
+const OutputLimit = 4 << 10
+
+// Executor runs tasks of one type. Execute must return by ctx's deadline, which
+// the caller sets from the task's timeout.
+type Executor interface {
+	Execute(ctx context.Context, t Task) Outcome
+}
