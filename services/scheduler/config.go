@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tockhq/tock/pkg/config"
+)
+
+// Config is the scheduler's settings, read once from the environment.
+type Config struct {
+	config.Common
+	MetricsAddr       string
+	Horizon           time.Duration
+	LoadInterval      time.Duration
+	LoadBatch         int
+	LockTTL           time.Duration
+	PublishBatch      int
+	PublishTick       time.Duration
+	ReconcileInterval time.Duration
+	LostAfter         time.Duration
+	RunRetention      time.Duration
+	PartitionsAhead   time.Duration
+}
+
+func readConfig(e *config.Env) (Config, error) {
+	c := Config{
+		Common:            config.ReadCommon(e),
+		MetricsAddr:       e.String("TOCK_METRICS_ADDR", "127.0.0.1:9091"),
+		Horizon:           e.Duration("TOCK_LOAD_HORIZON", 10*time.Minute),
+		LoadInterval:      e.Duration("TOCK_LOAD_INTERVAL", time.Second),
+		LoadBatch:         e.Int("TOCK_LOAD_BATCH", 5000, 1, 100000),
+		LockTTL:           e.Duration("TOCK_LOCK_TTL", 10*time.Second),
+		PublishBatch:      e.Int("TOCK_PUBLISH_BATCH", 1000, 1, 100000),
+		PublishTick:       e.Duration("TOCK_PUBLISH_TICK", 50*time.Millisecond),
+		ReconcileInterval: e.Duration("TOCK_RECONCILE_INTERVAL", 10*time.Second),
+		LostAfter:         e.Duration("TOCK_LOST_AFTER", time.Minute),
+		RunRetention:      e.Duration("TOCK_RUN_RETENTION", 30*24*time.Hour),
+		PartitionsAhead:   e.Duration("TOCK_PARTITIONS_AHEAD", 7*24*time.Hour),
+	}
+	if c.PublishTick <= 0 || c.PublishTick > 50*time.Millisecond {
+		e.Check(fmt.Errorf("TOCK_PUBLISH_TICK=%s must be above 0 and at most 50ms", c.PublishTick))
+	}
+	if c.LockTTL < time.Second {
+		e.Check(fmt.Errorf("TOCK_LOCK_TTL=%s must be at least 1s", c.LockTTL))
+	}
+	if c.Horizon < time.Second {
+		e.Check(fmt.Errorf("TOCK_LOAD_HORIZON=%s must be at least 1s", c.Horizon))
+	}
+	return c, e.Err()
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/bsm/redislock"
+	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
+)
+
+// Leader competes for the loader lock and, while it holds it, runs the loader,
+// the reconciler and partition upkeep. The lock is refreshed every third of its
+// TTL; the first refresh that fails ends the leadership at once, cancelling any
+// round in flight (its claim transaction rolls back).
+type Leader struct {
+	store  *store.Store
+	queue  *queue.Queue
+	locker *redislock.Client
+	log    *zap.Logger
+	clock  func() time.Time
+	cfg    Config
+
+	// watermark is the lower bound of the next loader window: everything due
+	// before it was claimed by an earlier round of this leadership.
+	watermark time.Time
+}
+
+// Run competes for leadership until ctx ends.
+func (l *Leader) Run(ctx context.Context) {
+	retry := time.NewTicker(l.cfg.LockTTL / 4)
+	defer retry.Stop()
+	for {
+		lock, err := l.locker.Obtain(ctx, l.queue.Keys().LoaderLock(), l.cfg.LockTTL, nil)
+		switch {
+		case err == nil:
+			l.lead(ctx, lock)
+		case errors.Is(err, redislock.ErrNotObtained):
+		case ctx.Err() == nil:
+			l.log.Warn("obtain_lock_failed", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-retry.C:
+		}
+	}
+}
+
+func (l *Leader) lead(parent context.Context, lock *redislock.Lock) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	l.log.Info("leadership_gained")
+	defer func() {
+		// Release with a fresh context: the parent may be ending (shutdown).
+		rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer rcancel()
+		_ = lock.Release(rctx)
+		l.log.Info("leadership_lost")
+	}()
+	go func() {
+		t := time.NewTicker(l.cfg.LockTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := lock.Refresh(ctx, l.cfg.LockTTL, nil); err != nil {
+					if ctx.Err() == nil {
+						l.log.Warn("lock_refresh_failed", zap.Error(err))
+					}
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+
+	l.watermark = time.Time{} // a new leader first sweeps every partition
+	l.upkeep(ctx)
+	load := time.NewTimer(0)
+	defer load.Stop()
+	reconcile := time.NewTicker(l.cfg.ReconcileInterval)
+	defer reconcile.Stop()
+	upkeep := time.NewTicker(time.Hour)
+	defer upkeep.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-load.C:
+			l.load(ctx)
+			load.Reset(l.cfg.LoadInterval)
+		case <-reconcile.C:
+			l.reconcile(ctx)
+		case <-upkeep.C:
+			l.upkeep(ctx)
+		}
+	}
+}
+
+// load claims every job due before now + horizon that is not yet in Redis, in
+// batches, each ZADDed in one pipelined round trip before its claim commits.
+func (l *Leader) load(ctx context.Context) {
+	start := l.clock()
+	until := start.Add(l.cfg.Horizon)
+	total := 0
+	for ctx.Err() == nil {
+		n, err := l.store.ClaimDue(ctx, l.watermark, until, l.cfg.LoadBatch, l.clock(), l.enqueue)
+		if err != nil {
+			if ctx.Err() == nil {
+				l.log.Warn("load_failed", zap.Error(err))
+			}
+			return
+		}
+		total += n
+		if n < l.cfg.LoadBatch {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	// Anything due from a minute before this round on is looked at again next
+	// round; older jobs were all claimed now, and the reconciler sweeps the rest.
+	l.watermark = start.Add(-time.Minute)
+	if total > 0 {
+		l.log.Info("loaded", zap.Int("jobs", total), zap.Duration("took", l.clock().Sub(start)))
+	}
+}
+
+func (l *Leader) enqueue(ctx context.Context, occs []job.Occurrence) error {
+	entries := make([]queue.Entry, len(occs))
+	for i, o := range occs {
+		entries[i] = queue.Entry{Occurrence: o, DueAt: o.ScheduledFor}
+	}
+	return l.queue.Enqueue(ctx, entries)
+}
+
+// reconcile repairs what a crash between two steps leaves behind.
+func (l *Leader) reconcile(ctx context.Context) {
+	now := l.clock()
+	if err := l.queue.EnsureGroup(ctx); err != nil {
+		l.log.Warn("reconcile_group_failed", zap.Error(err))
+	}
+	// A full sweep over every hour partition catches anything the windowed
+	// rounds could not see, such as a claim released after its window passed.
+	l.watermark = time.Time{}
+	l.load(ctx)
+
+	// Claimed one-off jobs long overdue that never started and are not in the
+	// due set: their member was lost. Re-adding is safe: workers start an
+	// attempt once, keyed by (job, scheduled_for, attempt).
+	lost, err := l.store.UnstartedClaims(ctx, now.Add(-l.cfg.LostAfter), 1000)
+	if err != nil {
+		l.log.Warn("reconcile_claims_failed", zap.Error(err))
+	} else if len(lost) > 0 {
+		in, err := l.queue.Scheduled(ctx, lost)
+		if err != nil {
+			l.log.Warn("reconcile_claims_failed", zap.Error(err))
+		} else {
+			var missing []job.Occurrence
+			for i, o := range lost {
+				if !in[i] {
+					missing = append(missing, o)
+				}
+			}
+			if len(missing) > 0 {
+				if err := l.enqueue(ctx, missing); err != nil {
+					l.log.Warn("reconcile_claims_failed", zap.Error(err))
+				} else {
+					l.log.Warn("requeued_lost_claims", zap.Int("jobs", len(missing)))
+				}
+			}
+		}
+	}
+
+	// Attempts running past their lease: their worker died or stalled. Requeue
+	// the same attempt now; the worker that gets it takes the lease over.
+	expired, err := l.store.ExpiredLeases(ctx, now, 1000)
+	if err != nil {
+		l.log.Warn("reconcile_leases_failed", zap.Error(err))
+		return
+	}
+	if len(expired) > 0 {
+		entries := make([]queue.Entry, len(expired))
+		for i, o := range expired {
+			entries[i] = queue.Entry{Occurrence: o, DueAt: now}
+		}
+		if err := l.queue.Enqueue(ctx, entries); err != nil {
+			l.log.Warn("reconcile_leases_failed", zap.Error(err))
+			return
+		}
+		l.log.Warn("requeued_expired_leases", zap.Int("runs", len(expired)))
+	}
+}
+
+// upkeep creates job_runs partitions ahead and drops those past retention.
+func (l *Leader) upkeep(ctx context.Context) {
+	now := l.clock()
+	created, err := l.store.EnsureRunPartitions(ctx, now.Add(-24*time.Hour), now.Add(l.cfg.PartitionsAhead))
+	if err != nil {
+		l.log.Warn("partition_upkeep_failed", zap.Error(err))
+	}
+	dropped, err := l.store.DropRunPartitionsBefore(ctx, now.Add(-l.cfg.RunRetention))
+	if err != nil {
+		l.log.Warn("partition_upkeep_failed", zap.Error(err))
+	}
+	if created > 0 || len(dropped) > 0 {
+		l.log.Info("partition_upkeep", zap.Int("created", created), zap.Strings("dropped", dropped))
+	}
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/bsm/redislock"
+	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/config"
+	"github.com/tockhq/tock/pkg/logging"
+	"github.com/tockhq/tock/pkg/probe"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
+)
+
+func run(ctx context.Context) error {
+	cfg, err := readConfig(config.FromOS())
+	if err != nil {
+		return fmt.Errorf("config:\n%w", err)
+	}
+	log, err := logging.New("scheduler", cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+
+	st, err := store.Open(ctx, cfg.DatabaseURL, int32(cfg.DBMaxConns))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	rdb, err := queue.Connect(cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rdb.Close() }()
+	q := queue.New(rdb, queue.Keys{Prefix: cfg.RedisPrefix, Shard: 0})
+
+	srv, err := probe.Listen(cfg.MetricsAddr, probe.Handler(map[string]probe.Check{
+		"postgres": st.Ping,
+		"redis":    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+	}))
+	if err != nil {
+		return fmt.Errorf("listen on TOCK_METRICS_ADDR: %w", err)
+	}
+
+	leader := &Leader{store: st, queue: q, locker: redislock.New(rdb), log: log.Named("loader"), clock: time.Now, cfg: cfg}
+	pub := &Publisher{queue: q, log: log.Named("publisher"), batch: cfg.PublishBatch, tick: cfg.PublishTick}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errc := make(chan error, 1)
+	wg.Go(func() {
+		if err := srv.Serve(); err != nil {
+			errc <- err
+		}
+	})
+	wg.Go(func() { leader.Run(ctx) })
+	wg.Go(func() { pub.Run(ctx) })
+	log.Info("scheduler_started", zap.String("metrics_addr", cfg.MetricsAddr),
+		zap.Duration("horizon", cfg.Horizon), zap.Duration("lock_ttl", cfg.LockTTL))
+
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		cancel()
+	}
+	// Stop in reverse: the loops end with ctx (the leader releases its lock),
+	// then the probe server.
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	_ = srv.Shutdown(sctx)
+	wg.Wait()
+	log.Info("scheduler_stopped")
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/tockhq/tock/pkg/config"
+)
+
+// Config is the worker's settings, read once from the environment.
+type Config struct {
+	config.Common
+	MetricsAddr   string
+	Concurrency   int
+	Batch         int
+	Block         time.Duration
+	Visibility    time.Duration
+	LeaseMargin   time.Duration
+	BackoffBase   time.Duration
+	BackoffMax    time.Duration
+	Grace         time.Duration
+	AllowPrivate  bool
+	AllowedCIDRs  []netip.Prefix
+	ConsumerName  string
+	PartitionsFor time.Duration
+}
+
+func readConfig(e *config.Env) (Config, error) {
+	c := Config{
+		Common:       config.ReadCommon(e),
+		MetricsAddr:  e.String("TOCK_METRICS_ADDR", "127.0.0.1:9092"),
+		Concurrency:  e.Int("TOCK_WORKER_CONCURRENCY", 256, 1, 100000),
+		Batch:        e.Int("TOCK_WORKER_BATCH", 256, 1, 10000),
+		Block:        e.Duration("TOCK_WORKER_BLOCK", time.Second),
+		Visibility:   e.Duration("TOCK_VISIBILITY_TIMEOUT", 15*time.Second),
+		LeaseMargin:  e.Duration("TOCK_LEASE_MARGIN", 5*time.Second),
+		BackoffBase:  e.Duration("TOCK_RETRY_BACKOFF", time.Second),
+		BackoffMax:   e.Duration("TOCK_RETRY_BACKOFF_MAX", time.Hour),
+		Grace:        e.Duration("TOCK_SHUTDOWN_GRACE", 25*time.Second),
+		AllowPrivate: e.Bool("TOCK_ALLOW_PRIVATE_TARGETS", false),
+		ConsumerName: e.String("TOCK_WORKER_NAME", ""),
+	}
+	for _, s := range strings.FieldsFunc(e.String("TOCK_ALLOWED_TARGET_CIDRS", ""), func(r rune) bool { return r == ',' || r == ' ' }) {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			e.Check(fmt.Errorf("TOCK_ALLOWED_TARGET_CIDRS: %q is not a CIDR such as 10.1.0.0/16", s))
+			continue
+		}
+		c.AllowedCIDRs = append(c.AllowedCIDRs, p)
+	}
+	if c.BackoffBase <= 0 || c.BackoffMax < c.BackoffBase {
+		e.Check(fmt.Errorf("TOCK_RETRY_BACKOFF=%s must be above 0 and at most TOCK_RETRY_BACKOFF_MAX=%s", c.BackoffBase, c.BackoffMax))
+	}
+	if c.Visibility < time.Second {
+		e.Check(fmt.Errorf("TOCK_VISIBILITY_TIMEOUT=%s must be at least 1s", c.Visibility))
+	}
+	if c.Batch > c.Concurrency {
+		c.Batch = c.Concurrency
+	}
+	return c, e.Err()
+}

@@ -1,0 +1,393 @@
+package main
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/worker/executor"
+)
+
+// Runner executes one attempt; executor.Registry is the real one.
+type Runner interface {
+	Execute(ctx context.Context, t executor.Task) executor.Outcome
+}
+
+// Consumer reads the ready stream in batches and runs what it reads on a
+// bounded pool. A slot is taken before an entry is read, so the worker never
+// holds more entries than it can run, and entries it has not taken stay in the
+// stream, in priority order, for whichever worker frees a slot first.
+//
+// Per batch it makes one Postgres round trip to start the attempts
+// (store.StartRuns) and, through the recorder, one to record their outcomes
+// (store.FinishRuns, a group commit) and one Redis round trip to schedule
+// retries and acknowledge (queue.Settle).
+type Consumer struct {
+	Store  *store.Store
+	Queue  *queue.Queue
+	Runner Runner
+	Log    *zap.Logger
+	Clock  func() time.Time
+
+	Name        string        // consumer name in the group, unique per process
+	Concurrency int           // attempts run at once
+	Batch       int           // most entries read per XREADGROUP
+	Block       time.Duration // XREADGROUP BLOCK
+	Visibility  time.Duration // pending this long, an entry is reclaimed
+	LeaseMargin time.Duration // lease = timeout + margin
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+	Grace       time.Duration // on shutdown, in-flight attempts get this long
+
+	slots   chan struct{}
+	results chan result
+}
+
+type result struct {
+	msg     queue.Message
+	started store.Started
+	outcome executor.Outcome
+	at      time.Time
+}
+
+// Run consumes until ctx ends, then stops fetching, lets in-flight attempts
+// finish within the grace period, records them, and returns. Attempts still
+// running after the grace period are abandoned unrecorded and unacknowledged:
+// their lease expires and another worker takes them over.
+func (c *Consumer) Run(ctx context.Context) {
+	c.slots = make(chan struct{}, c.Concurrency)
+	c.results = make(chan result, c.Concurrency)
+	// exec outlives ctx by the grace period, so in-flight attempts can finish.
+	execCtx, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	defer abandon()
+
+	var fetchers, running sync.WaitGroup
+	recorded := make(chan struct{})
+	go func() {
+		c.record(execCtx)
+		close(recorded)
+	}()
+	fetchers.Go(func() { c.fetch(ctx, execCtx, &running, false) })
+	fetchers.Go(func() { c.fetch(ctx, execCtx, &running, true) })
+	fetchers.Wait()
+
+	done := make(chan struct{})
+	go func() { running.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(c.Grace):
+		c.Log.Warn("shutdown_grace_expired_abandoning_attempts")
+		abandon()
+		<-done
+	}
+	close(c.results)
+	<-recorded
+}
+
+// fetch fills free slots from the stream, or, when reclaim is set, from
+// entries other consumers left pending past the visibility timeout.
+func (c *Consumer) fetch(ctx, execCtx context.Context, running *sync.WaitGroup, reclaim bool) {
+	var tick *time.Ticker
+	if reclaim {
+		tick = time.NewTicker(max(c.Visibility/3, 100*time.Millisecond))
+		defer tick.Stop()
+	}
+	failing := false
+	for {
+		if reclaim {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+		// Take one slot, waiting if all are busy, then as many more as are free.
+		select {
+		case <-ctx.Done():
+			return
+		case c.slots <- struct{}{}:
+		}
+		n := 1
+	more:
+		for n < c.Batch {
+			select {
+			case c.slots <- struct{}{}:
+				n++
+			default:
+				break more
+			}
+		}
+		var msgs []queue.Message
+		var err error
+		if reclaim {
+			msgs, err = c.Queue.Reclaim(ctx, c.Name, c.Visibility, n)
+		} else {
+			msgs, err = c.Queue.Read(ctx, c.Name, n, c.Block)
+		}
+		if err != nil {
+			c.release(n)
+			if ctx.Err() != nil {
+				return
+			}
+			if !failing {
+				c.Log.Warn("read_failed", zap.Bool("reclaim", reclaim), zap.Error(err))
+				failing = true
+			}
+			sleep(ctx, time.Second)
+			continue
+		}
+		failing = false
+		c.release(n - len(msgs))
+		if len(msgs) > 0 {
+			c.handle(execCtx, msgs, running)
+		}
+	}
+}
+
+func (c *Consumer) release(n int) {
+	for range n {
+		<-c.slots
+	}
+}
+
+// handle starts a batch of entries, each holding one slot.
+func (c *Consumer) handle(ctx context.Context, msgs []queue.Message, running *sync.WaitGroup) {
+	var poison []queue.Message
+	byMember := make(map[string]queue.Message, len(msgs))
+	starts := make([]store.Start, 0, len(msgs))
+	for _, m := range msgs {
+		if m.Err != nil {
+			poison = append(poison, m)
+			continue
+		}
+		member := attemptKey(m.Occurrence)
+		if _, dup := byMember[member]; dup {
+			// The same attempt twice in one batch (a re-add after a fault):
+			// run it once, acknowledge the copy with the outcome of the first.
+			poison = append(poison, m)
+			continue
+		}
+		byMember[member] = m
+		starts = append(starts, store.Start{Occurrence: m.Occurrence, DueAt: m.DueAt})
+	}
+	if len(poison) > 0 {
+		c.release(len(poison))
+		c.setAside(ctx, poison)
+	}
+	if len(starts) == 0 {
+		return
+	}
+	now := c.Clock()
+	started, err := retryPG(ctx, c.Log, func() ([]store.Started, error) {
+		return c.Store.StartRuns(ctx, starts, now, c.LeaseMargin)
+	})
+	if err != nil {
+		// Only when ctx ended: leave the entries pending for reclaim.
+		c.release(len(starts))
+		return
+	}
+	for _, st := range started {
+		key := attemptKey(job.Occurrence{JobID: st.Run.JobID, ScheduledFor: st.Run.ScheduledFor, Attempt: st.Run.Attempt})
+		m := byMember[key]
+		delete(byMember, key)
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			c.execute(ctx, m, st)
+		}()
+	}
+	if len(byMember) > 0 {
+		c.release(len(byMember))
+		c.resolve(ctx, byMember)
+	}
+}
+
+// attemptKey names one attempt of one occurrence, whatever its priority.
+func attemptKey(o job.Occurrence) string {
+	return o.Key() + "/" + strconv.Itoa(o.Attempt)
+}
+
+// setAside handles entries that must not run: undecodable ones go to the dead
+// stream; duplicates within a batch are only acknowledged.
+func (c *Consumer) setAside(ctx context.Context, msgs []queue.Message) {
+	var dead []queue.Message
+	var ack []string
+	for _, m := range msgs {
+		if m.Err != nil {
+			c.Log.Error("poison_entry_set_aside", zap.String("entry_id", m.ID), zap.Error(m.Err))
+			dead = append(dead, m)
+		} else {
+			ack = append(ack, m.ID)
+		}
+	}
+	if err := c.Queue.SetAside(ctx, dead); err != nil {
+		c.Log.Warn("set_aside_failed", zap.Error(err))
+	}
+	if err := c.Queue.Settle(ctx, ack, nil); err != nil {
+		c.Log.Warn("settle_failed", zap.Error(err))
+	}
+}
+
+// resolve settles entries that StartRuns did not start: a finished attempt is
+// only acknowledged (after making sure a failed one's retry is scheduled), an
+// attempt leased to a live worker stays pending, and an entry of a job that is
+// no longer scheduled (cancelled, paused, deleted) is dropped.
+func (c *Consumer) resolve(ctx context.Context, msgs map[string]queue.Message) {
+	occs := make([]job.Occurrence, 0, len(msgs))
+	for _, m := range msgs {
+		occs = append(occs, m.Occurrence)
+	}
+	states, err := c.Store.RunStates(ctx, occs)
+	if err != nil {
+		c.Log.Warn("run_states_failed", zap.Error(err))
+		return // left pending; reclaimed later
+	}
+	var ack []string
+	var retries []queue.Entry
+	for _, m := range msgs {
+		st, ok := states[m.Occurrence.Member()]
+		switch {
+		case !ok:
+			c.Log.Info("entry_dropped_job_not_scheduled", zap.String("job_id", m.Occurrence.JobID.String()))
+			ack = append(ack, m.ID)
+		case st.Status == job.RunRunning:
+			// Leased to a live worker; it will acknowledge. Leave it pending.
+		case st.Status == job.RunFailed:
+			retries = append(retries, queue.Entry{Occurrence: m.Occurrence.Next(), DueAt: c.Clock()})
+			ack = append(ack, m.ID)
+		default:
+			ack = append(ack, m.ID)
+		}
+	}
+	if err := c.Queue.Settle(ctx, ack, retries); err != nil {
+		c.Log.Warn("settle_failed", zap.Error(err))
+	}
+}
+
+func (c *Consumer) execute(ctx context.Context, m queue.Message, st store.Started) {
+	task := executor.Task{
+		JobID: st.Run.JobID, Owner: st.Run.Owner, Name: st.Name, Type: st.Type,
+		ScheduledFor: st.Run.ScheduledFor, Attempt: st.Run.Attempt,
+		Key: m.Occurrence.Key(), Payload: st.Payload, Timeout: st.Timeout,
+	}
+	tctx, cancel := context.WithTimeout(ctx, st.Timeout)
+	out := c.Runner.Execute(tctx, task)
+	cancel()
+	if ctx.Err() != nil {
+		// Abandoned at shutdown: record nothing, so the attempt is taken over.
+		<-c.slots
+		return
+	}
+	c.results <- result{msg: m, started: st, outcome: out, at: c.Clock()}
+	<-c.slots
+}
+
+// record is the group commit: it takes every outcome waiting, writes them to
+// Postgres in one statement, then schedules retries and acknowledges in one
+// Redis round trip. While a flush is in flight the next batch gathers, so
+// batches grow with load and a lone outcome is written at once.
+func (c *Consumer) record(ctx context.Context) {
+	const maxBatch = 1024
+	batch := make([]result, 0, maxBatch)
+	for r := range c.results {
+		batch = append(batch[:0], r)
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case r, ok := <-c.results:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		c.flush(ctx, batch)
+	}
+}
+
+func (c *Consumer) flush(ctx context.Context, batch []result) {
+	results := make([]store.Result, len(batch))
+	ids := make([]string, len(batch))
+	var retries []queue.Entry
+	for i, r := range batch {
+		occ := r.msg.Occurrence
+		res := store.Result{Occurrence: occ, FinishedAt: r.at, Output: r.outcome.Output, Error: r.outcome.Error}
+		switch {
+		case r.outcome.OK:
+			res.Status = job.RunCompleted
+		case occ.Attempt <= r.started.MaxRetries:
+			res.Status = job.RunFailed
+			retries = append(retries, queue.Entry{Occurrence: occ.Next(), DueAt: r.at.Add(c.backoff(occ.Attempt))})
+		default:
+			res.Status = job.RunPermanentlyFailed
+		}
+		results[i], ids[i] = res, r.msg.ID
+		c.Log.Info("run_finished",
+			zap.String("job_id", occ.JobID.String()), zap.String("owner", r.started.Run.Owner.String()),
+			zap.Int("attempt", occ.Attempt), zap.String("status", string(res.Status)),
+			zap.Int64("lateness_ms", r.started.Run.Lateness().Milliseconds()),
+			zap.Int64("duration_ms", r.at.Sub(r.started.Run.StartedAt).Milliseconds()),
+			zap.Int("status_code", r.outcome.StatusCode))
+	}
+	if _, err := retryPG(ctx, c.Log, func() (struct{}, error) {
+		return struct{}{}, c.Store.FinishRuns(ctx, results, c.Clock())
+	}); err != nil {
+		return // shutting down: unacknowledged entries are reclaimed later
+	}
+	for attempt := 0; ; attempt++ {
+		err := c.Queue.Settle(ctx, ids, retries)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		c.Log.Warn("settle_failed", zap.Error(err))
+		sleep(ctx, backoffStep(attempt))
+	}
+}
+
+// retryPG retries a Postgres call with backoff until it succeeds or ctx ends:
+// an outage pauses the worker rather than losing outcomes.
+func retryPG[T any](ctx context.Context, log *zap.Logger, f func() (T, error)) (T, error) {
+	for attempt := 0; ; attempt++ {
+		v, err := f()
+		if err == nil || ctx.Err() != nil {
+			return v, err
+		}
+		if attempt == 0 {
+			log.Warn("postgres_call_failed_retrying", zap.Error(err))
+		}
+		sleep(ctx, backoffStep(attempt))
+	}
+}
+
+// backoff is the delay before attempt+1: exponential from the base, capped,
+// with full jitter over its upper half so retries of a burst spread out.
+func (c *Consumer) backoff(attempt int) time.Duration {
+	d := c.BackoffBase << min(attempt-1, 30)
+	if d <= 0 || d > c.BackoffMax {
+		d = c.BackoffMax
+	}
+	half := d / 2
+	return half + time.Duration(rand.Int64N(int64(half)+1))
+}
+
+func backoffStep(attempt int) time.Duration {
+	return min(100*time.Millisecond<<min(attempt, 6), 5*time.Second)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

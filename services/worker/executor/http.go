@@ -1,0 +1,171 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tockhq/tock/pkg/outbound"
+)
+
+// Bounds of reading a response. The part of the body beyond OutputLimit is
+// drained up to drainLimit so the connection goes back to the pool; a larger
+// rest is not worth reading and the connection is closed instead.
+const (
+	drainLimit = 64 << 10
+	// excerptLimit bounds the body excerpt in the Error of a non-2xx outcome;
+	// Output holds the longer part.
+	excerptLimit = 512
+)
+
+// scheduledForLayout is RFC 3339 with milliseconds, the precision of schedules.
+const scheduledForLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// Headers tock sets on every request. They are set after the payload's own
+// headers, so a payload cannot override them.
+const (
+	headerIdempotencyKey = "Idempotency-Key"
+	headerJobID          = "X-Tock-Job-Id"
+	headerScheduledFor   = "X-Tock-Scheduled-For"
+	headerAttempt        = "X-Tock-Attempt"
+	headerUserAgent      = "User-Agent"
+)
+
+// userAgent is the User-Agent of tock version v.
+func userAgent(v string) string {
+	if v == "" {
+		return "tock"
+	}
+	return "tock/" + v
+}
+
+// setTockHeaders sets the headers that identify the attempt to the target.
+func setTockHeaders(h http.Header, t Task, ua string) {
+	h.Set(headerIdempotencyKey, t.Key)
+	h.Set(headerJobID, t.JobID.String())
+	h.Set(headerScheduledFor, t.ScheduledFor.UTC().Format(scheduledForLayout))
+	h.Set(headerAttempt, strconv.Itoa(t.Attempt))
+	h.Set(headerUserAgent, ua)
+}
+
+// withTimeout bounds ctx by the task's timeout as well, in case the caller's
+// deadline is later or missing, and returns the limit to name in a timeout
+// error: the task's timeout, which is what the user set and what the caller's
+// deadline is derived from, or the caller's budget if the task has none.
+func withTimeout(ctx context.Context, t Task, start time.Time) (context.Context, context.CancelFunc, time.Duration) {
+	if t.Timeout > 0 {
+		ctx, cancel := context.WithTimeout(ctx, t.Timeout)
+		return ctx, cancel, t.Timeout
+	}
+	var limit time.Duration
+	if dl, ok := ctx.Deadline(); ok {
+		limit = dl.Sub(start).Round(time.Millisecond)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	return ctx, cancel, limit
+}
+
+// do sends req (whose context is ctx) and turns what happens into an Outcome: a
+// 2xx status is success; Output is the start of the body, at most OutputLimit
+// bytes. The status decides: a 2xx whose body cannot be read in full is still a
+// success, because the target has accepted the request. Latency runs from
+// sending the request to reading the kept part of the body.
+func do(ctx context.Context, client *http.Client, req *http.Request, start time.Time, limit time.Duration) Outcome {
+	resp, err := client.Do(req)
+	if err != nil {
+		return Outcome{Latency: time.Since(start), Error: describe(ctx, err, limit)}
+	}
+	body, readErr := io.ReadAll(io.LimitReader(resp.Body, OutputLimit+1))
+	latency := time.Since(start)
+	if readErr == nil && len(body) > OutputLimit {
+		// Only a small rest is drained; io.CopyN stops at the cap either way.
+		_, _ = io.CopyN(io.Discard, resp.Body, drainLimit)
+	}
+	_ = resp.Body.Close()
+
+	out := Outcome{
+		OK:         resp.StatusCode >= 200 && resp.StatusCode <= 299,
+		StatusCode: resp.StatusCode,
+		Latency:    latency,
+		Output:     clean(body, OutputLimit),
+	}
+	if !out.OK {
+		msg := "status " + strconv.Itoa(resp.StatusCode)
+		if excerpt := clean(body, excerptLimit); excerpt != "" {
+			msg += ": " + excerpt
+		}
+		if readErr != nil {
+			msg += " (reading body: " + describe(ctx, readErr, limit) + ")"
+		}
+		out.Error = clean([]byte(msg), OutputLimit)
+	}
+	return out
+}
+
+// describe turns a request error into a short message for the run. It never
+// includes the URL (its query may carry a token) nor any header value.
+func describe(ctx context.Context, err error, limit time.Duration) string {
+	var denied *outbound.DeniedError
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		if limit > 0 {
+			return "timeout after " + limit.String()
+		}
+		return "timeout"
+	case errors.Is(ctx.Err(), context.Canceled):
+		return "cancelled before the target answered"
+	case errors.As(err, &denied):
+		return denied.Error()
+	case errors.Is(err, outbound.ErrDenied):
+		return outbound.ErrDenied.Error()
+	}
+	return clean([]byte("request failed: "+requestError(err)), OutputLimit)
+}
+
+// requestError is err's text without the URL a *url.Error quotes.
+func requestError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+// clean returns at most max bytes of b as text that Postgres accepts: valid
+// UTF-8 without NUL. Invalid bytes and NUL become U+FFFD; a rune that does not
+// fit whole is left out. ASCII passes unchanged.
+func clean(b []byte, max int) string {
+	var sb strings.Builder
+	sb.Grow(min(len(b), max))
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size <= 1 {
+			if !utf8.FullRune(b) && len(b) < utf8.UTFMax {
+				// A rune cut by the read limit, not a wrong one.
+				break
+			}
+			r = utf8.RuneError
+		}
+		if r == 0 {
+			r = utf8.RuneError
+		}
+		if sb.Len()+utf8.RuneLen(r) > max {
+			break
+		}
+		sb.WriteRune(r)
+		b = b[size:]
+	}
+	return sb.String()
+}
+
+// failure is an outcome that failed before any request was sent.
+func failure(format string, args ...any) Outcome {
+	return Outcome{Error: clean([]byte(fmt.Sprintf(format, args...)), OutputLimit)}
+}

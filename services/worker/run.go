@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/config"
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/logging"
+	"github.com/tockhq/tock/pkg/outbound"
+	"github.com/tockhq/tock/pkg/probe"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/worker/executor"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func run(ctx context.Context) error {
+	cfg, err := readConfig(config.FromOS())
+	if err != nil {
+		return fmt.Errorf("config:\n%w", err)
+	}
+	log, err := logging.New("worker", cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+
+	st, err := store.Open(ctx, cfg.DatabaseURL, int32(cfg.DBMaxConns))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	now := time.Now()
+	if _, err := st.EnsureRunPartitions(ctx, now.Add(-24*time.Hour), now.Add(48*time.Hour)); err != nil {
+		return err
+	}
+	rdb, err := queue.Connect(cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rdb.Close() }()
+	q := queue.New(rdb, queue.Keys{Prefix: cfg.RedisPrefix, Shard: 0})
+	if err := q.EnsureGroup(ctx); err != nil {
+		return err
+	}
+
+	srv, err := probe.Listen(cfg.MetricsAddr, probe.Handler(map[string]probe.Check{
+		"postgres": st.Ping,
+		"redis":    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+	}))
+	if err != nil {
+		return fmt.Errorf("listen on TOCK_METRICS_ADDR: %w", err)
+	}
+
+	name := cfg.ConsumerName
+	if name == "" {
+		host, _ := os.Hostname()
+		name = host + "-" + strconv.Itoa(os.Getpid()) + "-" + job.NewID().String()[24:]
+	}
+	client := outbound.NewClient(outbound.Options{AllowPrivate: cfg.AllowPrivate, AllowCIDRs: cfg.AllowedCIDRs})
+	consumer := &Consumer{
+		Store: st, Queue: q, Runner: executor.NewRegistry(client, version), Log: log.Named("consumer"), Clock: time.Now,
+		Name: name, Concurrency: cfg.Concurrency, Batch: cfg.Batch, Block: cfg.Block, Visibility: cfg.Visibility,
+		LeaseMargin: cfg.LeaseMargin, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Grace: cfg.Grace,
+	}
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 1)
+	wg.Go(func() {
+		if err := srv.Serve(); err != nil {
+			errc <- err
+		}
+	})
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	consumed := make(chan struct{})
+	go func() { consumer.Run(cctx); close(consumed) }()
+	log.Info("worker_started", zap.String("consumer", name), zap.String("metrics_addr", cfg.MetricsAddr),
+		zap.Int("concurrency", cfg.Concurrency), zap.Bool("allow_private_targets", cfg.AllowPrivate))
+
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	// Stop fetching; in-flight attempts finish within the grace period.
+	cancel()
+	<-consumed
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	_ = srv.Shutdown(sctx)
+	wg.Wait()
+	log.Info("worker_stopped")
+	return err
+}
