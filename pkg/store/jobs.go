@@ -146,7 +146,17 @@ RETURNING ` + jobColumns
 // cancelled and drops it.
 func (s *Store) CancelJob(ctx context.Context, owner, id uuid.UUID, now time.Time) (*job.Job, error) {
 	var out *job.Job
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := retrySerialization(ctx, func() error {
+		return s.cancelJob(ctx, owner, id, now, &out)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel job %s: %w", id, err)
+	}
+	return out, nil
+}
+
+func (s *Store) cancelJob(ctx context.Context, owner, id uuid.UUID, now time.Time, out **job.Job) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var status job.Status
 		if err := tx.QueryRow(ctx, lockJobSQL, id, owner).Scan(&status); err != nil {
 			return translate(err)
@@ -158,13 +168,9 @@ func (s *Store) CancelJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 			}
 			return translate(err)
 		}
-		out = j
+		*out = j
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("cancel job %s: %w", id, err)
-	}
-	return out, nil
 }
 
 const releaseClaimSQL = `UPDATE jobs SET due_at = run_at, due_hour = extract(hour FROM run_at AT TIME ZONE 'UTC')::smallint

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -86,6 +87,59 @@ func translate(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 		return fmt.Errorf("%w: %s", job.ErrConflict, pgErr.ConstraintName)
+	}
+	return err
+}
+
+// Warm opens n connections and runs the hot statements once on each with empty
+// input, so the first real batch after start-up pays neither a connection
+// set-up nor the planning of queries over every partition. The pool keeps them.
+func (s *Store) Warm(ctx context.Context, n int) error {
+	conns := make([]*pgxpool.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range n {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("warm pool: %w", err)
+		}
+		conns = append(conns, c)
+		tx, err := c.Begin(ctx)
+		if err != nil {
+			return fmt.Errorf("warm pool: %w", err)
+		}
+		// Rolled back: the empty inputs change nothing either way.
+		_, err = tx.Exec(ctx, startRunsSQL, []string{}, []string{}, []time.Time{}, []int16{}, []time.Time{}, time.Now(), 0)
+		if err == nil {
+			_, err = tx.Exec(ctx, finishRunsSQL, []string{}, []time.Time{}, []int16{}, []string{}, []time.Time{}, []string{}, []string{}, time.Now())
+		}
+		_ = tx.Rollback(ctx)
+		if err != nil {
+			return fmt.Errorf("warm pool: %w", err)
+		}
+	}
+	return nil
+}
+
+// retrySerialization runs f again, a few times, when Postgres aborted it for a
+// serialization failure or a deadlock: for example a row lock that met a row the
+// loader had just moved to another partition. Such aborts are safe to retry.
+func retrySerialization(ctx context.Context, f func() error) error {
+	var err error
+	for attempt := range 5 {
+		err = f()
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || (pgErr.Code != "40001" && pgErr.Code != "40P01") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
+		}
 	}
 	return err
 }

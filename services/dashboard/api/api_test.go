@@ -1,0 +1,696 @@
+package api_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/pkg/testenv"
+	"github.com/tockhq/tock/services/dashboard/api"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const token = "test-admin-token-0123456789abcdef"
+
+// bundle is what one test works with: the API's handler, the real store and
+// Redis behind it, the queue's keys and the fixed time the API's clock reads.
+type bundle struct {
+	h     http.Handler
+	store *store.Store
+	rdb   redis.UniversalClient
+	keys  queue.Keys
+	now   time.Time
+}
+
+// setup builds the API on a schema and a key prefix of the test's own;
+// options adjust the Deps before the server is built.
+func setup(t *testing.T, opts ...func(*api.Deps)) *bundle {
+	t.Helper()
+	st := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	b := &bundle{
+		store: st,
+		rdb:   rdb,
+		keys:  queue.Keys{Prefix: prefix, Shard: 0},
+		now:   time.Now().UTC().Truncate(time.Millisecond),
+	}
+	d := api.Deps{
+		Store:      st,
+		Queue:      queue.New(rdb, b.keys),
+		Redis:      rdb,
+		Logger:     zaptest.NewLogger(t),
+		Clock:      func() time.Time { return b.now },
+		AdminToken: token,
+		Horizon:    10 * time.Minute,
+		Limits:     job.DefaultLimits,
+	}
+	for _, o := range opts {
+		o(&d)
+	}
+	b.h = api.New(d).Handler()
+	return b
+}
+
+// deadRedis is a client for a port nothing listens on: every command fails.
+func deadRedis(t *testing.T) redis.UniversalClient {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// deadStore is a store on a port nothing listens on: every query fails.
+func deadStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(t.Context(), "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=1", 2)
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	return st
+}
+
+// request sends body (nil, a string, or a value to encode as JSON) with the
+// given Authorization header.
+func (b *bundle) request(t *testing.T, method, path string, body any, auth string) *httptest.ResponseRecorder {
+	t.Helper()
+	var r io.Reader
+	switch v := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(v)
+	case io.Reader:
+		r = v
+	default:
+		raw, err := json.Marshal(v)
+		require.NoError(t, err)
+		r = bytes.NewReader(raw)
+	}
+	req := httptest.NewRequestWithContext(t.Context(), method, path, r)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	rec := httptest.NewRecorder()
+	b.h.ServeHTTP(rec, req)
+	return rec
+}
+
+// do sends an authenticated request.
+func (b *bundle) do(t *testing.T, method, path string, body any) *httptest.ResponseRecorder {
+	t.Helper()
+	return b.request(t, method, path, body, "Bearer "+token)
+}
+
+func decode[T any](t *testing.T, rec *httptest.ResponseRecorder) T {
+	t.Helper()
+	var v T
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &v), "body: %s", rec.Body.String())
+	return v
+}
+
+// requireError checks the status and the error shape, and returns the detail.
+func requireError(t *testing.T, rec *httptest.ResponseRecorder, status int, code string) api.ErrorDetail {
+	t.Helper()
+	require.Equal(t, status, rec.Code, "body: %s", rec.Body.String())
+	require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+	var raw map[string]map[string]any
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &raw), "body: %s", rec.Body.String())
+	require.Len(t, raw, 1, "only the error key: %s", rec.Body.String())
+	body := decode[api.ErrorBody](t, rec)
+	require.Equal(t, code, body.Error.Code)
+	require.NotEmpty(t, body.Error.Message)
+	if body.Error.Field == "" {
+		require.NotContains(t, raw["error"], "field", "field is omitted when none")
+	}
+	return body.Error
+}
+
+// spec is a valid ping job due at runAt, as a client would send it.
+func spec(name string, runAt time.Time) map[string]any {
+	return map[string]any{
+		"name":    name,
+		"type":    "ping",
+		"run_at":  runAt.Format(time.RFC3339Nano),
+		"payload": map[string]any{"url": "https://example.com/health"},
+	}
+}
+
+// create posts a valid job and returns it.
+func (b *bundle) create(t *testing.T, name string, runAt time.Time) api.Job {
+	t.Helper()
+	rec := b.do(t, http.MethodPost, "/api/v1/jobs", spec(name, runAt))
+	require.Equal(t, http.StatusCreated, rec.Code, "body: %s", rec.Body.String())
+	return decode[api.Job](t, rec)
+}
+
+func (b *bundle) occurrence(j api.Job) job.Occurrence {
+	return job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt.Time, Attempt: 1, Priority: j.Priority}
+}
+
+// wireTime matches TimeFormat: UTC with milliseconds.
+var wireTime = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
+
+func TestAuth(t *testing.T) {
+	t.Parallel()
+
+	t.Run("MissingTokenIs401", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		rec := b.request(t, http.MethodGet, "/api/v1/jobs", nil, "")
+		requireError(t, rec, http.StatusUnauthorized, api.CodeUnauthorized)
+		require.Contains(t, rec.Header().Get("WWW-Authenticate"), "Bearer")
+	})
+
+	t.Run("WrongTokenIs401", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		for _, auth := range []string{
+			"Bearer wrong-token-0123456789abcdef",
+			"Bearer " + token + "x",
+			"Bearer " + token[:len(token)-1],
+			"Bearer ",
+			"Basic " + token,
+			token,
+		} {
+			rec := b.request(t, http.MethodPost, "/api/v1/jobs", spec("x", b.now.Add(time.Hour)), auth)
+			requireError(t, rec, http.StatusUnauthorized, api.CodeUnauthorized)
+		}
+	})
+
+	t.Run("EmptyConfiguredTokenAdmitsNobody", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, func(d *api.Deps) { d.AdminToken = "" })
+		requireError(t, b.request(t, http.MethodGet, "/api/v1/jobs", nil, "Bearer "), http.StatusUnauthorized, api.CodeUnauthorized)
+		requireError(t, b.request(t, http.MethodGet, "/api/v1/jobs", nil, "Bearer  "), http.StatusUnauthorized, api.CodeUnauthorized)
+	})
+
+	t.Run("AdminTokenIsAdmitted", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		require.Equal(t, http.StatusOK, b.request(t, http.MethodGet, "/api/v1/jobs", nil, "Bearer "+token).Code)
+		require.Equal(t, http.StatusOK, b.request(t, http.MethodGet, "/api/v1/jobs", nil, "bearer "+token).Code)
+	})
+}
+
+func TestCreateJob(t *testing.T) {
+	t.Parallel()
+
+	t.Run("ReturnsCreatedJob", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		runAt := b.now.Add(time.Hour)
+		body := spec("nightly ping", runAt)
+		body["priority"] = 7
+		body["max_retries"] = 5
+		body["timeout"] = "1m30s"
+		rec := b.do(t, http.MethodPost, "/api/v1/jobs", body)
+		require.Equal(t, http.StatusCreated, rec.Code, "body: %s", rec.Body.String())
+
+		j := decode[api.Job](t, rec)
+		require.NotEqual(t, [16]byte{}, j.ID)
+		require.Equal(t, "nightly ping", j.Name)
+		require.Equal(t, job.TypePing, j.Type)
+		require.Equal(t, job.StatusScheduled, j.Status)
+		require.JSONEq(t, `{"url":"https://example.com/health"}`, string(j.Payload))
+		require.Equal(t, 7, j.Priority)
+		require.Equal(t, 5, j.MaxRetries)
+		require.Equal(t, "1m30s", j.Timeout)
+		require.True(t, runAt.Equal(j.RunAt.Time))
+		require.True(t, runAt.Equal(j.NextRunAt.Time))
+		require.True(t, b.now.Equal(j.CreatedAt.Time))
+		require.True(t, b.now.Equal(j.UpdatedAt.Time))
+		require.Equal(t, api.AdminID, j.Owner)
+
+		raw := decode[map[string]any](t, rec)
+		for _, k := range []string{"run_at", "next_run_at", "created_at", "updated_at"} {
+			require.Regexp(t, wireTime, raw[k], k)
+		}
+		require.ElementsMatch(t, []string{"id", "name", "type", "status", "payload", "priority", "max_retries",
+			"timeout", "run_at", "next_run_at", "created_at", "updated_at", "owner"}, keys(raw))
+	})
+
+	t.Run("AppliesDefaults", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.create(t, "defaults", b.now.Add(time.Hour))
+		require.Equal(t, 0, j.Priority)
+		require.Equal(t, job.DefaultMaxRetries, j.MaxRetries)
+		require.Equal(t, "30s", j.Timeout)
+	})
+
+	t.Run("ShortNoticeGoesToRedis", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.create(t, "soon", b.now.Add(2*time.Second))
+
+		score, err := b.rdb.ZScore(t.Context(), b.keys.Due(), b.occurrence(j).Member()).Result()
+		require.NoError(t, err)
+		require.Equal(t, float64(j.RunAt.UnixMilli()), score)
+
+		stored, err := b.store.GetJob(t.Context(), store.AnyOwner, j.ID)
+		require.NoError(t, err)
+		require.True(t, stored.DueAt.IsZero(), "stored as claimed")
+		require.True(t, j.RunAt.Equal(stored.RunAt))
+	})
+
+	t.Run("BeyondHorizonStaysInPostgres", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.create(t, "later", b.now.Add(time.Hour))
+
+		n, err := b.rdb.ZCard(t.Context(), b.keys.Due()).Result()
+		require.NoError(t, err)
+		require.Zero(t, n)
+
+		stored, err := b.store.GetJob(t.Context(), store.AnyOwner, j.ID)
+		require.NoError(t, err)
+		require.True(t, j.RunAt.Equal(stored.DueAt), "left for the loader")
+	})
+
+	t.Run("EnqueueFailureReleasesClaim", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, func(d *api.Deps) { d.Queue = queue.New(deadRedis(t), queue.Keys{Prefix: "unused"}) })
+		j := b.create(t, "redis down", b.now.Add(2*time.Second))
+
+		stored, err := b.store.GetJob(t.Context(), store.AnyOwner, j.ID)
+		require.NoError(t, err)
+		require.True(t, j.RunAt.Equal(stored.DueAt), "handed back to the loader")
+		require.Equal(t, job.StatusScheduled, stored.Status)
+	})
+
+	t.Run("PostgresDownIs503", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, func(d *api.Deps) { d.Store = deadStore(t) })
+		rec := b.do(t, http.MethodPost, "/api/v1/jobs", spec("x", b.now.Add(2*time.Second)))
+		requireError(t, rec, http.StatusServiceUnavailable, api.CodeUnavailable)
+
+		n, err := b.rdb.ZCard(t.Context(), b.keys.Due()).Result()
+		require.NoError(t, err)
+		require.Zero(t, n, "nothing enqueued for a job not committed")
+	})
+
+	t.Run("RejectsInvalidSpec", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		valid := func(edit func(m map[string]any)) map[string]any {
+			m := spec("x", b.now.Add(time.Hour))
+			edit(m)
+			return m
+		}
+		cases := []struct {
+			name  string
+			body  any
+			field string
+		}{
+			{"MissingName", valid(func(m map[string]any) { delete(m, "name") }), "name"},
+			{"BlankName", valid(func(m map[string]any) { m["name"] = "  " }), "name"},
+			{"BadType", valid(func(m map[string]any) { m["type"] = "fax" }), "type"},
+			{"MissingType", valid(func(m map[string]any) { delete(m, "type") }), "type"},
+			{"PastRunAt", valid(func(m map[string]any) { m["run_at"] = b.now.Add(-time.Second).Format(time.RFC3339) }), "run_at"},
+			{"MissingRunAt", valid(func(m map[string]any) { delete(m, "run_at") }), "run_at"},
+			{"RunAtWithoutOffset", valid(func(m map[string]any) { m["run_at"] = "2030-01-02T15:04:05" }), "run_at"},
+			{"RunAtNotString", valid(func(m map[string]any) { m["run_at"] = 12 }), "run_at"},
+			{"BadURL", valid(func(m map[string]any) { m["payload"] = map[string]any{"url": "ftp://example.com"} }), "payload.url"},
+			{"MissingPayload", valid(func(m map[string]any) { delete(m, "payload") }), "payload"},
+			{"PayloadOverLimit", valid(func(m map[string]any) {
+				m["type"] = "webhook"
+				m["payload"] = map[string]any{"url": "https://example.com", "body": strings.Repeat("a", 70<<10)}
+			}), "payload"},
+			{"BadTimeout", valid(func(m map[string]any) { m["timeout"] = "soon" }), "timeout"},
+			{"PriorityWrongType", valid(func(m map[string]any) { m["priority"] = "high" }), "priority"},
+			{"UnknownField", valid(func(m map[string]any) { m["nmae"] = "typo" }), "nmae"},
+			{"MalformedJSON", `{"name": "x", `, ""},
+			{"NotAnObject", `["x"]`, ""},
+			{"TrailingData", `{"name": "x"} {}`, ""},
+			{"EmptyBody", "", ""},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				rec := b.do(t, http.MethodPost, "/api/v1/jobs", tc.body)
+				e := requireError(t, rec, http.StatusBadRequest, api.CodeInvalid)
+				require.Equal(t, tc.field, e.Field, "message: %s", e.Message)
+			})
+		}
+		list := decode[api.JobList](t, b.do(t, http.MethodGet, "/api/v1/jobs", nil))
+		require.Empty(t, list.Jobs, "nothing stored")
+	})
+
+	t.Run("BodyOverCapIs413", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, func(d *api.Deps) { d.MaxBodyBytes = 4 << 10 })
+		m := spec("x", b.now.Add(time.Hour))
+		m["name"] = strings.Repeat("n", 5<<10)
+		raw, err := json.Marshal(m)
+		require.NoError(t, err)
+
+		// With a declared length, and streamed without one.
+		requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", bytes.NewReader(raw)), http.StatusRequestEntityTooLarge, api.CodeTooLarge)
+		requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", io.MultiReader(bytes.NewReader(raw))), http.StatusRequestEntityTooLarge, api.CodeTooLarge)
+	})
+}
+
+func TestGetJob(t *testing.T) {
+	t.Parallel()
+
+	t.Run("ReturnsStoredJob", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		created := b.create(t, "get me", b.now.Add(time.Hour))
+		rec := b.do(t, http.MethodGet, "/api/v1/jobs/"+created.ID.String(), nil)
+		require.Equal(t, http.StatusOK, rec.Code, "body: %s", rec.Body.String())
+		got := decode[api.Job](t, rec)
+		require.Equal(t, created.ID, got.ID)
+		require.Equal(t, created.Name, got.Name)
+		require.Equal(t, created.Timeout, got.Timeout)
+		require.JSONEq(t, string(created.Payload), string(got.Payload))
+		require.True(t, created.RunAt.Equal(got.RunAt.Time))
+		require.True(t, created.CreatedAt.Equal(got.CreatedAt.Time))
+		require.Equal(t, api.AdminID, got.Owner)
+	})
+
+	t.Run("UnknownIs404", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		requireError(t, b.do(t, http.MethodGet, "/api/v1/jobs/"+job.NewID().String(), nil), http.StatusNotFound, api.CodeNotFound)
+	})
+
+	t.Run("MalformedIDIs404", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		requireError(t, b.do(t, http.MethodGet, "/api/v1/jobs/not-a-uuid", nil), http.StatusNotFound, api.CodeNotFound)
+	})
+
+	t.Run("PostgresDownIs503", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, func(d *api.Deps) { d.Store = deadStore(t) })
+		requireError(t, b.do(t, http.MethodGet, "/api/v1/jobs/"+job.NewID().String(), nil), http.StatusServiceUnavailable, api.CodeUnavailable)
+	})
+}
+
+func TestListJobs(t *testing.T) {
+	t.Parallel()
+
+	t.Run("NewestFirstWithStatusFilter", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		first := b.create(t, "first", b.now.Add(time.Hour))
+		second := b.create(t, "second", b.now.Add(time.Hour))
+		third := b.create(t, "third", b.now.Add(time.Hour))
+		require.Equal(t, http.StatusNoContent, b.do(t, http.MethodDelete, "/api/v1/jobs/"+second.ID.String(), nil).Code)
+
+		all := decode[api.JobList](t, b.do(t, http.MethodGet, "/api/v1/jobs", nil))
+		require.Equal(t, []string{third.Name, second.Name, first.Name}, names(all.Jobs))
+		require.Empty(t, all.NextCursor)
+
+		cancelled := decode[api.JobList](t, b.do(t, http.MethodGet, "/api/v1/jobs?status=cancelled", nil))
+		require.Equal(t, []string{"second"}, names(cancelled.Jobs))
+		require.True(t, cancelled.Jobs[0].NextRunAt.IsZero(), "a cancelled job will not run again")
+
+		scheduled := decode[api.JobList](t, b.do(t, http.MethodGet, "/api/v1/jobs?status=scheduled&type=ping", nil))
+		require.Equal(t, []string{"third", "first"}, names(scheduled.Jobs))
+
+		webhooks := decode[api.JobList](t, b.do(t, http.MethodGet, "/api/v1/jobs?type=webhook", nil))
+		require.NotNil(t, webhooks.Jobs, "an empty page is [], not null")
+		require.Empty(t, webhooks.Jobs)
+	})
+
+	t.Run("PagesWithCursor", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		for _, n := range []string{"a", "b", "c", "d", "e"} {
+			b.create(t, n, b.now.Add(time.Hour))
+		}
+		var seen []string
+		path := "/api/v1/jobs?limit=2"
+		for pages := 0; ; pages++ {
+			require.Less(t, pages, 3, "at most three pages")
+			page := decode[api.JobList](t, b.do(t, http.MethodGet, path, nil))
+			require.LessOrEqual(t, len(page.Jobs), 2)
+			seen = append(seen, names(page.Jobs)...)
+			if page.NextCursor == "" {
+				break
+			}
+			path = "/api/v1/jobs?limit=2&cursor=" + page.NextCursor
+		}
+		require.Equal(t, []string{"e", "d", "c", "b", "a"}, seen)
+
+		// An exact fit has no next page.
+		exact := decode[api.JobList](t, b.do(t, http.MethodGet, "/api/v1/jobs?limit=5", nil))
+		require.Len(t, exact.Jobs, 5)
+		require.Empty(t, exact.NextCursor)
+	})
+
+	t.Run("RejectsBadQuery", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		cases := []struct{ query, field string }{
+			{"limit=0", "limit"},
+			{"limit=501", "limit"},
+			{"limit=ten", "limit"},
+			{"status=bogus", "status"},
+			{"type=fax", "type"},
+			{"cursor=!!!", "cursor"},
+			{"cursor=YWJj", "cursor"},
+		}
+		for _, tc := range cases {
+			rec := b.do(t, http.MethodGet, "/api/v1/jobs?"+tc.query, nil)
+			e := requireError(t, rec, http.StatusBadRequest, api.CodeInvalid)
+			require.Equal(t, tc.field, e.Field, tc.query)
+		}
+		require.Equal(t, http.StatusOK, b.do(t, http.MethodGet, "/api/v1/jobs?limit=500", nil).Code)
+	})
+}
+
+func TestCancelJob(t *testing.T) {
+	t.Parallel()
+
+	t.Run("CancelsAndLeavesRedis", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.create(t, "cancel me", b.now.Add(2*time.Second))
+		member := b.occurrence(j).Member()
+		require.NoError(t, b.rdb.ZScore(t.Context(), b.keys.Due(), member).Err(), "enqueued first")
+
+		rec := b.do(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil)
+		require.Equal(t, http.StatusNoContent, rec.Code, "body: %s", rec.Body.String())
+		require.Empty(t, rec.Body.String())
+
+		got := decode[api.Job](t, b.do(t, http.MethodGet, "/api/v1/jobs/"+j.ID.String(), nil))
+		require.Equal(t, job.StatusCancelled, got.Status)
+		require.True(t, got.NextRunAt.IsZero())
+		require.ErrorIs(t, b.rdb.ZScore(t.Context(), b.keys.Due(), member).Err(), redis.Nil, "member removed")
+
+		// Cancelling again is a conflict: the job is no longer scheduled.
+		requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil), http.StatusConflict, api.CodeConflict)
+	})
+
+	t.Run("StartedJobIs409", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.create(t, "busy", b.now.Add(2*time.Second))
+		started, err := b.store.StartRuns(t.Context(), []store.Start{{Occurrence: b.occurrence(j), DueAt: j.RunAt.Time}}, j.RunAt.Add(10*time.Millisecond), time.Second)
+		require.NoError(t, err)
+		require.Len(t, started, 1)
+
+		requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil), http.StatusConflict, api.CodeConflict)
+		got := decode[api.Job](t, b.do(t, http.MethodGet, "/api/v1/jobs/"+j.ID.String(), nil))
+		require.Equal(t, job.StatusScheduled, got.Status)
+	})
+
+	t.Run("UnknownIs404", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/"+job.NewID().String(), nil), http.StatusNotFound, api.CodeNotFound)
+		requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/nope", nil), http.StatusNotFound, api.CodeNotFound)
+	})
+
+	t.Run("RedisDownStillCancels", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, func(d *api.Deps) { d.Queue = queue.New(deadRedis(t), queue.Keys{Prefix: "unused"}) })
+		j := b.create(t, "cancel anyway", b.now.Add(time.Hour))
+		require.Equal(t, http.StatusNoContent, b.do(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil).Code)
+	})
+}
+
+func TestListRuns(t *testing.T) {
+	t.Parallel()
+
+	// started runs a job due in 2 s through two attempts: the first started
+	// 500 ms late and failed, the second was due 1 s after it and is running,
+	// 250 ms late.
+	started := func(t *testing.T, b *bundle) api.Job {
+		t.Helper()
+		j := b.create(t, "flaky", b.now.Add(2*time.Second))
+		first := b.occurrence(j)
+		due := j.RunAt.Time
+		_, err := b.store.StartRuns(t.Context(), []store.Start{{Occurrence: first, DueAt: due}}, due.Add(500*time.Millisecond), time.Second)
+		require.NoError(t, err)
+		require.NoError(t, b.store.FinishRuns(t.Context(), []store.Result{{
+			Occurrence: first, Status: job.RunFailed, FinishedAt: due.Add(700 * time.Millisecond), Output: "HTTP 503", Error: "status 503",
+		}}, due.Add(700*time.Millisecond)))
+		retryDue := due.Add(1700 * time.Millisecond)
+		_, err = b.store.StartRuns(t.Context(), []store.Start{{Occurrence: first.Next(), DueAt: retryDue}}, retryDue.Add(250*time.Millisecond), time.Second)
+		require.NoError(t, err)
+		return j
+	}
+
+	t.Run("ShowsAttemptsNewestFirst", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := started(t, b)
+		rec := b.do(t, http.MethodGet, "/api/v1/jobs/"+j.ID.String()+"/runs", nil)
+		require.Equal(t, http.StatusOK, rec.Code, "body: %s", rec.Body.String())
+
+		list := decode[api.RunList](t, rec)
+		require.Len(t, list.Runs, 2)
+		require.Empty(t, list.NextCursor)
+		second, first := list.Runs[0], list.Runs[1]
+
+		require.Equal(t, j.ID, second.JobID)
+		require.Equal(t, 2, second.Attempt)
+		require.Equal(t, job.RunRunning, second.Status)
+		require.True(t, second.FinishedAt.IsZero())
+		require.EqualValues(t, 250, second.LatenessMS)
+		require.True(t, j.RunAt.Equal(second.ScheduledFor.Time))
+
+		require.Equal(t, 1, first.Attempt)
+		require.Equal(t, job.RunFailed, first.Status)
+		require.EqualValues(t, 500, first.LatenessMS)
+		require.True(t, j.RunAt.Add(500*time.Millisecond).Equal(first.StartedAt.Time))
+		require.True(t, j.RunAt.Add(700*time.Millisecond).Equal(first.FinishedAt.Time))
+		require.Equal(t, "HTTP 503", first.Output)
+		require.Equal(t, "status 503", first.Error)
+
+		var raw struct {
+			Runs []map[string]any `json:"runs"`
+		}
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &raw))
+		require.ElementsMatch(t, []string{"id", "job_id", "scheduled_for", "attempt", "status", "started_at",
+			"finished_at", "output", "error", "lateness_ms"}, keys(raw.Runs[0]))
+		require.Nil(t, raw.Runs[0]["finished_at"], "null while running")
+		require.Regexp(t, wireTime, raw.Runs[1]["finished_at"])
+		require.Regexp(t, wireTime, raw.Runs[1]["scheduled_for"])
+	})
+
+	t.Run("PagesWithCursor", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := started(t, b)
+		path := "/api/v1/jobs/" + j.ID.String() + "/runs?limit=1"
+		page1 := decode[api.RunList](t, b.do(t, http.MethodGet, path, nil))
+		require.Len(t, page1.Runs, 1)
+		require.Equal(t, 2, page1.Runs[0].Attempt)
+		require.NotEmpty(t, page1.NextCursor)
+
+		page2 := decode[api.RunList](t, b.do(t, http.MethodGet, path+"&cursor="+page1.NextCursor, nil))
+		require.Len(t, page2.Runs, 1)
+		require.Equal(t, 1, page2.Runs[0].Attempt)
+		require.Empty(t, page2.NextCursor)
+
+		e := requireError(t, b.do(t, http.MethodGet, path+"&cursor=zz", nil), http.StatusBadRequest, api.CodeInvalid)
+		require.Equal(t, "cursor", e.Field)
+	})
+
+	t.Run("NoRunsIsEmptyList", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.create(t, "idle", b.now.Add(time.Hour))
+		rec := b.do(t, http.MethodGet, "/api/v1/jobs/"+j.ID.String()+"/runs", nil)
+		require.Equal(t, http.StatusOK, rec.Code)
+		require.JSONEq(t, `{"runs": [], "next_cursor": ""}`, rec.Body.String())
+	})
+
+	t.Run("UnknownJobIs404", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		requireError(t, b.do(t, http.MethodGet, "/api/v1/jobs/"+job.NewID().String()+"/runs", nil), http.StatusNotFound, api.CodeNotFound)
+	})
+}
+
+func TestProbes(t *testing.T) {
+	t.Parallel()
+
+	t.Run("HealthzNeedsNoToken", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		rec := b.request(t, http.MethodGet, "/healthz", nil, "")
+		require.Equal(t, http.StatusOK, rec.Code)
+		require.JSONEq(t, `{"status":"ok"}`, rec.Body.String())
+	})
+
+	t.Run("ReadyWhenBackendsAnswer", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		rec := b.request(t, http.MethodGet, "/readyz", nil, "")
+		require.Equal(t, http.StatusOK, rec.Code, "body: %s", rec.Body.String())
+		require.JSONEq(t, `{"status":"ready","postgres":"ok","redis":"ok"}`, rec.Body.String())
+	})
+
+	t.Run("NotReadyWhenABackendFails", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, func(d *api.Deps) { d.Store = deadStore(t); d.Redis = deadRedis(t) })
+		rec := b.request(t, http.MethodGet, "/readyz", nil, "")
+		require.Equal(t, http.StatusServiceUnavailable, rec.Code)
+		require.JSONEq(t, `{"status":"not ready","postgres":"unavailable","redis":"unavailable"}`, rec.Body.String())
+	})
+
+	t.Run("IndexServesPlaceholder", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		rec := b.request(t, http.MethodGet, "/", nil, "")
+		require.Equal(t, http.StatusOK, rec.Code)
+		require.Contains(t, rec.Header().Get("Content-Type"), "text/html")
+		require.Contains(t, rec.Body.String(), "the API is at /api/v1")
+	})
+}
+
+func TestRouting(t *testing.T) {
+	t.Parallel()
+
+	t.Run("UnknownRouteIs404InErrorShape", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		requireError(t, b.do(t, http.MethodGet, "/api/v1/nothing", nil), http.StatusNotFound, api.CodeNotFound)
+		requireError(t, b.request(t, http.MethodGet, "/nothing", nil, ""), http.StatusNotFound, api.CodeNotFound)
+	})
+
+	t.Run("WrongMethodIs405InErrorShape", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		rec := b.do(t, http.MethodPut, "/api/v1/jobs", "{}")
+		requireError(t, rec, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed)
+		require.Contains(t, rec.Header().Get("Allow"), http.MethodPost)
+	})
+}
+
+func names(jobs []api.Job) []string {
+	out := make([]string, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.Name
+	}
+	return out
+}
+
+func keys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

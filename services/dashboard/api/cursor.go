@@ -1,0 +1,49 @@
+package api
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tockhq/tock/pkg/store"
+)
+
+// Cursors are opaque to clients: URL-safe base64 of the last item's keyset
+// position, so the format can change without breaking anyone who only echoes
+// next_cursor back.
+var cursorEncoding = base64.RawURLEncoding
+
+// jobCursor is the position after job id in the newest-first job listing.
+func jobCursor(id uuid.UUID) string { return cursorEncoding.EncodeToString(id[:]) }
+
+func parseJobCursor(s string) (uuid.UUID, error) {
+	b, err := cursorEncoding.DecodeString(s)
+	if err != nil || len(b) != len(uuid.UUID{}) {
+		return uuid.Nil, fmt.Errorf("bad job cursor")
+	}
+	return uuid.UUID(b), nil
+}
+
+// runCursor is the position after a run: its scheduled_for in unix ms and
+// its attempt, the order ListRuns pages in.
+func runCursor(at time.Time, attempt int) string {
+	return cursorEncoding.EncodeToString([]byte(strconv.FormatInt(at.UnixMilli(), 10) + "." + strconv.Itoa(attempt)))
+}
+
+func parseRunCursor(s string) (*store.RunCursor, error) {
+	b, err := cursorEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("bad run cursor")
+	}
+	msText, attemptText, ok := strings.Cut(string(b), ".")
+	ms, err1 := strconv.ParseInt(msText, 10, 64)
+	attempt, err2 := strconv.Atoi(attemptText)
+	if !ok || err1 != nil || err2 != nil || attempt < 1 {
+		return nil, fmt.Errorf("bad run cursor")
+	}
+	return &store.RunCursor{ScheduledFor: time.UnixMilli(ms).UTC(), Attempt: attempt}, nil
+}

@@ -1,0 +1,196 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v5"
+	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
+)
+
+// Page sizes of the listings.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 500
+)
+
+// afterCommitTimeout bounds the Redis and Postgres calls made after a job has
+// been committed. They run even if the client has gone away: the job exists,
+// and leaving it claimed but absent from Redis would delay it until the
+// reconciler notices.
+const afterCommitTimeout = 5 * time.Second
+
+// createJob validates a job.Spec and stores the job. A job due within the
+// horizon is stored as claimed and put in the due set right after the commit,
+// so it runs on time rather than at the loader's next round; if Redis refuses,
+// the claim is handed back to the loader and the answer is still 201.
+func (s *Server) createJob(c *echo.Context) error {
+	var spec job.Spec
+	if err := decodeJSON(c, &spec); err != nil {
+		return err
+	}
+	now := s.clock()
+	j, err := spec.Build(caller(c).user, now, s.limits)
+	if err != nil {
+		return err
+	}
+	shortNotice := j.RunAt.Before(now.Add(s.horizon))
+	if shortNotice {
+		j.DueAt = time.Time{}
+	}
+	ctx := c.Request().Context()
+	if err := s.store.CreateJobs(ctx, []*job.Job{j}); err != nil {
+		return dependency(err)
+	}
+	if shortNotice {
+		s.enqueueCreated(context.WithoutCancel(ctx), j)
+	}
+	return writeJSON(c, http.StatusCreated, jobView(j))
+}
+
+// enqueueCreated puts a claimed job's first attempt in the due set, or, when
+// Redis fails, releases the claim so the loader picks the job up. Neither
+// outcome changes the answer: the job is committed and will run.
+func (s *Server) enqueueCreated(ctx context.Context, j *job.Job) {
+	ctx, cancel := context.WithTimeout(ctx, afterCommitTimeout)
+	defer cancel()
+	occ := job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority}
+	err := s.queue.Enqueue(ctx, []queue.Entry{{Occurrence: occ, DueAt: j.RunAt}})
+	if err == nil {
+		return
+	}
+	log := s.log.With(zap.Stringer("job_id", j.ID), zap.Time("run_at", j.RunAt))
+	if rerr := s.store.ReleaseClaim(ctx, j.ID); rerr != nil {
+		// The reconciler finds claimed jobs that never started and requeues them.
+		log.Error("release_claim_failed", zap.NamedError("enqueue_error", err), zap.Error(rerr))
+		return
+	}
+	log.Warn("enqueue_failed_claim_released", zap.Error(err))
+}
+
+// getJob returns one job of the caller's.
+func (s *Server) getJob(c *echo.Context) error {
+	id, err := jobID(c)
+	if err != nil {
+		return err
+	}
+	j, err := s.store.GetJob(c.Request().Context(), caller(c).scope(), id)
+	if err != nil {
+		return dependency(err)
+	}
+	return writeJSON(c, http.StatusOK, jobView(j))
+}
+
+// listJobs pages through the caller's jobs, newest first, optionally by
+// status and type. It asks for one job more than the page to learn whether
+// another page follows.
+func (s *Server) listJobs(c *echo.Context) error {
+	f := store.JobFilter{Owner: caller(c).scope()}
+	if v := c.QueryParam("status"); v != "" {
+		f.Status = job.Status(v)
+		if !validStatus(f.Status) {
+			return invalid("status", "must be one of scheduled, paused, completed, permanently_failed, cancelled")
+		}
+	}
+	if v := c.QueryParam("type"); v != "" {
+		f.Type = job.Type(v)
+		if !validType(f.Type) {
+			return invalid("type", "must be one of webhook, ping, slack, email")
+		}
+	}
+	limit, err := pageSize(c)
+	if err != nil {
+		return err
+	}
+	if v := c.QueryParam("cursor"); v != "" {
+		if f.Before, err = parseJobCursor(v); err != nil {
+			return invalid("cursor", "is not a cursor this API returned")
+		}
+	}
+	f.Limit = limit + 1
+	jobs, err := s.store.ListJobs(c.Request().Context(), f)
+	if err != nil {
+		return dependency(err)
+	}
+	out := JobList{Jobs: make([]Job, 0, min(len(jobs), limit))}
+	if len(jobs) > limit {
+		jobs = jobs[:limit]
+		out.NextCursor = jobCursor(jobs[limit-1].ID)
+	}
+	for _, j := range jobs {
+		out.Jobs = append(out.Jobs, jobView(j))
+	}
+	return writeJSON(c, http.StatusOK, out)
+}
+
+// cancelJob cancels a job that has not started, then takes its first attempt
+// out of the due set. The removal is best effort: a worker that still
+// receives the occurrence finds the job cancelled and drops it.
+func (s *Server) cancelJob(c *echo.Context) error {
+	id, err := jobID(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	j, err := s.store.CancelJob(ctx, caller(c).scope(), id, s.clock())
+	if errors.Is(err, job.ErrConflict) {
+		return newError(http.StatusConflict, CodeConflict, "", "the job has started or finished; only a job that has not started can be cancelled")
+	}
+	if err != nil {
+		return dependency(err)
+	}
+	occ := job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterCommitTimeout)
+	defer cancel()
+	if err := s.queue.Remove(rctx, []job.Occurrence{occ}); err != nil {
+		s.log.Warn("remove_cancelled_failed", zap.Stringer("job_id", j.ID), zap.Error(err))
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// jobID parses the :id path parameter. A malformed id is a 404, like an id
+// that does not exist: both name no job the caller can see.
+func jobID(c *echo.Context) (uuid.UUID, error) {
+	id, err := uuid.Parse(c.Param("id"))
+	if err != nil {
+		return uuid.Nil, errJobNotFound
+	}
+	return id, nil
+}
+
+// pageSize reads ?limit=, DefaultPageSize when absent.
+func pageSize(c *echo.Context) (int, error) {
+	v := c.QueryParam("limit")
+	if v == "" {
+		return DefaultPageSize, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxPageSize {
+		return 0, invalid("limit", "must be an integer from 1 to "+strconv.Itoa(MaxPageSize))
+	}
+	return n, nil
+}
+
+func validStatus(st job.Status) bool {
+	switch st {
+	case job.StatusScheduled, job.StatusPaused, job.StatusCompleted, job.StatusPermanentlyFailed, job.StatusCancelled:
+		return true
+	}
+	return false
+}
+
+func validType(t job.Type) bool {
+	switch t {
+	case job.TypeWebhook, job.TypePing, job.TypeSlack, job.TypeEmail:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,47 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/tockhq/tock/pkg/store"
+)
+
+// listRuns pages through one job's attempts, newest occurrence and attempt
+// first. The job is looked up first so an unknown job, or another owner's, is
+// a 404 rather than an empty list.
+func (s *Server) listRuns(c *echo.Context) error {
+	id, err := jobID(c)
+	if err != nil {
+		return err
+	}
+	limit, err := pageSize(c)
+	if err != nil {
+		return err
+	}
+	f := store.RunFilter{Owner: caller(c).scope(), JobID: id, Limit: limit + 1}
+	if v := c.QueryParam("cursor"); v != "" {
+		if f.Before, err = parseRunCursor(v); err != nil {
+			return invalid("cursor", "is not a cursor this API returned")
+		}
+	}
+	ctx := c.Request().Context()
+	if _, err := s.store.GetJob(ctx, f.Owner, id); err != nil {
+		return dependency(err)
+	}
+	runs, err := s.store.ListRuns(ctx, f)
+	if err != nil {
+		return dependency(err)
+	}
+	out := RunList{Runs: make([]Run, 0, min(len(runs), limit))}
+	if len(runs) > limit {
+		runs = runs[:limit]
+		last := runs[limit-1]
+		out.NextCursor = runCursor(last.ScheduledFor, last.Attempt)
+	}
+	for i := range runs {
+		out.Runs = append(out.Runs, runView(&runs[i]))
+	}
+	return writeJSON(c, http.StatusOK, out)
+}

@@ -1,0 +1,122 @@
+// Package api is the dashboard's HTTP JSON API under /api/v1: routes, bearer
+// authentication, request decoding, the JSON shapes clients see and the one
+// mapping from domain errors to status codes. It holds no state of its own, so
+// any number of dashboards can run side by side behind a load balancer.
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v5"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
+)
+
+// AdminID is the bootstrap administrator that the first migration creates and
+// that TOCK_ADMIN_TOKEN authenticates as.
+var AdminID = uuid.MustParse("00000000-0000-0000-0000-000000000001")
+
+// Defaults for the Deps fields left zero.
+const (
+	DefaultHorizon      = 10 * time.Minute
+	DefaultMaxBodyBytes = 1 << 20
+)
+
+// Deps is everything the API needs, built once by the service's run function.
+type Deps struct {
+	Store *store.Store
+	Queue *queue.Queue
+	// Redis is the client behind Queue, pinged by /readyz.
+	Redis  redis.UniversalClient
+	Logger *zap.Logger
+	// Clock reads the time; tests inject a fixed one. Nil means time.Now.
+	Clock func() time.Time
+	// AdminToken is the bearer token of the bootstrap administrator. Empty
+	// refuses every request to /api/v1.
+	AdminToken string
+	// Horizon is the scheduler loader's look-ahead: a job due sooner is put in
+	// Redis by the API itself, or it would wait for the next load.
+	Horizon time.Duration
+	// Limits bounds what a job may ask for (payload size).
+	Limits job.Limits
+	// MaxBodyBytes caps every request body; larger ones get 413.
+	MaxBodyBytes int64
+}
+
+// Server is the dashboard's HTTP API.
+type Server struct {
+	store   *store.Store
+	queue   *queue.Queue
+	redis   redis.UniversalClient
+	log     *zap.Logger
+	clock   func() time.Time
+	token   []byte
+	horizon time.Duration
+	limits  job.Limits
+	maxBody int64
+	echo    *echo.Echo
+}
+
+// New builds the API on d, filling defaults for the zero fields.
+func New(d Deps) *Server {
+	s := &Server{
+		store:   d.Store,
+		queue:   d.Queue,
+		redis:   d.Redis,
+		log:     d.Logger,
+		clock:   d.Clock,
+		token:   []byte(d.AdminToken),
+		horizon: d.Horizon,
+		limits:  d.Limits,
+		maxBody: d.MaxBodyBytes,
+	}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	if s.horizon == 0 {
+		s.horizon = DefaultHorizon
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	if s.limits == (job.Limits{}) {
+		s.limits = job.DefaultLimits
+	}
+	s.echo = s.routes()
+	return s
+}
+
+// Handler returns the API as an http.Handler, for an http.Server or httptest.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+func (s *Server) routes() *echo.Echo {
+	e := echo.NewWithConfig(echo.Config{
+		Logger:           newSlogLogger(s.log.Named("echo")),
+		HTTPErrorHandler: s.handleError,
+		// Group middleware (authentication) runs only for routes that exist;
+		// an unknown path is a plain 404 with or without a token.
+		NoGroupAutoRegister404Routes: true,
+	})
+	e.Use(s.logRequests, s.recoverPanics, s.limitBody)
+
+	e.GET("/", s.index)
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+
+	v1 := e.Group("/api/v1", s.authenticate)
+	v1.POST("/jobs", s.createJob)
+	v1.GET("/jobs", s.listJobs)
+	v1.GET("/jobs/:id", s.getJob)
+	v1.DELETE("/jobs/:id", s.cancelJob)
+	v1.GET("/jobs/:id/runs", s.listRuns)
+	return e
+}

@@ -1,0 +1,126 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tockhq/tock/pkg/job"
+)
+
+// TimeFormat is how the API writes instants: RFC 3339 in UTC with
+// milliseconds, tock's precision.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// Time is an instant on the wire, in TimeFormat; the zero Time is null.
+type Time struct{ time.Time }
+
+// MarshalJSON writes the instant in TimeFormat, or null when it is zero.
+func (t Time) MarshalJSON() ([]byte, error) {
+	if t.IsZero() {
+		return []byte("null"), nil
+	}
+	return json.Marshal(t.UTC().Format(TimeFormat))
+}
+
+// UnmarshalJSON reads any RFC 3339 instant, or null as the zero Time, so
+// clients written in Go can decode what the API writes.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		t.Time = time.Time{}
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("time: %w", err)
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return err
+	}
+	t.Time = v.UTC()
+	return nil
+}
+
+// Job is a job as the API shows it.
+type Job struct {
+	ID         uuid.UUID       `json:"id"`
+	Name       string          `json:"name"`
+	Type       job.Type        `json:"type"`
+	Status     job.Status      `json:"status"`
+	Payload    json.RawMessage `json:"payload"`
+	Priority   int             `json:"priority"`
+	MaxRetries int             `json:"max_retries"`
+	// Timeout is a Go duration string such as "30s".
+	Timeout string `json:"timeout"`
+	RunAt   Time   `json:"run_at"`
+	// NextRunAt is null once the job will not run again.
+	NextRunAt Time      `json:"next_run_at"`
+	CreatedAt Time      `json:"created_at"`
+	UpdatedAt Time      `json:"updated_at"`
+	Owner     uuid.UUID `json:"owner"`
+}
+
+func jobView(j *job.Job) Job {
+	return Job{
+		ID:         j.ID,
+		Name:       j.Name,
+		Type:       j.Type,
+		Status:     j.Status,
+		Payload:    j.Payload,
+		Priority:   j.Priority,
+		MaxRetries: j.MaxRetries,
+		Timeout:    j.Timeout.String(),
+		RunAt:      Time{j.RunAt},
+		NextRunAt:  Time{j.NextRunAt()},
+		CreatedAt:  Time{j.CreatedAt},
+		UpdatedAt:  Time{j.UpdatedAt},
+		Owner:      j.Owner,
+	}
+}
+
+// JobList is one page of GET /api/v1/jobs. NextCursor is "" on the last page.
+type JobList struct {
+	Jobs       []Job  `json:"jobs"`
+	NextCursor string `json:"next_cursor"`
+}
+
+// Run is one attempt of one occurrence as the API shows it.
+type Run struct {
+	ID           uuid.UUID     `json:"id"`
+	JobID        uuid.UUID     `json:"job_id"`
+	ScheduledFor Time          `json:"scheduled_for"`
+	Attempt      int           `json:"attempt"`
+	Status       job.RunStatus `json:"status"`
+	StartedAt    Time          `json:"started_at"`
+	// FinishedAt is null while the attempt runs.
+	FinishedAt Time   `json:"finished_at"`
+	Output     string `json:"output"`
+	Error      string `json:"error"`
+	// LatenessMS is how long after its due time the attempt started.
+	LatenessMS int64 `json:"lateness_ms"`
+}
+
+func runView(r *job.Run) Run {
+	return Run{
+		ID:           r.ID,
+		JobID:        r.JobID,
+		ScheduledFor: Time{r.ScheduledFor},
+		Attempt:      r.Attempt,
+		Status:       r.Status,
+		StartedAt:    Time{r.StartedAt},
+		FinishedAt:   Time{r.FinishedAt},
+		Output:       r.Output,
+		Error:        r.Error,
+		LatenessMS:   r.Lateness().Milliseconds(),
+	}
+}
+
+// RunList is one page of GET /api/v1/jobs/{id}/runs. NextCursor is "" on the
+// last page.
+type RunList struct {
+	Runs       []Run  `json:"runs"`
+	NextCursor string `json:"next_cursor"`
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+
+	"github.com/tockhq/tock/pkg/config"
+)
+
+// minTokenLen keeps the admin token out of reach of guessing.
+const minTokenLen = 16
+
+// Config is the dashboard's settings, read once from the environment.
+type Config struct {
+	config.Common
+	HTTPAddr        string
+	AdminToken      string
+	Horizon         time.Duration
+	MaxPayloadBytes int
+	MaxBodyBytes    int
+}
+
+// readConfig reads the settings and reports every problem at once. No error
+// message carries the token's value.
+func readConfig(e *config.Env) (Config, error) {
+	c := Config{
+		Common:          config.ReadCommon(e),
+		HTTPAddr:        e.String("TOCK_HTTP_ADDR", "127.0.0.1:8080"),
+		AdminToken:      e.Required("TOCK_ADMIN_TOKEN", fmt.Sprintf("the administrator's bearer token, at least %d characters", minTokenLen)),
+		Horizon:         e.Duration("TOCK_LOAD_HORIZON", 10*time.Minute),
+		MaxPayloadBytes: e.Int("TOCK_MAX_PAYLOAD_BYTES", 64<<10, 1, 16<<20),
+		MaxBodyBytes:    e.Int("TOCK_MAX_BODY_BYTES", 1<<20, 1, 64<<20),
+	}
+	if c.AdminToken != "" && len(c.AdminToken) < minTokenLen {
+		e.Check(fmt.Errorf("TOCK_ADMIN_TOKEN must be at least %d characters", minTokenLen))
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		e.Check(fmt.Errorf("TOCK_HTTP_ADDR=%q is not host:port", c.HTTPAddr))
+	}
+	if c.Horizon < time.Second {
+		e.Check(fmt.Errorf("TOCK_LOAD_HORIZON=%s must be at least 1s", c.Horizon))
+	}
+	if c.MaxBodyBytes < c.MaxPayloadBytes {
+		e.Check(fmt.Errorf("TOCK_MAX_BODY_BYTES=%d must be at least TOCK_MAX_PAYLOAD_BYTES=%d", c.MaxBodyBytes, c.MaxPayloadBytes))
+	}
+	if _, err := zapcore.ParseLevel(c.LogLevel); err != nil {
+		e.Check(fmt.Errorf("TOCK_LOG_LEVEL=%q must be debug, info, warn or error", c.LogLevel))
+	}
+	return c, e.Err()
+}

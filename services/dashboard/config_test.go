@@ -1,0 +1,71 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tockhq/tock/pkg/config"
+)
+
+func TestReadConfig(t *testing.T) {
+	t.Parallel()
+
+	t.Run("AppliesDefaults", func(t *testing.T) {
+		t.Parallel()
+		c, err := readConfig(config.FromMap(map[string]string{"TOCK_ADMIN_TOKEN": "0123456789abcdef"}))
+		require.NoError(t, err)
+		require.Equal(t, "127.0.0.1:8080", c.HTTPAddr)
+		require.Equal(t, 10*time.Minute, c.Horizon)
+		require.Equal(t, 65536, c.MaxPayloadBytes)
+		require.Equal(t, 1<<20, c.MaxBodyBytes)
+		require.Equal(t, "tock", c.RedisPrefix)
+		require.Equal(t, "info", c.LogLevel)
+	})
+
+	t.Run("ReadsEverySetting", func(t *testing.T) {
+		t.Parallel()
+		c, err := readConfig(config.FromMap(map[string]string{
+			"TOCK_ADMIN_TOKEN":       "0123456789abcdef-longer",
+			"TOCK_HTTP_ADDR":         "0.0.0.0:9000",
+			"TOCK_LOAD_HORIZON":      "5m",
+			"TOCK_MAX_PAYLOAD_BYTES": "1024",
+			"TOCK_MAX_BODY_BYTES":    "2048",
+			"TOCK_REDIS_PREFIX":      "blue",
+			"TOCK_LOG_LEVEL":         "debug",
+		}))
+		require.NoError(t, err)
+		require.Equal(t, "0.0.0.0:9000", c.HTTPAddr)
+		require.Equal(t, 5*time.Minute, c.Horizon)
+		require.Equal(t, 1024, c.MaxPayloadBytes)
+		require.Equal(t, 2048, c.MaxBodyBytes)
+		require.Equal(t, "blue", c.RedisPrefix)
+		require.Equal(t, "debug", c.LogLevel)
+	})
+
+	t.Run("ReportsEveryProblemWithoutTheToken", func(t *testing.T) {
+		t.Parallel()
+		_, err := readConfig(config.FromMap(map[string]string{
+			"TOCK_ADMIN_TOKEN":    "s3cret-short",
+			"TOCK_HTTP_ADDR":      "8080",
+			"TOCK_LOAD_HORIZON":   "soon",
+			"TOCK_MAX_BODY_BYTES": "100",
+			"TOCK_LOG_LEVEL":      "loud",
+		}))
+		require.Error(t, err)
+		msg := err.Error()
+		for _, want := range []string{"TOCK_ADMIN_TOKEN must be at least 16 characters", "TOCK_HTTP_ADDR", "TOCK_LOAD_HORIZON",
+			"TOCK_MAX_BODY_BYTES", "TOCK_LOG_LEVEL"} {
+			require.Contains(t, msg, want)
+		}
+		require.NotContains(t, msg, "s3cret")
+	})
+
+	t.Run("RequiresAdminToken", func(t *testing.T) {
+		t.Parallel()
+		_, err := readConfig(config.FromMap(nil))
+		require.ErrorContains(t, err, "TOCK_ADMIN_TOKEN must be set")
+		require.ErrorContains(t, err, "at least 16 characters")
+	})
+}

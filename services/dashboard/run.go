@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/config"
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/logging"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/api"
+)
+
+// drainTimeout is how long in-flight requests get to finish at shutdown.
+const drainTimeout = 10 * time.Second
+
+// run wires the dashboard and serves until ctx ends. Pools open in order
+// (Postgres, Redis, listener) and close in reverse, through the defers.
+func run(ctx context.Context) error {
+	cfg, err := readConfig(config.FromOS())
+	if err != nil {
+		return fmt.Errorf("config:\n%w", err)
+	}
+	log, err := logging.New("dashboard", cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+
+	st, err := store.Open(ctx, cfg.DatabaseURL, int32(cfg.DBMaxConns))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	now := time.Now()
+	if _, err := st.EnsureRunPartitions(ctx, now.Add(-24*time.Hour), now.Add(7*24*time.Hour)); err != nil {
+		return err
+	}
+	rdb, err := queue.Connect(cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rdb.Close() }()
+	q := queue.New(rdb, queue.Keys{Prefix: cfg.RedisPrefix, Shard: 0})
+
+	srv := api.New(api.Deps{
+		Store:        st,
+		Queue:        q,
+		Redis:        rdb,
+		Logger:       log.Named("api"),
+		Clock:        time.Now,
+		AdminToken:   cfg.AdminToken,
+		Horizon:      cfg.Horizon,
+		Limits:       job.Limits{MaxPayloadBytes: cfg.MaxPayloadBytes},
+		MaxBodyBytes: int64(cfg.MaxBodyBytes),
+	})
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on TOCK_HTTP_ADDR: %w", err)
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          zap.NewStdLog(log.Named("http_server")),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	log.Info("dashboard_started", zap.String("addr", ln.Addr().String()),
+		zap.Duration("horizon", cfg.Horizon), zap.String("redis_prefix", cfg.RedisPrefix))
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return fmt.Errorf("serve http: %w", err)
+	}
+	// Stop accepting, let in-flight requests finish, then force what is left.
+	log.Info("dashboard_stopping")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		log.Warn("drain_timed_out", zap.Error(err))
+		_ = hs.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve http: %w", err)
+	}
+	log.Info("dashboard_stopped")
+	return nil
+}
