@@ -2,6 +2,13 @@ module github.com/tockhq/tock/e2e
 
 go 1.26.8
 
-require github.com/tockhq/tock/pkg v0.0.0
+require github.com/jackc/pgx/v5 v5.12.0
+
+require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+	golang.org/x/text v0.41.0 // indirect
+)
 
 replace github.com/tockhq/tock/pkg => ../pkg

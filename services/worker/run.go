@@ -46,6 +46,9 @@ func run(ctx context.Context) error {
 	if _, err := st.EnsureRunPartitions(ctx, now.Add(-24*time.Hour), now.Add(48*time.Hour)); err != nil {
 		return err
 	}
+	if err := st.Warm(ctx, cfg.DBMaxConns); err != nil {
+		return err
+	}
 	rdb, err := queue.Connect(cfg.RedisURL)
 	if err != nil {
 		return err

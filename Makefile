@@ -1,0 +1,39 @@
+# tock's developer entry points. README opens with `make run` and `make test`.
+SERVICES := dashboard scheduler worker
+MODULES  := $(shell go list -m -f '{{.Dir}}')
+# Every package of every workspace module (a module may have none yet).
+PKGS     := $(shell go list $(addsuffix /...,$(MODULES)) 2>/dev/null)
+VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X main.version=$(VERSION)
+
+.PHONY: build run test lint unit e2e fuzz clean
+
+## build: compile bin/dashboard, bin/scheduler, bin/worker
+build:
+	@mkdir -p bin
+	@for s in $(SERVICES); do go build -ldflags '$(LDFLAGS)' -o bin/$$s ./services/$$s || exit 1; done
+	@echo "built bin/dashboard bin/scheduler bin/worker"
+
+## run: start Postgres and Redis if needed, then all three services
+run: build
+	@bash scripts/dev/run.sh
+
+## test: gofmt, go vet, then every module's tests (unit, integration, end-to-end)
+test: lint
+	go test -count=1 -timeout 20m $(PKGS)
+
+## lint: gofmt and go vet over every module
+lint:
+	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	go vet $(PKGS)
+
+## unit: the fast tests only (no end-to-end)
+unit:
+	go test -count=1 $(filter-out %/e2e,$(PKGS))
+
+## e2e: the end-to-end tests only, verbose, with their lateness figures
+e2e:
+	go test -count=1 -v -timeout 20m ./e2e/...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,91 @@
+package cluster
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Delivery is one request a Target received.
+type Delivery struct {
+	JobID          string
+	IdempotencyKey string
+	ScheduledFor   time.Time
+	Attempt        int
+	Path           string
+	At             time.Time
+}
+
+// Target is a local HTTP server that records every delivery (a ledger) and
+// answers by path: /fail answers 500, /hang never answers within a job's
+// timeout, anything else 200.
+type Target struct {
+	*httptest.Server
+	mu         sync.Mutex
+	deliveries []Delivery
+	notify     chan struct{}
+}
+
+// NewTarget starts a Target on loopback.
+func NewTarget() *Target {
+	t := &Target{notify: make(chan struct{}, 1)}
+	t.Server = httptest.NewServer(http.HandlerFunc(t.serve))
+	return t
+}
+
+func (t *Target) serve(w http.ResponseWriter, r *http.Request) {
+	at := time.Now()
+	_, _ = io.Copy(io.Discard, r.Body)
+	sched, _ := time.Parse(time.RFC3339Nano, r.Header.Get("X-Tock-Scheduled-For"))
+	attempt, _ := strconv.Atoi(r.Header.Get("X-Tock-Attempt"))
+	d := Delivery{JobID: r.Header.Get("X-Tock-Job-Id"), IdempotencyKey: r.Header.Get("Idempotency-Key"),
+		ScheduledFor: sched, Attempt: attempt, Path: r.URL.Path, At: at}
+	t.mu.Lock()
+	t.deliveries = append(t.deliveries, d)
+	t.mu.Unlock()
+	select {
+	case t.notify <- struct{}{}:
+	default:
+	}
+	switch r.URL.Path {
+	case "/fail":
+		http.Error(w, "target says no", http.StatusInternalServerError)
+	case "/hang":
+		select {
+		case <-r.Context().Done():
+		case <-time.After(time.Minute):
+		}
+	default:
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}
+}
+
+// Deliveries returns a copy of the ledger.
+func (t *Target) Deliveries() []Delivery {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]Delivery(nil), t.deliveries...)
+}
+
+// WaitFor waits until cond holds on the ledger or timeout passes.
+func (t *Target) WaitFor(timeout time.Duration, cond func([]Delivery) bool) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	poll := time.NewTicker(100 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		if cond(t.Deliveries()) {
+			return true
+		}
+		select {
+		case <-deadline.C:
+			return cond(t.Deliveries())
+		case <-t.notify:
+		case <-poll.C:
+		}
+	}
+}

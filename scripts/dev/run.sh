@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Starts tock on this machine: makes sure Postgres and Redis answer (starting
+# the locally installed ones if they do not), then runs the dashboard, one
+# scheduler and one worker until Ctrl-C. Logs go to .run/logs/.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source scripts/dev/services.sh
+
+ensure_postgres
+ensure_redis
+
+export TOCK_DATABASE_URL="${TOCK_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/tock?sslmode=disable}"
+export TOCK_REDIS_URL="${TOCK_REDIS_URL:-redis://127.0.0.1:6379/0}"
+export TOCK_HTTP_ADDR="${TOCK_HTTP_ADDR:-127.0.0.1:8080}"
+# Local targets (a webhook receiver on this machine) must be reachable here.
+export TOCK_ALLOW_PRIVATE_TARGETS="${TOCK_ALLOW_PRIVATE_TARGETS:-true}"
+
+if [[ "$TOCK_DATABASE_URL" == *"/tock?"* ]]; then
+  psql -h 127.0.0.1 -U postgres -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'tock'" | grep -q 1 \
+    || psql -h 127.0.0.1 -U postgres -d postgres -qc "CREATE DATABASE tock"
+fi
+
+mkdir -p .run/logs
+if [ -z "${TOCK_ADMIN_TOKEN:-}" ]; then
+  [ -s .run/admin-token ] || head -c 24 /dev/urandom | base64 | tr -d '/+=' > .run/admin-token
+  TOCK_ADMIN_TOKEN=$(cat .run/admin-token)
+  export TOCK_ADMIN_TOKEN
+fi
+
+pids=()
+stop() {
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  echo "tock stopped."
+}
+trap stop EXIT INT TERM
+
+./bin/dashboard > .run/logs/dashboard.log 2>&1 & pids+=($!)
+wait_ready "http://$TOCK_HTTP_ADDR/readyz" dashboard .run/logs/dashboard.log
+TOCK_METRICS_ADDR=127.0.0.1:9091 ./bin/scheduler > .run/logs/scheduler.log 2>&1 & pids+=($!)
+TOCK_METRICS_ADDR=127.0.0.1:9092 ./bin/worker > .run/logs/worker.log 2>&1 & pids+=($!)
+wait_ready http://127.0.0.1:9091/readyz scheduler .run/logs/scheduler.log
+wait_ready http://127.0.0.1:9092/readyz worker .run/logs/worker.log
+
+cat <<MSG
+
+tock is running.
+  dashboard:   http://$TOCK_HTTP_ADDR/
+  API:         http://$TOCK_HTTP_ADDR/api/v1
+  admin token: $TOCK_ADMIN_TOKEN
+  logs:        .run/logs/{dashboard,scheduler,worker}.log
+
+Try it (README has more):
+  curl -s -X POST http://$TOCK_HTTP_ADDR/api/v1/jobs \\
+    -H "Authorization: Bearer $TOCK_ADMIN_TOKEN" -H 'Content-Type: application/json' \\
+    -d '{"name":"hello","type":"ping","run_at":"'\$(date -u -d '+5 seconds' +%Y-%m-%dT%H:%M:%SZ)'","payload":{"url":"http://$TOCK_HTTP_ADDR/healthz"}}'
+
+Press Ctrl-C to stop.
+MSG
+wait -n "${pids[@]}"
+echo "a service exited; see .run/logs/" >&2
+exit 1
