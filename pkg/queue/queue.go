@@ -187,7 +187,8 @@ func decode(x redis.XMessage) Message {
 }
 
 // Read takes up to count new entries for consumer, waiting up to block for the
-// first. A lost group (Redis restarted empty) is recreated.
+// first (zero waits without limit, a negative block not at all). A lost group
+// (Redis restarted empty) is recreated.
 func (q *Queue) Read(ctx context.Context, consumer string, count int, block time.Duration) ([]Message, error) {
 	res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: Group, Consumer: consumer, Streams: []string{q.keys.Ready(), ">"}, Count: int64(count), Block: block,

@@ -55,26 +55,29 @@ func (s *Store) ClaimDue(ctx context.Context, since, until time.Time, limit int,
 		lower = time.Unix(0, 0)
 	}
 	var n int
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, claimDueSQL, WindowHours(since, until), lower, until, limit, now)
-		if err != nil {
-			return err
-		}
-		occs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job.Occurrence, error) {
-			var o job.Occurrence
-			var prio int16
-			err := r.Scan(&o.JobID, &o.ScheduledFor, &prio)
-			o.ScheduledFor, o.Priority, o.Attempt = o.ScheduledFor.UTC(), int(prio), 1
-			return o, err
+	err := retrySerialization(ctx, func() error {
+		n = 0
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, claimDueSQL, WindowHours(since, until), lower, until, limit, now)
+			if err != nil {
+				return err
+			}
+			occs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job.Occurrence, error) {
+				var o job.Occurrence
+				var prio int16
+				err := r.Scan(&o.JobID, &o.ScheduledFor, &prio)
+				o.ScheduledFor, o.Priority, o.Attempt = o.ScheduledFor.UTC(), int(prio), 1
+				return o, err
+			})
+			if err != nil {
+				return err
+			}
+			n = len(occs)
+			if n == 0 {
+				return nil
+			}
+			return enqueue(ctx, occs)
 		})
-		if err != nil {
-			return err
-		}
-		n = len(occs)
-		if n == 0 {
-			return nil
-		}
-		return enqueue(ctx, occs)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("claim due jobs: %w", translate(err))

@@ -11,6 +11,12 @@ import (
 // partitionLock serialises partition upkeep across every service that runs it.
 const partitionLock = 7_446_733_001
 
+// partitionExistsSQL reads pg_class under the statement's own snapshot, so after
+// waiting for partitionLock it sees a partition another session just committed.
+// to_regclass does not: it answers from this connection's catalog cache, which
+// can still hold the "no such table" it cached before the wait.
+const partitionExistsSQL = `SELECT EXISTS (SELECT 1 FROM pg_class WHERE relname = $1 AND relnamespace = current_schema()::regnamespace)`
+
 // runPartition names the job_runs partition of a UTC day.
 func runPartition(day time.Time) string { return "job_runs_" + day.UTC().Format("20060102") }
 
@@ -32,7 +38,7 @@ func (s *Store) EnsureRunPartitions(ctx context.Context, from, to time.Time) (cr
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, partitionLock); err != nil {
 				return err
 			}
-			if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, name).Scan(&exists); err != nil || exists {
+			if err := tx.QueryRow(ctx, partitionExistsSQL, name).Scan(&exists); err != nil || exists {
 				return err
 			}
 			ident := pgx.Identifier{name}.Sanitize()

@@ -1,0 +1,131 @@
+package config_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tockhq/tock/pkg/config"
+)
+
+func TestEnv(t *testing.T) {
+	t.Parallel()
+
+	t.Run("ReportsAllProblemsTogether", func(t *testing.T) {
+		t.Parallel()
+		e := config.FromMap(map[string]string{
+			"TOCK_DB_MAX_CONNS": "lots",
+			"TOCK_HORIZON":      "10 minutes",
+			"TOCK_DEBUG":        "yes please",
+		})
+		common := config.ReadCommon(e)
+		_ = e.Duration("TOCK_HORIZON", 10*time.Minute)
+		_ = e.Bool("TOCK_DEBUG", false)
+		_ = e.Required("TOCK_ADMIN_TOKEN", "the dashboard authenticates its administrator with it")
+		e.Check(errors.New("TOCK_SHARDS and TOCK_SHARD disagree"))
+
+		err := e.Err()
+		require.Error(t, err)
+		for _, want := range []string{
+			`TOCK_DB_MAX_CONNS="lots"`,
+			`TOCK_HORIZON="10 minutes"`,
+			`TOCK_DEBUG="yes please"`,
+			"TOCK_ADMIN_TOKEN must be set: the dashboard authenticates its administrator with it",
+			"TOCK_SHARDS and TOCK_SHARD disagree",
+		} {
+			require.ErrorContains(t, err, want)
+		}
+		var joined interface{ Unwrap() []error }
+		require.ErrorAs(t, err, &joined)
+		require.Len(t, joined.Unwrap(), 5, "one error per problem")
+		require.Equal(t, 16, common.DBMaxConns, "a bad value still yields the default, so start-up can report everything")
+	})
+
+	t.Run("AppliesDefaults", func(t *testing.T) {
+		t.Parallel()
+		e := config.FromMap(map[string]string{"TOCK_LOG_LEVEL": "   "})
+		got := config.ReadCommon(e)
+		require.NoError(t, e.Err())
+		require.Equal(t, config.Common{
+			DatabaseURL: "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable",
+			DBMaxConns:  16,
+			RedisURL:    "redis://127.0.0.1:6379/0",
+			RedisPrefix: "tock",
+			LogLevel:    "info",
+		}, got, "a blank variable counts as unset")
+	})
+
+	t.Run("ReadsValues", func(t *testing.T) {
+		t.Parallel()
+		e := config.FromMap(map[string]string{
+			"TOCK_DATABASE_URL": " postgres://db/tock ",
+			"TOCK_DB_MAX_CONNS": "1000",
+			"TOCK_REDIS_URL":    "rediss://cache:6380/1",
+			"TOCK_REDIS_PREFIX": "prod",
+			"TOCK_LOG_LEVEL":    "debug",
+			"TOCK_HORIZON":      "90s",
+			"TOCK_DEBUG":        "1",
+			"TOCK_ADMIN_TOKEN":  "s3cret",
+		})
+		got := config.ReadCommon(e)
+		require.Equal(t, config.Common{
+			DatabaseURL: "postgres://db/tock",
+			DBMaxConns:  1000,
+			RedisURL:    "rediss://cache:6380/1",
+			RedisPrefix: "prod",
+			LogLevel:    "debug",
+		}, got, "values are trimmed")
+		require.Equal(t, 90*time.Second, e.Duration("TOCK_HORIZON", time.Minute))
+		require.True(t, e.Bool("TOCK_DEBUG", false))
+		require.Equal(t, "s3cret", e.Required("TOCK_ADMIN_TOKEN", "why"))
+		e.Check(nil)
+		require.NoError(t, e.Err())
+	})
+
+	t.Run("RejectsOutOfRange", func(t *testing.T) {
+		t.Parallel()
+		tests := []struct {
+			name string
+			val  string
+			read func(*config.Env)
+		}{
+			{"IntBelowRange", "0", func(e *config.Env) { e.Int("V", 5, 1, 10) }},
+			{"IntAboveRange", "11", func(e *config.Env) { e.Int("V", 5, 1, 10) }},
+			{"IntNotNumber", "5x", func(e *config.Env) { e.Int("V", 5, 1, 10) }},
+			{"DurationNegative", "-1s", func(e *config.Env) { e.Duration("V", time.Second) }},
+			{"DurationNoUnit", "30", func(e *config.Env) { e.Duration("V", time.Second) }},
+			{"BoolWord", "on", func(e *config.Env) { e.Bool("V", false) }},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				t.Parallel()
+				e := config.FromMap(map[string]string{"V": tt.val})
+				tt.read(e)
+				require.ErrorContains(t, e.Err(), `V="`+tt.val+`"`)
+			})
+		}
+	})
+
+	t.Run("RequiredMissingOrBlank", func(t *testing.T) {
+		t.Parallel()
+		e := config.FromMap(map[string]string{"B": " "})
+		require.Empty(t, e.Required("A", "reason a"))
+		require.Empty(t, e.Required("B", "reason b"))
+		err := e.Err()
+		require.ErrorContains(t, err, "A must be set: reason a")
+		require.ErrorContains(t, err, "B must be set: reason b")
+	})
+}
+
+// TestFromOS reads the process environment; t.Setenv rules out t.Parallel.
+func TestFromOS(t *testing.T) {
+	t.Run("ReadsProcessEnvironment", func(t *testing.T) {
+		t.Setenv("TOCK_TEST_CONFIG_VALUE", " from-os ")
+		e := config.FromOS()
+		require.Equal(t, "from-os", e.String("TOCK_TEST_CONFIG_VALUE", "def"))
+		require.Equal(t, "def", e.String("TOCK_TEST_CONFIG_UNSET_VALUE", "def"))
+		require.NoError(t, e.Err())
+	})
+}

@@ -1,0 +1,238 @@
+package job_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tockhq/tock/pkg/job"
+)
+
+var (
+	now   = time.Date(2030, 1, 15, 14, 0, 0, 0, time.UTC)
+	owner = [16]byte{15: 7}
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// validSpec is a webhook spec that Build accepts; cases change one thing.
+func validSpec() job.Spec {
+	return job.Spec{
+		Name:    "nightly report",
+		Type:    job.TypeWebhook,
+		RunAt:   ptr(now.Add(time.Hour)),
+		Payload: json.RawMessage(`{"url":"https://example.com/hook","method":"POST","headers":{"X-Token":"abc"},"body":{"a":1}}`),
+	}
+}
+
+func TestSpecBuild(t *testing.T) {
+	t.Parallel()
+
+	t.Run("AcceptsWebhook", func(t *testing.T) {
+		t.Parallel()
+		s := validSpec()
+		s.Name = "  nightly report  "
+		s.Priority, s.MaxRetries, s.Timeout = ptr(-12), ptr(0), "2m"
+		s.RunAt = ptr(time.Date(2030, 1, 15, 16, 30, 0, 123456789, time.FixedZone("CET", 3600)))
+		s.Payload = json.RawMessage("{\n  \"url\": \"https://example.com/hook\",\n  \"method\": \"post\",\n  \"body\": {\"a\": [1, 2]}\n}")
+
+		j, err := s.Build(owner, now, job.DefaultLimits)
+		require.NoError(t, err)
+		require.NotZero(t, j.ID)
+		require.Equal(t, [16]byte(j.Owner), owner)
+		require.Equal(t, "nightly report", j.Name, "the name is trimmed")
+		require.Equal(t, job.TypeWebhook, j.Type)
+		require.Equal(t, job.StatusScheduled, j.Status)
+		require.Equal(t, -12, j.Priority)
+		require.Equal(t, 0, j.MaxRetries, "an explicit zero is kept, not defaulted")
+		require.Equal(t, 2*time.Minute, j.Timeout)
+		wantRun := time.Date(2030, 1, 15, 15, 30, 0, 123000000, time.UTC)
+		require.Equal(t, wantRun, j.RunAt, "run_at in UTC, truncated to the millisecond")
+		require.Equal(t, j.RunAt, j.DueAt, "a new job is due at its run time")
+		require.Equal(t, `{"url":"https://example.com/hook","method":"post","body":{"a":[1,2]}}`, string(j.Payload), "payload compacted")
+		require.Equal(t, now, j.CreatedAt)
+		require.Equal(t, now, j.UpdatedAt)
+	})
+
+	t.Run("AcceptsPing", func(t *testing.T) {
+		t.Parallel()
+		s := job.Spec{Name: "up?", Type: job.TypePing, RunAt: ptr(now), Payload: json.RawMessage(`{"url":"http://example.com:8080/health"}`)}
+		j, err := s.Build(owner, now, job.DefaultLimits)
+		require.NoError(t, err, "run_at equal to now is not in the past")
+		require.Equal(t, job.TypePing, j.Type)
+	})
+
+	t.Run("AppliesDefaults", func(t *testing.T) {
+		t.Parallel()
+		s := validSpec()
+		j, err := s.Build(owner, now, job.DefaultLimits)
+		require.NoError(t, err)
+		require.Equal(t, job.DefaultMaxRetries, j.MaxRetries)
+		require.Equal(t, 3, j.MaxRetries)
+		require.Equal(t, job.DefaultTimeout, j.Timeout)
+		require.Equal(t, 30*time.Second, j.Timeout)
+		require.Zero(t, j.Priority)
+	})
+
+	t.Run("AcceptsLimits", func(t *testing.T) {
+		t.Parallel()
+		for _, mod := range []func(*job.Spec){
+			func(s *job.Spec) { s.Priority = ptr(job.MinPriority) },
+			func(s *job.Spec) { s.Priority = ptr(job.MaxPriority) },
+			func(s *job.Spec) { s.MaxRetries = ptr(job.MaxRetriesLimit) },
+			func(s *job.Spec) { s.Timeout = "100ms" },
+			func(s *job.Spec) { s.Timeout = "1h" },
+			func(s *job.Spec) { s.Name = strings.Repeat("n", job.MaxNameLen) },
+		} {
+			s := validSpec()
+			mod(&s)
+			_, err := s.Build(owner, now, job.DefaultLimits)
+			require.NoError(t, err, "%+v", s)
+		}
+	})
+
+	t.Run("RejectsInvalidInput", func(t *testing.T) {
+		t.Parallel()
+		webhook := func(p string) func(*job.Spec) {
+			return func(s *job.Spec) { s.Payload = json.RawMessage(p) }
+		}
+		ping := func(p string) func(*job.Spec) {
+			return func(s *job.Spec) { s.Type, s.Payload = job.TypePing, json.RawMessage(p) }
+		}
+		tests := []struct {
+			name  string
+			mod   func(*job.Spec)
+			lim   *job.Limits
+			field string
+		}{
+			{"NameMissing", func(s *job.Spec) { s.Name = "" }, nil, "name"},
+			{"NameBlank", func(s *job.Spec) { s.Name = " \t " }, nil, "name"},
+			{"NameTooLong", func(s *job.Spec) { s.Name = strings.Repeat("n", job.MaxNameLen+1) }, nil, "name"},
+			{"TypeMissing", func(s *job.Spec) { s.Type = "" }, nil, "type"},
+			{"TypeUnknown", func(s *job.Spec) { s.Type = "sms" }, nil, "type"},
+			{"TypeSlackNotYet", func(s *job.Spec) { s.Type = job.TypeSlack }, nil, "type"},
+			{"TypeEmailNotYet", func(s *job.Spec) { s.Type = job.TypeEmail }, nil, "type"},
+			{"RunAtMissing", func(s *job.Spec) { s.RunAt = nil }, nil, "run_at"},
+			{"RunAtPast", func(s *job.Spec) { s.RunAt = ptr(now.Add(-time.Millisecond)) }, nil, "run_at"},
+			{"PayloadMissing", func(s *job.Spec) { s.Payload = nil }, nil, "payload"},
+			{"PayloadBlank", webhook("  "), nil, "payload"},
+			{"PayloadNull", webhook("null"), nil, "payload"},
+			{"PayloadTooBig", webhook(`{"url":"https://example.com/` + strings.Repeat("a", 64) + `"}`), &job.Limits{MaxPayloadBytes: 64}, "payload"},
+			{"PayloadUnknownField", webhook(`{"url":"https://example.com","urll":"x"}`), nil, "payload"},
+			{"PayloadWrongShape", webhook(`["https://example.com"]`), nil, "payload"},
+			{"PayloadWrongFieldType", webhook(`{"url":42}`), nil, "payload"},
+			{"PayloadNotJSON", webhook(`{"url":`), nil, "payload"},
+			{"PayloadTrailingData", webhook(`{"url":"https://example.com"} {}`), nil, "payload"},
+			{"PingUnknownField", ping(`{"url":"https://example.com","method":"GET"}`), nil, "payload"},
+			{"URLMissing", webhook(`{"method":"GET"}`), nil, "payload.url"},
+			{"URLNotHTTP", webhook(`{"url":"ftp://example.com/file"}`), nil, "payload.url"},
+			{"URLRelative", webhook(`{"url":"/hook"}`), nil, "payload.url"},
+			{"URLNoHost", webhook(`{"url":"http:///hook"}`), nil, "payload.url"},
+			{"URLUnparsable", webhook(`{"url":"http://[::1"}`), nil, "payload.url"},
+			{"URLWithCredentials", webhook(`{"url":"https://user:secret@example.com/hook"}`), nil, "payload.url"},
+			{"PingURLNotHTTP", ping(`{"url":"file:///etc/passwd"}`), nil, "payload.url"},
+			{"PingURLNoHost", ping(`{"url":"https://"}`), nil, "payload.url"},
+			{"MethodInvalid", webhook(`{"url":"https://example.com","method":"TRACE"}`), nil, "payload.method"},
+			{"HeaderValueCR", webhook(`{"url":"https://example.com","headers":{"X-A":"a\rb"}}`), nil, "payload.headers"},
+			{"HeaderValueLF", webhook(`{"url":"https://example.com","headers":{"X-A":"a\nInjected: 1"}}`), nil, "payload.headers"},
+			{"HeaderNameCRLF", webhook(`{"url":"https://example.com","headers":{"X-A\r\nB":"v"}}`), nil, "payload.headers"},
+			{"HeaderNameColon", webhook(`{"url":"https://example.com","headers":{"X-A:":"v"}}`), nil, "payload.headers"},
+			{"HeaderNameEmpty", webhook(`{"url":"https://example.com","headers":{"":"v"}}`), nil, "payload.headers"},
+			{"PriorityTooLow", func(s *job.Spec) { s.Priority = ptr(job.MinPriority - 1) }, nil, "priority"},
+			{"PriorityTooHigh", func(s *job.Spec) { s.Priority = ptr(job.MaxPriority + 1) }, nil, "priority"},
+			{"MaxRetriesNegative", func(s *job.Spec) { s.MaxRetries = ptr(-1) }, nil, "max_retries"},
+			{"MaxRetriesTooHigh", func(s *job.Spec) { s.MaxRetries = ptr(job.MaxRetriesLimit + 1) }, nil, "max_retries"},
+			{"TimeoutUnparsable", func(s *job.Spec) { s.Timeout = "30" }, nil, "timeout"},
+			{"TimeoutTooShort", func(s *job.Spec) { s.Timeout = "99ms" }, nil, "timeout"},
+			{"TimeoutTooLong", func(s *job.Spec) { s.Timeout = "1h0m1s" }, nil, "timeout"},
+			{"TimeoutNegative", func(s *job.Spec) { s.Timeout = "-5s" }, nil, "timeout"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				t.Parallel()
+				s := validSpec()
+				tt.mod(&s)
+				lim := job.DefaultLimits
+				if tt.lim != nil {
+					lim = *tt.lim
+				}
+				j, err := s.Build(owner, now, lim)
+				require.Error(t, err)
+				require.Nil(t, j)
+				require.ErrorIs(t, err, job.ErrInvalid)
+				var fe *job.FieldError
+				require.ErrorAs(t, err, &fe)
+				require.Equal(t, tt.field, fe.Field, "error: %v", err)
+				require.NotEmpty(t, fe.Message)
+				require.True(t, strings.HasPrefix(err.Error(), tt.field+": "), "error %q names its field", err)
+			})
+		}
+	})
+
+	t.Run("ZeroLimitsDoNotCapPayload", func(t *testing.T) {
+		t.Parallel()
+		s := validSpec()
+		s.Payload = json.RawMessage(`{"url":"https://example.com","body":"` + strings.Repeat("x", 1<<17) + `"}`)
+		_, err := s.Build(owner, now, job.Limits{})
+		require.NoError(t, err)
+		_, err = s.Build(owner, now, job.DefaultLimits)
+		require.ErrorIs(t, err, job.ErrInvalid)
+	})
+}
+
+func TestFieldError(t *testing.T) {
+	t.Parallel()
+
+	t.Run("MatchesOnlyErrInvalid", func(t *testing.T) {
+		t.Parallel()
+		var err error = &job.FieldError{Field: "name", Message: "is required"}
+		require.ErrorIs(t, err, job.ErrInvalid)
+		require.NotErrorIs(t, err, job.ErrNotFound)
+		require.NotErrorIs(t, err, job.ErrConflict)
+		require.Equal(t, "name: is required", err.Error())
+		wrapped := errors.Join(errors.New("create job"), err)
+		require.ErrorIs(t, wrapped, job.ErrInvalid)
+	})
+}
+
+// FuzzSpecBuild decodes arbitrary JSON into a Spec: Build must never panic, and
+// every error it returns must be a *FieldError.
+func FuzzSpecBuild(f *testing.F) {
+	for _, seed := range []string{
+		`{"name":"a","type":"webhook","run_at":"2030-01-15T15:00:00Z","payload":{"url":"https://example.com"}}`,
+		`{"name":"a","type":"ping","run_at":"2030-01-15T15:00:00+02:00","payload":{"url":"http://h"},"priority":5,"max_retries":0,"timeout":"1s"}`,
+		`{"name":"a","type":"webhook","run_at":"2030-01-15T15:00:00Z","payload":{"url":"https://u:p@h","method":"x","headers":{"a":"b\r"}}}`,
+		`{"name":"","type":"slack","payload":null}`,
+		`{"type":"webhook","payload":[1,2,3],"timeout":"-1h"}`,
+		`{}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var s job.Spec
+		if err := json.Unmarshal(data, &s); err != nil {
+			return
+		}
+		j, err := s.Build(owner, now, job.Limits{MaxPayloadBytes: 4096})
+		if err != nil {
+			var fe *job.FieldError
+			if !errors.As(err, &fe) || fe.Field == "" {
+				t.Fatalf("error %v (%T) is not a *FieldError with a field", err, err)
+			}
+			if !errors.Is(err, job.ErrInvalid) {
+				t.Fatalf("error %v does not match ErrInvalid", err)
+			}
+			if j != nil {
+				t.Fatalf("a job came back with error %v", err)
+			}
+			return
+		}
+		if j.Name == "" || j.RunAt.Before(now) || !json.Valid(j.Payload) {
+			t.Fatalf("accepted an invalid job: %+v", j)
+		}
+	})
+}

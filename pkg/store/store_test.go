@@ -1,0 +1,126 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/pkg/testenv"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var (
+	ownerA = uuid.MustParse("0190aaaa-0000-7000-8000-00000000000a")
+	ownerB = uuid.MustParse("0190bbbb-0000-7000-8000-00000000000b")
+	// created is the creation time of every test job.
+	created = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// bundle is what a store test works with: its own migrated schema, and a clock
+// near the real one, so job_runs rows land in the day partitions testenv made.
+type bundle struct {
+	ctx context.Context
+	st  *store.Store
+	now time.Time
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	return &bundle{ctx: t.Context(), st: testenv.Store(t), now: time.Now().UTC().Truncate(time.Millisecond)}
+}
+
+// newJob returns a scheduled one-off ping job of owner due at runAt.
+func newJob(owner uuid.UUID, runAt time.Time, mods ...func(*job.Job)) *job.Job {
+	runAt = runAt.UTC().Truncate(time.Millisecond)
+	j := &job.Job{
+		ID: job.NewID(), Owner: owner, Name: "ping " + runAt.Format(time.RFC3339Nano), Type: job.TypePing,
+		Status: job.StatusScheduled, MaxRetries: 3, Timeout: 5 * time.Second,
+		Payload: json.RawMessage(`{"url":"http://example.com"}`),
+		RunAt:   runAt, DueAt: runAt, CreatedAt: created, UpdatedAt: created,
+	}
+	for _, mod := range mods {
+		mod(j)
+	}
+	return j
+}
+
+func (b *bundle) create(t *testing.T, jobs ...*job.Job) {
+	t.Helper()
+	require.NoError(t, b.st.CreateJobs(b.ctx, jobs))
+}
+
+// claim runs ClaimDue and returns what it handed to enqueue.
+func (b *bundle) claim(t *testing.T, since, until time.Time, limit int) []job.Occurrence {
+	t.Helper()
+	var got []job.Occurrence
+	n, err := b.st.ClaimDue(b.ctx, since, until, limit, b.now, func(_ context.Context, occs []job.Occurrence) error {
+		got = append(got, occs...)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, len(got), n)
+	return got
+}
+
+// start starts the attempts occs at b.now with a one-second lease margin, as a
+// worker does after reading them from the stream, and returns what started.
+func (b *bundle) start(t *testing.T, occs ...job.Occurrence) []store.Started {
+	t.Helper()
+	reqs := make([]store.Start, len(occs))
+	for i, o := range occs {
+		reqs[i] = store.Start{Occurrence: o, DueAt: o.ScheduledFor}
+	}
+	started, err := b.st.StartRuns(b.ctx, reqs, b.now, time.Second)
+	require.NoError(t, err)
+	return started
+}
+
+// placement says where a job row lives: its partition and due_hour.
+func (b *bundle) placement(t *testing.T, id uuid.UUID) (string, int) {
+	t.Helper()
+	var part string
+	var hour int16
+	require.NoError(t, b.st.Pool().QueryRow(b.ctx, `SELECT tableoid::regclass::text, due_hour FROM jobs WHERE id = $1`, id).Scan(&part, &hour))
+	return part, int(hour)
+}
+
+func (b *bundle) job(t *testing.T, id uuid.UUID) *job.Job {
+	t.Helper()
+	j, err := b.st.GetJob(b.ctx, store.AnyOwner, id)
+	require.NoError(t, err)
+	return j
+}
+
+func (b *bundle) run(t *testing.T, o job.Occurrence) job.Run {
+	t.Helper()
+	runs, err := b.st.ListRuns(b.ctx, store.RunFilter{JobID: o.JobID, Limit: 100})
+	require.NoError(t, err)
+	for _, r := range runs {
+		if r.ScheduledFor.Equal(o.ScheduledFor) && r.Attempt == o.Attempt {
+			return r
+		}
+	}
+	t.Fatalf("no run of %s attempt %d", o.Key(), o.Attempt)
+	return job.Run{}
+}
+
+func ids(occs []job.Occurrence) []uuid.UUID {
+	out := make([]uuid.UUID, len(occs))
+	for i, o := range occs {
+		out[i] = o.JobID
+	}
+	return out
+}
+
+// firstAttempt is the occurrence a claim of j hands to Redis.
+func firstAttempt(j *job.Job) job.Occurrence {
+	return job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority}
+}
