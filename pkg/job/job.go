@@ -45,6 +45,8 @@ const (
 	RunCompleted         RunStatus = "completed"
 	RunFailed            RunStatus = "failed"
 	RunPermanentlyFailed RunStatus = "permanently_failed"
+	// RunSkipped records an occurrence its misfire policy chose not to run.
+	RunSkipped RunStatus = "skipped"
 )
 
 // Terminal reports whether no further attempt of this run will happen.
@@ -73,8 +75,20 @@ type Job struct {
 	MaxRetries int
 	Timeout    time.Duration
 	Payload    json.RawMessage
-	// RunAt is the due time of a one-off job.
+	// RunAt is the due time of a one-off job; zero for a recurring one.
 	RunAt time.Time
+	// Schedule is the normalized recurrence (schedule.Spec as JSON) of a
+	// recurring job; nil for a one-off job.
+	Schedule json.RawMessage
+	// Timezone is the IANA zone the job is shown and evaluated in.
+	Timezone string
+	// Generation counts schedule changes (edit, pause, resume); see Occurrence.
+	Generation int
+	// Occurrences counts the occurrences planned so far, for a count limit.
+	Occurrences int
+	// LastAt is the final occurrence of a recurrence that has ended; zero
+	// while more may follow.
+	LastAt time.Time
 	// DueAt is the next occurrence not yet handed to Redis: the loader's cursor.
 	// Zero once the occurrence is in Redis (claimed) or nothing is left to run.
 	DueAt     time.Time
@@ -82,13 +96,8 @@ type Job struct {
 	UpdatedAt time.Time
 }
 
-// NextRunAt is the time the job will next run, or zero when it will not run again.
-func (j *Job) NextRunAt() time.Time {
-	if j.Status != StatusScheduled && j.Status != StatusPaused {
-		return time.Time{}
-	}
-	return j.RunAt
-}
+// Recurring reports whether the job has a recurrence rather than one run.
+func (j *Job) Recurring() bool { return len(j.Schedule) > 0 }
 
 // Run is one attempt of one occurrence of a job.
 type Run struct {

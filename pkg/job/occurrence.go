@@ -17,6 +17,10 @@ type Occurrence struct {
 	ScheduledFor time.Time // millisecond precision, UTC
 	Attempt      int       // 1 for the first try
 	Priority     int
+	// Generation is the job's schedule generation when the occurrence was
+	// planned. Editing, pausing or resuming a job bumps it, so an occurrence
+	// planned before the change can never start.
+	Generation int
 }
 
 // Key is the occurrence's idempotency key, sent to targets as Idempotency-Key.
@@ -29,14 +33,14 @@ func (o Occurrence) Key() string {
 // into five digits: among occurrences due at the same millisecond, the higher
 // priority sorts first and is published first.
 func (o Occurrence) Member() string {
-	return fmt.Sprintf("%05d:%s:%d:%d", MaxPriority-o.Priority, o.JobID, o.ScheduledFor.UnixMilli(), o.Attempt)
+	return fmt.Sprintf("%05d:%s:%d:%d:%d", MaxPriority-o.Priority, o.JobID, o.ScheduledFor.UnixMilli(), o.Attempt, o.Generation)
 }
 
 // ParseMember decodes what Member encoded.
 func ParseMember(m string) (Occurrence, error) {
 	parts := strings.Split(m, ":")
-	if len(parts) != 4 {
-		return Occurrence{}, fmt.Errorf("parse member %q: want 4 parts", m)
+	if len(parts) != 5 {
+		return Occurrence{}, fmt.Errorf("parse member %q: want 5 parts", m)
 	}
 	inv, err := strconv.Atoi(parts[0])
 	if err != nil {
@@ -54,7 +58,11 @@ func ParseMember(m string) (Occurrence, error) {
 	if err != nil || attempt < 1 {
 		return Occurrence{}, fmt.Errorf("parse member %q: bad attempt", m)
 	}
-	return Occurrence{JobID: id, ScheduledFor: time.UnixMilli(ms).UTC(), Attempt: attempt, Priority: MaxPriority - inv}, nil
+	gen, err := strconv.Atoi(parts[4])
+	if err != nil || gen < 0 {
+		return Occurrence{}, fmt.Errorf("parse member %q: bad generation", m)
+	}
+	return Occurrence{JobID: id, ScheduledFor: time.UnixMilli(ms).UTC(), Attempt: attempt, Priority: MaxPriority - inv, Generation: gen}, nil
 }
 
 // Next is the occurrence's following attempt.

@@ -11,18 +11,25 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 )
 
-const jobColumns = `id, owner_id, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload`
+const jobColumns = `id, owner_id, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload,
+    generation, occurrences, coalesce(timezone, 'UTC'), last_at, schedule`
 
-func scanJob(row pgx.Row) (*job.Job, error) {
+// scanJob scans jobColumns, then any extra columns into extra.
+func scanJob(row pgx.Row, extra ...any) (*job.Job, error) {
 	var (
-		j            job.Job
-		timeoutMS    int32
-		runAt, dueAt *time.Time
+		j                    job.Job
+		timeoutMS            int32
+		runAt, dueAt, lastAt *time.Time
 	)
-	err := row.Scan(&j.ID, &j.Owner, &j.Type, &j.Status, &j.Priority, &j.MaxRetries, &timeoutMS,
-		&runAt, &dueAt, &j.CreatedAt, &j.UpdatedAt, &j.Name, &j.Payload)
+	dest := append([]any{&j.ID, &j.Owner, &j.Type, &j.Status, &j.Priority, &j.MaxRetries, &timeoutMS,
+		&runAt, &dueAt, &j.CreatedAt, &j.UpdatedAt, &j.Name, &j.Payload,
+		&j.Generation, &j.Occurrences, &j.Timezone, &lastAt, &j.Schedule}, extra...)
+	err := row.Scan(dest...)
 	if err != nil {
 		return nil, err
+	}
+	if lastAt != nil {
+		j.LastAt = lastAt.UTC()
 	}
 	j.Timeout = time.Duration(timeoutMS) * time.Millisecond
 	if runAt != nil {
@@ -51,12 +58,28 @@ func nullTime(t time.Time) *time.Time {
 }
 
 var jobCopyColumns = []string{"id", "owner_id", "due_hour", "type", "status", "priority", "max_retries",
-	"timeout_ms", "run_at", "due_at", "created_at", "updated_at", "name", "payload"}
+	"timeout_ms", "run_at", "due_at", "created_at", "updated_at", "name", "payload",
+	"generation", "occurrences", "timezone", "last_at", "schedule"}
 
 func jobRow(j *job.Job) []any {
 	return []any{j.ID, j.Owner, dueHour(j.DueAt), string(j.Type), string(j.Status), int16(j.Priority),
 		int16(j.MaxRetries), int32(j.Timeout / time.Millisecond), nullTime(j.RunAt), nullTime(j.DueAt),
-		j.CreatedAt, j.UpdatedAt, j.Name, []byte(j.Payload)}
+		j.CreatedAt, j.UpdatedAt, j.Name, []byte(j.Payload),
+		int32(j.Generation), int32(j.Occurrences), nullString(j.Timezone), nullTime(j.LastAt), nullJSON(j.Schedule)}
+}
+
+func nullString(s string) *string {
+	if s == "" || s == "UTC" {
+		return nil
+	}
+	return &s
+}
+
+func nullJSON(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
 }
 
 // CreateJobs inserts jobs in one transaction: COPY for a batch, one INSERT for a
@@ -67,7 +90,7 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job) error {
 		return nil
 	}
 	if len(jobs) == 1 {
-		_, err := s.pool.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14)`, jobRow(jobs[0])...)
+		_, err := s.pool.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19)`, jobRow(jobs[0])...)
 		if err != nil {
 			return fmt.Errorf("insert job: %w", translate(err))
 		}
@@ -82,7 +105,8 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job) error {
 	return nil
 }
 
-const jobCopyColumnList = `id, owner_id, due_hour, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload`
+const jobCopyColumnList = `id, owner_id, due_hour, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload,
+    generation, occurrences, timezone, last_at, schedule`
 
 // AnyOwner passed as an owner lets an administrator's query see every owner's jobs.
 var AnyOwner = uuid.Nil
@@ -134,14 +158,17 @@ func (s *Store) ListJobs(ctx context.Context, f JobFilter) ([]*job.Job, error) {
 // so the run check in the next statement sees any run that won the race.
 const (
 	lockJobSQL   = `SELECT status FROM jobs WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2) FOR UPDATE`
-	cancelJobSQL = `UPDATE jobs SET status = 'cancelled', due_at = NULL, due_hour = -1, updated_at = $2
+	cancelJobSQL = `UPDATE jobs SET status = 'cancelled', due_at = NULL, due_hour = -1, updated_at = $2,
+    generation = generation + 1
 WHERE id = $1 AND status IN ('scheduled', 'paused')
-  AND NOT EXISTS (SELECT 1 FROM job_runs WHERE job_id = $1)
+  AND (schedule IS NOT NULL OR NOT EXISTS (SELECT 1 FROM job_runs WHERE job_id = $1))
 RETURNING ` + jobColumns
 )
 
-// CancelJob stops a job that has not started; it never runs afterwards. A job
-// that has started or finished is ErrConflict. The caller removes the job's
+// CancelJob stops a job; it never runs afterwards. A one-off job that has
+// started, or any finished job, is ErrConflict; a recurring job can be cancelled
+// at any time, which stops all its future occurrences (its generation moves on,
+// so occurrences already in Redis are dropped by the worker). The caller removes the job's
 // member from Redis afterwards; a worker that still receives it finds the job
 // cancelled and drops it.
 func (s *Store) CancelJob(ctx context.Context, owner, id uuid.UUID, now time.Time) (*job.Job, error) {

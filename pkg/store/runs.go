@@ -27,6 +27,8 @@ type Started struct {
 	Payload    json.RawMessage
 	Timeout    time.Duration
 	MaxRetries int
+	// Schedule is the job's normalized recurrence; nil for a one-off job.
+	Schedule json.RawMessage
 }
 
 // startRunsSQL starts a batch of attempts in one round trip. live share-locks
@@ -36,28 +38,28 @@ type Started struct {
 // finished attempt, one leased to a live worker, a job no longer scheduled)
 // starts nothing and is sorted out by the caller with RunStates.
 const startRunsSQL = `WITH req AS (
-    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::smallint[], $5::timestamptz[])
-        AS r(run_id, job_id, scheduled_for, attempt, due_at)
+    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::smallint[], $5::timestamptz[], $8::integer[])
+        AS r(run_id, job_id, scheduled_for, attempt, due_at, generation)
 ), live AS (
-    SELECT id, owner_id, type, name, payload, timeout_ms, max_retries FROM jobs
+    SELECT id, owner_id, type, name, payload, timeout_ms, max_retries, generation, schedule FROM jobs
     WHERE id = ANY($2) AND status = 'scheduled'
     FOR SHARE
 ), fresh AS (
     INSERT INTO job_runs (job_id, scheduled_for, attempt, status, id, owner_id, due_at, started_at, lease_until)
     SELECT r.job_id, r.scheduled_for, r.attempt, 'running', r.run_id, l.owner_id, r.due_at, $6::timestamptz,
            $6::timestamptz + (l.timeout_ms + $7::int) * interval '1 millisecond'
-    FROM req r JOIN live l ON l.id = r.job_id
+    FROM req r JOIN live l ON l.id = r.job_id AND l.generation = r.generation
     ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING
     RETURNING job_id, scheduled_for, attempt, id, due_at, lease_until
 ), takeover AS (
     UPDATE job_runs jr SET started_at = $6::timestamptz, lease_until = $6::timestamptz + (l.timeout_ms + $7::int) * interval '1 millisecond'
-    FROM req r JOIN live l ON l.id = r.job_id
+    FROM req r JOIN live l ON l.id = r.job_id AND l.generation = r.generation
     WHERE jr.job_id = r.job_id AND jr.scheduled_for = r.scheduled_for AND jr.attempt = r.attempt
       AND jr.scheduled_for = ANY($3) AND jr.status = 'running' AND jr.lease_until < $6
     RETURNING jr.job_id, jr.scheduled_for, jr.attempt, jr.id, jr.due_at, jr.lease_until
 )
 SELECT s.job_id, s.scheduled_for, s.attempt, s.id, s.due_at, s.lease_until,
-       l.owner_id, l.type, l.name, l.payload, l.timeout_ms, l.max_retries
+       l.owner_id, l.type, l.name, l.payload, l.timeout_ms, l.max_retries, l.schedule
 FROM (SELECT * FROM fresh UNION ALL SELECT * FROM takeover) s JOIN live l ON l.id = s.job_id`
 
 // StartRuns records the attempts that may start now as running, leased until
@@ -72,13 +74,13 @@ func (s *Store) StartRuns(ctx context.Context, reqs []Start, now time.Time, leas
 	sched := make([]time.Time, len(reqs))
 	attempts := make([]int16, len(reqs))
 	dues := make([]time.Time, len(reqs))
-	prio := make(map[uuid.UUID]int, len(reqs))
+	gens := make([]int32, len(reqs))
 	for i, r := range reqs {
 		runIDs[i], jobIDs[i] = job.NewID(), r.Occurrence.JobID
 		sched[i], attempts[i], dues[i] = r.Occurrence.ScheduledFor, int16(r.Occurrence.Attempt), r.DueAt
-		prio[r.Occurrence.JobID] = r.Occurrence.Priority
+		gens[i] = int32(r.Occurrence.Generation)
 	}
-	rows, err := s.pool.Query(ctx, startRunsSQL, runIDs, jobIDs, sched, attempts, dues, now, leaseMargin.Milliseconds())
+	rows, err := s.pool.Query(ctx, startRunsSQL, runIDs, jobIDs, sched, attempts, dues, now, leaseMargin.Milliseconds(), gens)
 	if err != nil {
 		return nil, fmt.Errorf("start runs: %w", translate(err))
 	}
@@ -88,7 +90,7 @@ func (s *Store) StartRuns(ctx context.Context, reqs []Start, now time.Time, leas
 		var timeoutMS int32
 		var maxRetries int16
 		err := r.Scan(&st.Run.JobID, &st.Run.ScheduledFor, &attempt, &st.Run.ID, &st.Run.DueAt, &st.Run.LeaseUntil,
-			&st.Run.Owner, &st.Type, &st.Name, &st.Payload, &timeoutMS, &maxRetries)
+			&st.Run.Owner, &st.Type, &st.Name, &st.Payload, &timeoutMS, &maxRetries, &st.Schedule)
 		st.Run.Attempt, st.Timeout, st.MaxRetries = int(attempt), time.Duration(timeoutMS)*time.Millisecond, int(maxRetries)
 		st.Run.ScheduledFor, st.Run.DueAt, st.Run.LeaseUntil = st.Run.ScheduledFor.UTC(), st.Run.DueAt.UTC(), st.Run.LeaseUntil.UTC()
 		st.Run.Status, st.Run.StartedAt = job.RunRunning, now
@@ -159,8 +161,10 @@ type Result struct {
 }
 
 // finishRunsSQL records a batch of outcomes in one statement (a group commit)
-// and ends the one-off jobs whose last attempt this was. Only a row still
-// running is updated, so a late duplicate cannot overwrite an outcome.
+// and ends the jobs whose last occurrence this was: a one-off job with the
+// outcome of its run_at occurrence's final attempt, a recurring job completed
+// once its final occurrence (last_at) is done. Only a row still running is
+// updated, so a late duplicate cannot overwrite an outcome.
 const finishRunsSQL = `WITH res AS (
     SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::smallint[], $4::run_status[], $5::timestamptz[], $6::text[], $7::text[])
         AS r(job_id, scheduled_for, attempt, status, finished_at, output, error)
@@ -170,13 +174,16 @@ const finishRunsSQL = `WITH res AS (
     FROM res r
     WHERE jr.job_id = r.job_id AND jr.scheduled_for = r.scheduled_for AND jr.attempt = r.attempt
       AND jr.scheduled_for = ANY($2) AND jr.status = 'running'
-    RETURNING jr.job_id, jr.status
+    RETURNING jr.job_id, jr.scheduled_for, jr.status
 )
-UPDATE jobs j SET status = CASE d.status WHEN 'completed' THEN 'completed'::job_status ELSE 'permanently_failed'::job_status END,
+UPDATE jobs j SET status = CASE
+        WHEN j.schedule IS NOT NULL OR d.status = 'completed' THEN 'completed'::job_status
+        ELSE 'permanently_failed'::job_status END,
     updated_at = $8
 FROM done d
-WHERE j.id = d.job_id AND j.due_hour = -1 AND j.run_at IS NOT NULL AND j.status = 'scheduled'
-  AND d.status IN ('completed', 'permanently_failed')`
+WHERE j.id = d.job_id AND j.due_hour = -1 AND j.status = 'scheduled'
+  AND d.status IN ('completed', 'permanently_failed', 'skipped')
+  AND (j.run_at = d.scheduled_for OR j.last_at = d.scheduled_for)`
 
 // FinishRuns records outcomes in one round trip.
 func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time) error {

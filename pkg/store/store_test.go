@@ -42,7 +42,7 @@ func newJob(owner uuid.UUID, runAt time.Time, mods ...func(*job.Job)) *job.Job {
 	runAt = runAt.UTC().Truncate(time.Millisecond)
 	j := &job.Job{
 		ID: job.NewID(), Owner: owner, Name: "ping " + runAt.Format(time.RFC3339Nano), Type: job.TypePing,
-		Status: job.StatusScheduled, MaxRetries: 3, Timeout: 5 * time.Second,
+		Status: job.StatusScheduled, MaxRetries: 3, Timeout: 5 * time.Second, Timezone: "UTC",
 		Payload: json.RawMessage(`{"url":"http://example.com"}`),
 		RunAt:   runAt, DueAt: runAt, CreatedAt: created, UpdatedAt: created,
 	}
@@ -61,7 +61,7 @@ func (b *bundle) create(t *testing.T, jobs ...*job.Job) {
 func (b *bundle) claim(t *testing.T, since, until time.Time, limit int) []job.Occurrence {
 	t.Helper()
 	var got []job.Occurrence
-	n, err := b.st.ClaimDue(b.ctx, since, until, limit, b.now, func(_ context.Context, occs []job.Occurrence) error {
+	n, err := claimDue(b.st, b.ctx, since, until, limit, b.now, func(_ context.Context, occs []job.Occurrence) error {
 		got = append(got, occs...)
 		return nil
 	})
@@ -123,4 +123,13 @@ func ids(occs []job.Occurrence) []uuid.UUID {
 // firstAttempt is the occurrence a claim of j hands to Redis.
 func firstAttempt(j *job.Job) job.Occurrence {
 	return job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority}
+}
+
+// claimDue runs one loader claim with the default misfire threshold and
+// returns how many jobs it claimed.
+func claimDue(st *store.Store, ctx context.Context, since, until time.Time, limit int, now time.Time,
+	enqueue func(context.Context, []job.Occurrence) error) (int, error) {
+	c, err := st.ClaimDue(ctx, store.Window{Since: since, Until: until, Limit: limit, Now: now,
+		MisfireThreshold: store.DefaultMisfireThreshold}, enqueue)
+	return c.Jobs, err
 }

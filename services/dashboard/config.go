@@ -16,23 +16,28 @@ const minTokenLen = 16
 // Config is the dashboard's settings, read once from the environment.
 type Config struct {
 	config.Common
-	HTTPAddr        string
-	AdminToken      string
-	Horizon         time.Duration
-	MaxPayloadBytes int
-	MaxBodyBytes    int
+	HTTPAddr   string
+	AdminToken string
+	Horizon    time.Duration
+	// MisfireThreshold judges misfires when the dashboard loads a recurring
+	// job right after creating or editing it; the scheduler reads the same
+	// variable for its loader.
+	MisfireThreshold time.Duration
+	MaxPayloadBytes  int
+	MaxBodyBytes     int
 }
 
 // readConfig reads the settings and reports every problem at once. No error
 // message carries the token's value.
 func readConfig(e *config.Env) (Config, error) {
 	c := Config{
-		Common:          config.ReadCommon(e),
-		HTTPAddr:        e.String("TOCK_HTTP_ADDR", "127.0.0.1:8080"),
-		AdminToken:      e.Required("TOCK_ADMIN_TOKEN", fmt.Sprintf("the administrator's bearer token, at least %d characters", minTokenLen)),
-		Horizon:         e.Duration("TOCK_LOAD_HORIZON", 10*time.Minute),
-		MaxPayloadBytes: e.Int("TOCK_MAX_PAYLOAD_BYTES", 64<<10, 1, 16<<20),
-		MaxBodyBytes:    e.Int("TOCK_MAX_BODY_BYTES", 1<<20, 1, 64<<20),
+		Common:           config.ReadCommon(e),
+		HTTPAddr:         e.String("TOCK_HTTP_ADDR", "127.0.0.1:8080"),
+		AdminToken:       e.Required("TOCK_ADMIN_TOKEN", fmt.Sprintf("the administrator's bearer token, at least %d characters", minTokenLen)),
+		Horizon:          e.Duration("TOCK_LOAD_HORIZON", 10*time.Minute),
+		MisfireThreshold: e.Duration("TOCK_MISFIRE_THRESHOLD", time.Minute),
+		MaxPayloadBytes:  e.Int("TOCK_MAX_PAYLOAD_BYTES", 64<<10, 1, 16<<20),
+		MaxBodyBytes:     e.Int("TOCK_MAX_BODY_BYTES", 1<<20, 1, 64<<20),
 	}
 	if c.AdminToken != "" && len(c.AdminToken) < minTokenLen {
 		e.Check(fmt.Errorf("TOCK_ADMIN_TOKEN must be at least %d characters", minTokenLen))
@@ -42,6 +47,9 @@ func readConfig(e *config.Env) (Config, error) {
 	}
 	if c.Horizon < time.Second {
 		e.Check(fmt.Errorf("TOCK_LOAD_HORIZON=%s must be at least 1s", c.Horizon))
+	}
+	if c.MisfireThreshold <= 0 {
+		e.Check(fmt.Errorf("TOCK_MISFIRE_THRESHOLD=%s must be positive", c.MisfireThreshold))
 	}
 	if c.MaxBodyBytes < c.MaxPayloadBytes {
 		e.Check(fmt.Errorf("TOCK_MAX_BODY_BYTES=%d must be at least TOCK_MAX_PAYLOAD_BYTES=%d", c.MaxBodyBytes, c.MaxPayloadBytes))

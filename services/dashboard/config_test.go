@@ -18,6 +18,7 @@ func TestReadConfig(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "127.0.0.1:8080", c.HTTPAddr)
 		require.Equal(t, 10*time.Minute, c.Horizon)
+		require.Equal(t, time.Minute, c.MisfireThreshold)
 		require.Equal(t, 65536, c.MaxPayloadBytes)
 		require.Equal(t, 1<<20, c.MaxBodyBytes)
 		require.Equal(t, "tock", c.RedisPrefix)
@@ -30,6 +31,7 @@ func TestReadConfig(t *testing.T) {
 			"TOCK_ADMIN_TOKEN":       "0123456789abcdef-longer",
 			"TOCK_HTTP_ADDR":         "0.0.0.0:9000",
 			"TOCK_LOAD_HORIZON":      "5m",
+			"TOCK_MISFIRE_THRESHOLD": "30s",
 			"TOCK_MAX_PAYLOAD_BYTES": "1024",
 			"TOCK_MAX_BODY_BYTES":    "2048",
 			"TOCK_REDIS_PREFIX":      "blue",
@@ -38,6 +40,7 @@ func TestReadConfig(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "0.0.0.0:9000", c.HTTPAddr)
 		require.Equal(t, 5*time.Minute, c.Horizon)
+		require.Equal(t, 30*time.Second, c.MisfireThreshold)
 		require.Equal(t, 1024, c.MaxPayloadBytes)
 		require.Equal(t, 2048, c.MaxBodyBytes)
 		require.Equal(t, "blue", c.RedisPrefix)
@@ -47,16 +50,17 @@ func TestReadConfig(t *testing.T) {
 	t.Run("ReportsEveryProblemWithoutTheToken", func(t *testing.T) {
 		t.Parallel()
 		_, err := readConfig(config.FromMap(map[string]string{
-			"TOCK_ADMIN_TOKEN":    "s3cret-short",
-			"TOCK_HTTP_ADDR":      "8080",
-			"TOCK_LOAD_HORIZON":   "soon",
-			"TOCK_MAX_BODY_BYTES": "100",
-			"TOCK_LOG_LEVEL":      "loud",
+			"TOCK_ADMIN_TOKEN":       "s3cret-short",
+			"TOCK_HTTP_ADDR":         "8080",
+			"TOCK_LOAD_HORIZON":      "soon",
+			"TOCK_MISFIRE_THRESHOLD": "0s",
+			"TOCK_MAX_BODY_BYTES":    "100",
+			"TOCK_LOG_LEVEL":         "loud",
 		}))
 		require.Error(t, err)
 		msg := err.Error()
 		for _, want := range []string{"TOCK_ADMIN_TOKEN must be at least 16 characters", "TOCK_HTTP_ADDR", "TOCK_LOAD_HORIZON",
-			"TOCK_MAX_BODY_BYTES", "TOCK_LOG_LEVEL"} {
+			"TOCK_MISFIRE_THRESHOLD", "TOCK_MAX_BODY_BYTES", "TOCK_LOG_LEVEL"} {
 			require.Contains(t, msg, want)
 		}
 		require.NotContains(t, msg, "s3cret")

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/config"
-	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/logging"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
@@ -54,15 +54,16 @@ func run(ctx context.Context) error {
 	q := queue.New(rdb, queue.Keys{Prefix: cfg.RedisPrefix, Shard: 0})
 
 	srv := api.New(api.Deps{
-		Store:        st,
-		Queue:        q,
-		Redis:        rdb,
-		Logger:       log.Named("api"),
-		Clock:        time.Now,
-		AdminToken:   cfg.AdminToken,
-		Horizon:      cfg.Horizon,
-		Limits:       job.Limits{MaxPayloadBytes: cfg.MaxPayloadBytes},
-		MaxBodyBytes: int64(cfg.MaxBodyBytes),
+		Store:            st,
+		Queue:            q,
+		Redis:            rdb,
+		Logger:           log.Named("api"),
+		Clock:            time.Now,
+		AdminToken:       cfg.AdminToken,
+		Horizon:          cfg.Horizon,
+		MisfireThreshold: cfg.MisfireThreshold,
+		Limits:           jobspec.Limits{MaxPayloadBytes: cfg.MaxPayloadBytes},
+		MaxBodyBytes:     int64(cfg.MaxBodyBytes),
 	})
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -79,7 +80,7 @@ func run(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("dashboard_started", zap.String("addr", ln.Addr().String()),
-		zap.Duration("horizon", cfg.Horizon), zap.String("redis_prefix", cfg.RedisPrefix))
+		zap.Duration("horizon", cfg.Horizon), zap.Duration("misfire_threshold", cfg.MisfireThreshold), zap.String("redis_prefix", cfg.RedisPrefix))
 
 	select {
 	case <-ctx.Done():

@@ -21,6 +21,7 @@ type Config struct {
 	LostAfter         time.Duration
 	RunRetention      time.Duration
 	PartitionsAhead   time.Duration
+	Misfire           time.Duration
 }
 
 func readConfig(e *config.Env) (Config, error) {
@@ -37,6 +38,7 @@ func readConfig(e *config.Env) (Config, error) {
 		LostAfter:         e.Duration("TOCK_LOST_AFTER", time.Minute),
 		RunRetention:      e.Duration("TOCK_RUN_RETENTION", 30*24*time.Hour),
 		PartitionsAhead:   e.Duration("TOCK_PARTITIONS_AHEAD", 7*24*time.Hour),
+		Misfire:           e.Duration("TOCK_MISFIRE_THRESHOLD", time.Minute),
 	}
 	if c.PublishTick <= 0 || c.PublishTick > 50*time.Millisecond {
 		e.Check(fmt.Errorf("TOCK_PUBLISH_TICK=%s must be above 0 and at most 50ms", c.PublishTick))

@@ -110,16 +110,19 @@ func (l *Leader) load(ctx context.Context) {
 	start := l.clock()
 	until := start.Add(l.cfg.Horizon)
 	total := 0
+	skipped := 0
 	for ctx.Err() == nil {
-		n, err := l.store.ClaimDue(ctx, l.watermark, until, l.cfg.LoadBatch, l.clock(), l.enqueue)
+		c, err := l.store.ClaimDue(ctx, store.Window{Since: l.watermark, Until: until, Limit: l.cfg.LoadBatch,
+			Now: l.clock(), MisfireThreshold: l.cfg.Misfire}, l.enqueue)
 		if err != nil {
 			if ctx.Err() == nil {
 				l.log.Warn("load_failed", zap.Error(err))
 			}
 			return
 		}
-		total += n
-		if n < l.cfg.LoadBatch {
+		total += c.Occurrences
+		skipped += c.Skipped
+		if c.Jobs < l.cfg.LoadBatch {
 			break
 		}
 	}
@@ -129,8 +132,8 @@ func (l *Leader) load(ctx context.Context) {
 	// Anything due from a minute before this round on is looked at again next
 	// round; older jobs were all claimed now, and the reconciler sweeps the rest.
 	l.watermark = start.Add(-time.Minute)
-	if total > 0 {
-		l.log.Info("loaded", zap.Int("jobs", total), zap.Duration("took", l.clock().Sub(start)))
+	if total > 0 || skipped > 0 {
+		l.log.Info("loaded", zap.Int("occurrences", total), zap.Int("skipped", skipped), zap.Duration("took", l.clock().Sub(start)))
 	}
 }
 

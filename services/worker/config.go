@@ -12,19 +12,19 @@ import (
 // Config is the worker's settings, read once from the environment.
 type Config struct {
 	config.Common
-	MetricsAddr   string
-	Concurrency   int
-	Batch         int
-	Block         time.Duration
-	Visibility    time.Duration
-	LeaseMargin   time.Duration
-	BackoffBase   time.Duration
-	BackoffMax    time.Duration
-	Grace         time.Duration
-	AllowPrivate  bool
-	AllowedCIDRs  []netip.Prefix
-	ConsumerName  string
-	PartitionsFor time.Duration
+	MetricsAddr  string
+	Concurrency  int
+	Batch        int
+	Block        time.Duration
+	Visibility   time.Duration
+	LeaseMargin  time.Duration
+	BackoffBase  time.Duration
+	BackoffMax   time.Duration
+	Grace        time.Duration
+	AllowPrivate bool
+	AllowedCIDRs []netip.Prefix
+	ConsumerName string
+	Misfire      time.Duration
 }
 
 func readConfig(e *config.Env) (Config, error) {
@@ -41,6 +41,7 @@ func readConfig(e *config.Env) (Config, error) {
 		Grace:        e.Duration("TOCK_SHUTDOWN_GRACE", 25*time.Second),
 		AllowPrivate: e.Bool("TOCK_ALLOW_PRIVATE_TARGETS", false),
 		ConsumerName: e.String("TOCK_WORKER_NAME", ""),
+		Misfire:      e.Duration("TOCK_MISFIRE_THRESHOLD", time.Minute),
 	}
 	for _, s := range strings.FieldsFunc(e.String("TOCK_ALLOWED_TARGET_CIDRS", ""), func(r rune) bool { return r == ',' || r == ' ' }) {
 		p, err := netip.ParsePrefix(s)

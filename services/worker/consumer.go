@@ -11,6 +11,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/schedule"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/worker/executor"
 )
@@ -45,6 +46,9 @@ type Consumer struct {
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
 	Grace       time.Duration // on shutdown, in-flight attempts get this long
+	// MisfireThreshold: a recurring occurrence starting later than this is
+	// judged by its job's misfire policy before it runs.
+	MisfireThreshold time.Duration
 
 	slots   chan struct{}
 	results chan result
@@ -55,6 +59,7 @@ type result struct {
 	started store.Started
 	outcome executor.Outcome
 	at      time.Time
+	skip    string // why a misfire policy skipped it; empty when it ran
 }
 
 // Run consumes until ctx ends, then stops fetching, lets in-flight attempts
@@ -197,6 +202,11 @@ func (c *Consumer) handle(ctx context.Context, msgs []queue.Message, running *sy
 		key := attemptKey(job.Occurrence{JobID: st.Run.JobID, ScheduledFor: st.Run.ScheduledFor, Attempt: st.Run.Attempt})
 		m := byMember[key]
 		delete(byMember, key)
+		if reason := c.misfired(st, now); reason != "" {
+			c.results <- result{msg: m, started: st, at: now, skip: reason}
+			<-c.slots
+			continue
+		}
 		running.Add(1)
 		go func() {
 			defer running.Done()
@@ -212,6 +222,23 @@ func (c *Consumer) handle(ctx context.Context, msgs []queue.Message, running *sy
 // attemptKey names one attempt of one occurrence, whatever its priority.
 func attemptKey(o job.Occurrence) string {
 	return o.Key() + "/" + strconv.Itoa(o.Attempt)
+}
+
+// misfired applies a recurring job's misfire policy to a first attempt that
+// starts later than the threshold, and returns why it must be skipped, or "".
+func (c *Consumer) misfired(st store.Started, now time.Time) string {
+	if len(st.Schedule) == 0 || st.Run.Attempt != 1 || now.Sub(st.Run.ScheduledFor) <= c.MisfireThreshold {
+		return ""
+	}
+	sched, err := schedule.FromJSON(st.Schedule)
+	if err != nil {
+		c.Log.Warn("stored_schedule_unreadable", zap.String("job_id", st.Run.JobID.String()), zap.Error(err))
+		return ""
+	}
+	if run, reason := sched.Misfired(st.Run.ScheduledFor, now, c.MisfireThreshold); !run {
+		return reason
+	}
+	return ""
 }
 
 // setAside handles entries that must not run: undecodable ones go to the dead
@@ -322,6 +349,8 @@ func (c *Consumer) flush(ctx context.Context, batch []result) {
 		occ := r.msg.Occurrence
 		res := store.Result{Occurrence: occ, FinishedAt: r.at, Output: r.outcome.Output, Error: r.outcome.Error}
 		switch {
+		case r.skip != "":
+			res.Status, res.Error = job.RunSkipped, "misfire: "+r.skip
 		case r.outcome.OK:
 			res.Status = job.RunCompleted
 		case occ.Attempt <= r.started.MaxRetries:

@@ -77,6 +77,7 @@ func run(ctx context.Context) error {
 		Store: st, Queue: q, Runner: executor.NewRegistry(client, version), Log: log.Named("consumer"), Clock: time.Now,
 		Name: name, Concurrency: cfg.Concurrency, Batch: cfg.Batch, Block: cfg.Block, Visibility: cfg.Visibility,
 		LeaseMargin: cfg.LeaseMargin, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Grace: cfg.Grace,
+		MisfireThreshold: cfg.Misfire,
 	}
 
 	var wg sync.WaitGroup

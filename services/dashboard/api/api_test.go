@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/pkg/testenv"
@@ -57,7 +58,7 @@ func setup(t *testing.T, opts ...func(*api.Deps)) *bundle {
 		Clock:      func() time.Time { return b.now },
 		AdminToken: token,
 		Horizon:    10 * time.Minute,
-		Limits:     job.DefaultLimits,
+		Limits:     jobspec.DefaultLimits,
 	}
 	for _, o := range opts {
 		o(&d)
@@ -242,7 +243,8 @@ func TestCreateJob(t *testing.T) {
 			require.Regexp(t, wireTime, raw[k], k)
 		}
 		require.ElementsMatch(t, []string{"id", "name", "type", "status", "payload", "priority", "max_retries",
-			"timeout", "run_at", "next_run_at", "created_at", "updated_at", "owner"}, keys(raw))
+			"timeout", "run_at", "timezone", "next_run_at", "created_at", "updated_at", "owner"}, keys(raw))
+		require.Equal(t, "UTC", raw["timezone"])
 	})
 
 	t.Run("AppliesDefaults", func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 )
@@ -28,12 +29,15 @@ const (
 // reconciler notices.
 const afterCommitTimeout = 5 * time.Second
 
-// createJob validates a job.Spec and stores the job. A job due within the
-// horizon is stored as claimed and put in the due set right after the commit,
-// so it runs on time rather than at the loader's next round; if Redis refuses,
-// the claim is handed back to the loader and the answer is still 201.
+// createJob validates a jobspec.Spec and stores the job. A one-off job due
+// within the horizon is stored as claimed and put in the due set right after
+// the commit, so it runs on time rather than at the loader's next round; if
+// Redis refuses, the claim is handed back to the loader and the answer is
+// still 201. A recurring job is stored unclaimed and then loaded at once, as
+// the loader would, so its occurrences within the horizon are in Redis
+// before the answer.
 func (s *Server) createJob(c *echo.Context) error {
-	var spec job.Spec
+	var spec jobspec.Spec
 	if err := decodeJSON(c, &spec); err != nil {
 		return err
 	}
@@ -42,7 +46,7 @@ func (s *Server) createJob(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	shortNotice := j.RunAt.Before(now.Add(s.horizon))
+	shortNotice := !j.Recurring() && j.RunAt.Before(now.Add(s.horizon))
 	if shortNotice {
 		j.DueAt = time.Time{}
 	}
@@ -50,10 +54,13 @@ func (s *Server) createJob(c *echo.Context) error {
 	if err := s.store.CreateJobs(ctx, []*job.Job{j}); err != nil {
 		return dependency(err)
 	}
-	if shortNotice {
+	switch {
+	case shortNotice:
 		s.enqueueCreated(context.WithoutCancel(ctx), j)
+	case j.Recurring() && j.DueAt.Before(now.Add(s.horizon)):
+		s.load(context.WithoutCancel(ctx), j.ID, now)
 	}
-	return writeJSON(c, http.StatusCreated, jobView(j))
+	return writeJSON(c, http.StatusCreated, s.jobView(j, now))
 }
 
 // enqueueCreated puts a claimed job's first attempt in the due set, or, when
@@ -62,7 +69,7 @@ func (s *Server) createJob(c *echo.Context) error {
 func (s *Server) enqueueCreated(ctx context.Context, j *job.Job) {
 	ctx, cancel := context.WithTimeout(ctx, afterCommitTimeout)
 	defer cancel()
-	occ := job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority}
+	occ := job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority, Generation: j.Generation}
 	err := s.queue.Enqueue(ctx, []queue.Entry{{Occurrence: occ, DueAt: j.RunAt}})
 	if err == nil {
 		return
@@ -76,6 +83,27 @@ func (s *Server) enqueueCreated(ctx context.Context, j *job.Job) {
 	log.Warn("enqueue_failed_claim_released", zap.Error(err))
 }
 
+// load hands a job's occurrences due within the horizon to Redis right away,
+// as the loader would, after the job was created or edited. A failure only
+// delays the job until the loader's next round, so it is logged, not returned.
+func (s *Server) load(ctx context.Context, id uuid.UUID, now time.Time) {
+	ctx, cancel := context.WithTimeout(ctx, afterCommitTimeout)
+	defer cancel()
+	w := store.Window{Until: now.Add(s.horizon), Now: now, MisfireThreshold: s.misfire}
+	if _, err := s.store.LoadJob(ctx, id, w, s.enqueue); err != nil {
+		s.log.Warn("load_job_failed", zap.Stringer("job_id", id), zap.Error(err))
+	}
+}
+
+// enqueue puts first attempts in the due set at their scheduled time.
+func (s *Server) enqueue(ctx context.Context, occs []job.Occurrence) error {
+	entries := make([]queue.Entry, len(occs))
+	for i, o := range occs {
+		entries[i] = queue.Entry{Occurrence: o, DueAt: o.ScheduledFor}
+	}
+	return s.queue.Enqueue(ctx, entries)
+}
+
 // getJob returns one job of the caller's.
 func (s *Server) getJob(c *echo.Context) error {
 	id, err := jobID(c)
@@ -86,7 +114,7 @@ func (s *Server) getJob(c *echo.Context) error {
 	if err != nil {
 		return dependency(err)
 	}
-	return writeJSON(c, http.StatusOK, jobView(j))
+	return writeJSON(c, http.StatusOK, s.jobView(j, s.clock()))
 }
 
 // listJobs pages through the caller's jobs, newest first, optionally by
@@ -125,15 +153,19 @@ func (s *Server) listJobs(c *echo.Context) error {
 		jobs = jobs[:limit]
 		out.NextCursor = jobCursor(jobs[limit-1].ID)
 	}
+	now := s.clock()
 	for _, j := range jobs {
-		out.Jobs = append(out.Jobs, jobView(j))
+		out.Jobs = append(out.Jobs, s.jobView(j, now))
 	}
 	return writeJSON(c, http.StatusOK, out)
 }
 
-// cancelJob cancels a job that has not started, then takes its first attempt
-// out of the due set. The removal is best effort: a worker that still
-// receives the occurrence finds the job cancelled and drops it.
+// cancelJob cancels a job: a one-off job that has not started, or a
+// recurring job at any time, which stops all its future occurrences. A
+// one-off job's first attempt is then taken out of the due set. The removal
+// is best effort, and a recurring job's loaded occurrences are left in place:
+// cancelling moved the job to a new generation, so a worker that still
+// receives an old occurrence finds it stale and drops it.
 func (s *Server) cancelJob(c *echo.Context) error {
 	id, err := jobID(c)
 	if err != nil {
@@ -142,18 +174,28 @@ func (s *Server) cancelJob(c *echo.Context) error {
 	ctx := c.Request().Context()
 	j, err := s.store.CancelJob(ctx, caller(c).scope(), id, s.clock())
 	if errors.Is(err, job.ErrConflict) {
-		return newError(http.StatusConflict, CodeConflict, "", "the job has started or finished; only a job that has not started can be cancelled")
+		return newError(http.StatusConflict, CodeConflict, "", "the job has started or finished; only a one-off job that has not started, or a recurring job, can be cancelled")
 	}
 	if err != nil {
 		return dependency(err)
 	}
-	occ := job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterCommitTimeout)
-	defer cancel()
-	if err := s.queue.Remove(rctx, []job.Occurrence{occ}); err != nil {
-		s.log.Warn("remove_cancelled_failed", zap.Stringer("job_id", j.ID), zap.Error(err))
+	if !j.Recurring() {
+		// The member was planned under the generation before the cancel.
+		occ := job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority, Generation: j.Generation - 1}
+		s.removeStale(context.WithoutCancel(ctx), occ)
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// removeStale takes an occurrence of an older generation out of the due set.
+// It is best effort: a worker that receives it anyway finds its generation
+// stale and drops it.
+func (s *Server) removeStale(ctx context.Context, occ job.Occurrence) {
+	ctx, cancel := context.WithTimeout(ctx, afterCommitTimeout)
+	defer cancel()
+	if err := s.queue.Remove(ctx, []job.Occurrence{occ}); err != nil {
+		s.log.Warn("remove_stale_failed", zap.Stringer("job_id", occ.JobID), zap.Int("generation", occ.Generation), zap.Error(err))
+	}
 }
 
 // jobID parses the :id path parameter. A malformed id is a 404, like an id

@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 )
@@ -43,8 +43,13 @@ type Deps struct {
 	// Horizon is the scheduler loader's look-ahead: a job due sooner is put in
 	// Redis by the API itself, or it would wait for the next load.
 	Horizon time.Duration
+	// MisfireThreshold is how late an occurrence may start before its job's
+	// misfire policy decides whether it runs, as in the scheduler's loader:
+	// loading a recurring job right after an edit judges misfires the same way.
+	// Zero means store.DefaultMisfireThreshold.
+	MisfireThreshold time.Duration
 	// Limits bounds what a job may ask for (payload size).
-	Limits job.Limits
+	Limits jobspec.Limits
 	// MaxBodyBytes caps every request body; larger ones get 413.
 	MaxBodyBytes int64
 }
@@ -58,7 +63,8 @@ type Server struct {
 	clock   func() time.Time
 	token   []byte
 	horizon time.Duration
-	limits  job.Limits
+	misfire time.Duration
+	limits  jobspec.Limits
 	maxBody int64
 	echo    *echo.Echo
 }
@@ -73,6 +79,7 @@ func New(d Deps) *Server {
 		clock:   d.Clock,
 		token:   []byte(d.AdminToken),
 		horizon: d.Horizon,
+		misfire: d.MisfireThreshold,
 		limits:  d.Limits,
 		maxBody: d.MaxBodyBytes,
 	}
@@ -85,11 +92,14 @@ func New(d Deps) *Server {
 	if s.horizon == 0 {
 		s.horizon = DefaultHorizon
 	}
+	if s.misfire <= 0 {
+		s.misfire = store.DefaultMisfireThreshold
+	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
-	if s.limits == (job.Limits{}) {
-		s.limits = job.DefaultLimits
+	if s.limits == (jobspec.Limits{}) {
+		s.limits = jobspec.DefaultLimits
 	}
 	s.echo = s.routes()
 	return s
@@ -116,7 +126,13 @@ func (s *Server) routes() *echo.Echo {
 	v1.POST("/jobs", s.createJob)
 	v1.GET("/jobs", s.listJobs)
 	v1.GET("/jobs/:id", s.getJob)
+	v1.PATCH("/jobs/:id", s.patchJob)
 	v1.DELETE("/jobs/:id", s.cancelJob)
+	v1.POST("/jobs/:id/pause", s.pauseJob)
+	v1.POST("/jobs/:id/resume", s.resumeJob)
+	v1.POST("/jobs/:id/trigger", s.triggerJob)
+	v1.GET("/jobs/:id/next", s.nextRuns)
 	v1.GET("/jobs/:id/runs", s.listRuns)
+	v1.POST("/schedules/preview", s.previewSchedule)
 	return e
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
 )
@@ -55,7 +56,13 @@ type Job struct {
 	MaxRetries int             `json:"max_retries"`
 	// Timeout is a Go duration string such as "30s".
 	Timeout string `json:"timeout"`
-	RunAt   Time   `json:"run_at"`
+	// RunAt is the due time of a one-off job; null for a recurring one.
+	RunAt Time `json:"run_at"`
+	// Schedule is a recurring job's normalized schedule, every default filled
+	// in; absent for a one-off job.
+	Schedule json.RawMessage `json:"schedule,omitempty"`
+	// Timezone is the IANA zone the job is evaluated and shown in.
+	Timezone string `json:"timezone"`
 	// NextRunAt is null once the job will not run again.
 	NextRunAt Time      `json:"next_run_at"`
 	CreatedAt Time      `json:"created_at"`
@@ -63,8 +70,15 @@ type Job struct {
 	Owner     uuid.UUID `json:"owner"`
 }
 
-func jobView(j *job.Job) Job {
-	return Job{
+// jobView shows j as of now. A stored schedule that no longer compiles
+// leaves next_run_at null rather than failing the request: the loader ends
+// such a job with a skipped run that says why.
+func (s *Server) jobView(j *job.Job, now time.Time) Job {
+	next, err := upcoming(j, now, 1)
+	if err != nil {
+		s.log.Warn("stored_schedule_invalid", zap.Stringer("job_id", j.ID), zap.Error(err))
+	}
+	v := Job{
 		ID:         j.ID,
 		Name:       j.Name,
 		Type:       j.Type,
@@ -74,11 +88,19 @@ func jobView(j *job.Job) Job {
 		MaxRetries: j.MaxRetries,
 		Timeout:    j.Timeout.String(),
 		RunAt:      Time{j.RunAt},
-		NextRunAt:  Time{j.NextRunAt()},
+		Schedule:   j.Schedule,
+		Timezone:   j.Timezone,
 		CreatedAt:  Time{j.CreatedAt},
 		UpdatedAt:  Time{j.UpdatedAt},
 		Owner:      j.Owner,
 	}
+	if v.Timezone == "" {
+		v.Timezone = "UTC"
+	}
+	if len(next) > 0 {
+		v.NextRunAt = Time{next[0]}
+	}
+	return v
 }
 
 // JobList is one page of GET /api/v1/jobs. NextCursor is "" on the last page.
@@ -123,4 +145,34 @@ func runView(r *job.Run) Run {
 type RunList struct {
 	Runs       []Run  `json:"runs"`
 	NextCursor string `json:"next_cursor"`
+}
+
+// Upcoming is one future occurrence: At in the job's time zone, UTC the same
+// instant in UTC, both RFC 3339 (with milliseconds only when there are any).
+type Upcoming struct {
+	At  string `json:"at"`
+	UTC string `json:"utc"`
+}
+
+// UpcomingList is the answer of GET /api/v1/jobs/{id}/next and of
+// POST /api/v1/schedules/preview: the next occurrences, earliest first.
+type UpcomingList struct {
+	Next []Upcoming `json:"next"`
+}
+
+func upcomingView(times []time.Time, loc *time.Location) UpcomingList {
+	out := UpcomingList{Next: make([]Upcoming, len(times))}
+	for i, t := range times {
+		out.Next[i] = Upcoming{At: t.In(loc).Format(time.RFC3339Nano), UTC: t.UTC().Format(time.RFC3339Nano)}
+	}
+	return out
+}
+
+// Triggered is the answer of POST /api/v1/jobs/{id}/trigger: the extra
+// occurrence that was put in the due set, and the idempotency key its target
+// receives.
+type Triggered struct {
+	JobID          uuid.UUID `json:"job_id"`
+	ScheduledFor   Time      `json:"scheduled_for"`
+	IdempotencyKey string    `json:"idempotency_key"`
 }

@@ -1,4 +1,4 @@
-package job_test
+package jobspec_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobspec"
 )
 
 var (
@@ -20,8 +21,8 @@ var (
 func ptr[T any](v T) *T { return &v }
 
 // validSpec is a webhook spec that Build accepts; cases change one thing.
-func validSpec() job.Spec {
-	return job.Spec{
+func validSpec() jobspec.Spec {
+	return jobspec.Spec{
 		Name:    "nightly report",
 		Type:    job.TypeWebhook,
 		RunAt:   ptr(now.Add(time.Hour)),
@@ -40,7 +41,7 @@ func TestSpecBuild(t *testing.T) {
 		s.RunAt = ptr(time.Date(2030, 1, 15, 16, 30, 0, 123456789, time.FixedZone("CET", 3600)))
 		s.Payload = json.RawMessage("{\n  \"url\": \"https://example.com/hook\",\n  \"method\": \"post\",\n  \"body\": {\"a\": [1, 2]}\n}")
 
-		j, err := s.Build(owner, now, job.DefaultLimits)
+		j, err := s.Build(owner, now, jobspec.DefaultLimits)
 		require.NoError(t, err)
 		require.NotZero(t, j.ID)
 		require.Equal(t, [16]byte(j.Owner), owner)
@@ -60,8 +61,8 @@ func TestSpecBuild(t *testing.T) {
 
 	t.Run("AcceptsPing", func(t *testing.T) {
 		t.Parallel()
-		s := job.Spec{Name: "up?", Type: job.TypePing, RunAt: ptr(now), Payload: json.RawMessage(`{"url":"http://example.com:8080/health"}`)}
-		j, err := s.Build(owner, now, job.DefaultLimits)
+		s := jobspec.Spec{Name: "up?", Type: job.TypePing, RunAt: ptr(now), Payload: json.RawMessage(`{"url":"http://example.com:8080/health"}`)}
+		j, err := s.Build(owner, now, jobspec.DefaultLimits)
 		require.NoError(t, err, "run_at equal to now is not in the past")
 		require.Equal(t, job.TypePing, j.Type)
 	})
@@ -69,7 +70,7 @@ func TestSpecBuild(t *testing.T) {
 	t.Run("AppliesDefaults", func(t *testing.T) {
 		t.Parallel()
 		s := validSpec()
-		j, err := s.Build(owner, now, job.DefaultLimits)
+		j, err := s.Build(owner, now, jobspec.DefaultLimits)
 		require.NoError(t, err)
 		require.Equal(t, job.DefaultMaxRetries, j.MaxRetries)
 		require.Equal(t, 3, j.MaxRetries)
@@ -80,48 +81,48 @@ func TestSpecBuild(t *testing.T) {
 
 	t.Run("AcceptsLimits", func(t *testing.T) {
 		t.Parallel()
-		for _, mod := range []func(*job.Spec){
-			func(s *job.Spec) { s.Priority = ptr(job.MinPriority) },
-			func(s *job.Spec) { s.Priority = ptr(job.MaxPriority) },
-			func(s *job.Spec) { s.MaxRetries = ptr(job.MaxRetriesLimit) },
-			func(s *job.Spec) { s.Timeout = "100ms" },
-			func(s *job.Spec) { s.Timeout = "1h" },
-			func(s *job.Spec) { s.Name = strings.Repeat("n", job.MaxNameLen) },
+		for _, mod := range []func(*jobspec.Spec){
+			func(s *jobspec.Spec) { s.Priority = ptr(job.MinPriority) },
+			func(s *jobspec.Spec) { s.Priority = ptr(job.MaxPriority) },
+			func(s *jobspec.Spec) { s.MaxRetries = ptr(job.MaxRetriesLimit) },
+			func(s *jobspec.Spec) { s.Timeout = "100ms" },
+			func(s *jobspec.Spec) { s.Timeout = "1h" },
+			func(s *jobspec.Spec) { s.Name = strings.Repeat("n", job.MaxNameLen) },
 		} {
 			s := validSpec()
 			mod(&s)
-			_, err := s.Build(owner, now, job.DefaultLimits)
+			_, err := s.Build(owner, now, jobspec.DefaultLimits)
 			require.NoError(t, err, "%+v", s)
 		}
 	})
 
 	t.Run("RejectsInvalidInput", func(t *testing.T) {
 		t.Parallel()
-		webhook := func(p string) func(*job.Spec) {
-			return func(s *job.Spec) { s.Payload = json.RawMessage(p) }
+		webhook := func(p string) func(*jobspec.Spec) {
+			return func(s *jobspec.Spec) { s.Payload = json.RawMessage(p) }
 		}
-		ping := func(p string) func(*job.Spec) {
-			return func(s *job.Spec) { s.Type, s.Payload = job.TypePing, json.RawMessage(p) }
+		ping := func(p string) func(*jobspec.Spec) {
+			return func(s *jobspec.Spec) { s.Type, s.Payload = job.TypePing, json.RawMessage(p) }
 		}
 		tests := []struct {
 			name  string
-			mod   func(*job.Spec)
-			lim   *job.Limits
+			mod   func(*jobspec.Spec)
+			lim   *jobspec.Limits
 			field string
 		}{
-			{"NameMissing", func(s *job.Spec) { s.Name = "" }, nil, "name"},
-			{"NameBlank", func(s *job.Spec) { s.Name = " \t " }, nil, "name"},
-			{"NameTooLong", func(s *job.Spec) { s.Name = strings.Repeat("n", job.MaxNameLen+1) }, nil, "name"},
-			{"TypeMissing", func(s *job.Spec) { s.Type = "" }, nil, "type"},
-			{"TypeUnknown", func(s *job.Spec) { s.Type = "sms" }, nil, "type"},
-			{"TypeSlackNotYet", func(s *job.Spec) { s.Type = job.TypeSlack }, nil, "type"},
-			{"TypeEmailNotYet", func(s *job.Spec) { s.Type = job.TypeEmail }, nil, "type"},
-			{"RunAtMissing", func(s *job.Spec) { s.RunAt = nil }, nil, "run_at"},
-			{"RunAtPast", func(s *job.Spec) { s.RunAt = ptr(now.Add(-time.Millisecond)) }, nil, "run_at"},
-			{"PayloadMissing", func(s *job.Spec) { s.Payload = nil }, nil, "payload"},
+			{"NameMissing", func(s *jobspec.Spec) { s.Name = "" }, nil, "name"},
+			{"NameBlank", func(s *jobspec.Spec) { s.Name = " \t " }, nil, "name"},
+			{"NameTooLong", func(s *jobspec.Spec) { s.Name = strings.Repeat("n", job.MaxNameLen+1) }, nil, "name"},
+			{"TypeMissing", func(s *jobspec.Spec) { s.Type = "" }, nil, "type"},
+			{"TypeUnknown", func(s *jobspec.Spec) { s.Type = "sms" }, nil, "type"},
+			{"TypeSlackNotYet", func(s *jobspec.Spec) { s.Type = job.TypeSlack }, nil, "type"},
+			{"TypeEmailNotYet", func(s *jobspec.Spec) { s.Type = job.TypeEmail }, nil, "type"},
+			{"RunAtMissing", func(s *jobspec.Spec) { s.RunAt = nil }, nil, "run_at"},
+			{"RunAtPast", func(s *jobspec.Spec) { s.RunAt = ptr(now.Add(-time.Millisecond)) }, nil, "run_at"},
+			{"PayloadMissing", func(s *jobspec.Spec) { s.Payload = nil }, nil, "payload"},
 			{"PayloadBlank", webhook("  "), nil, "payload"},
 			{"PayloadNull", webhook("null"), nil, "payload"},
-			{"PayloadTooBig", webhook(`{"url":"https://example.com/` + strings.Repeat("a", 64) + `"}`), &job.Limits{MaxPayloadBytes: 64}, "payload"},
+			{"PayloadTooBig", webhook(`{"url":"https://example.com/` + strings.Repeat("a", 64) + `"}`), &jobspec.Limits{MaxPayloadBytes: 64}, "payload"},
 			{"PayloadUnknownField", webhook(`{"url":"https://example.com","urll":"x"}`), nil, "payload"},
 			{"PayloadWrongShape", webhook(`["https://example.com"]`), nil, "payload"},
 			{"PayloadWrongFieldType", webhook(`{"url":42}`), nil, "payload"},
@@ -142,21 +143,21 @@ func TestSpecBuild(t *testing.T) {
 			{"HeaderNameCRLF", webhook(`{"url":"https://example.com","headers":{"X-A\r\nB":"v"}}`), nil, "payload.headers"},
 			{"HeaderNameColon", webhook(`{"url":"https://example.com","headers":{"X-A:":"v"}}`), nil, "payload.headers"},
 			{"HeaderNameEmpty", webhook(`{"url":"https://example.com","headers":{"":"v"}}`), nil, "payload.headers"},
-			{"PriorityTooLow", func(s *job.Spec) { s.Priority = ptr(job.MinPriority - 1) }, nil, "priority"},
-			{"PriorityTooHigh", func(s *job.Spec) { s.Priority = ptr(job.MaxPriority + 1) }, nil, "priority"},
-			{"MaxRetriesNegative", func(s *job.Spec) { s.MaxRetries = ptr(-1) }, nil, "max_retries"},
-			{"MaxRetriesTooHigh", func(s *job.Spec) { s.MaxRetries = ptr(job.MaxRetriesLimit + 1) }, nil, "max_retries"},
-			{"TimeoutUnparsable", func(s *job.Spec) { s.Timeout = "30" }, nil, "timeout"},
-			{"TimeoutTooShort", func(s *job.Spec) { s.Timeout = "99ms" }, nil, "timeout"},
-			{"TimeoutTooLong", func(s *job.Spec) { s.Timeout = "1h0m1s" }, nil, "timeout"},
-			{"TimeoutNegative", func(s *job.Spec) { s.Timeout = "-5s" }, nil, "timeout"},
+			{"PriorityTooLow", func(s *jobspec.Spec) { s.Priority = ptr(job.MinPriority - 1) }, nil, "priority"},
+			{"PriorityTooHigh", func(s *jobspec.Spec) { s.Priority = ptr(job.MaxPriority + 1) }, nil, "priority"},
+			{"MaxRetriesNegative", func(s *jobspec.Spec) { s.MaxRetries = ptr(-1) }, nil, "max_retries"},
+			{"MaxRetriesTooHigh", func(s *jobspec.Spec) { s.MaxRetries = ptr(job.MaxRetriesLimit + 1) }, nil, "max_retries"},
+			{"TimeoutUnparsable", func(s *jobspec.Spec) { s.Timeout = "30" }, nil, "timeout"},
+			{"TimeoutTooShort", func(s *jobspec.Spec) { s.Timeout = "99ms" }, nil, "timeout"},
+			{"TimeoutTooLong", func(s *jobspec.Spec) { s.Timeout = "1h0m1s" }, nil, "timeout"},
+			{"TimeoutNegative", func(s *jobspec.Spec) { s.Timeout = "-5s" }, nil, "timeout"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				t.Parallel()
 				s := validSpec()
 				tt.mod(&s)
-				lim := job.DefaultLimits
+				lim := jobspec.DefaultLimits
 				if tt.lim != nil {
 					lim = *tt.lim
 				}
@@ -177,9 +178,9 @@ func TestSpecBuild(t *testing.T) {
 		t.Parallel()
 		s := validSpec()
 		s.Payload = json.RawMessage(`{"url":"https://example.com","body":"` + strings.Repeat("x", 1<<17) + `"}`)
-		_, err := s.Build(owner, now, job.Limits{})
+		_, err := s.Build(owner, now, jobspec.Limits{})
 		require.NoError(t, err)
-		_, err = s.Build(owner, now, job.DefaultLimits)
+		_, err = s.Build(owner, now, jobspec.DefaultLimits)
 		require.ErrorIs(t, err, job.ErrInvalid)
 	})
 }
@@ -213,11 +214,11 @@ func FuzzSpecBuild(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var s job.Spec
+		var s jobspec.Spec
 		if err := json.Unmarshal(data, &s); err != nil {
 			return
 		}
-		j, err := s.Build(owner, now, job.Limits{MaxPayloadBytes: 4096})
+		j, err := s.Build(owner, now, jobspec.Limits{MaxPayloadBytes: 4096})
 		if err != nil {
 			var fe *job.FieldError
 			if !errors.As(err, &fe) || fe.Field == "" {

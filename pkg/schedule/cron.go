@@ -1,0 +1,87 @@
+package schedule
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	cron "github.com/netresearch/go-cron"
+)
+
+// cronParser accepts 5 fields or 6 with leading seconds, the descriptors, the
+// Quartz L/W/# extensions, and crontab(5)'s OR of day-of-month and
+// day-of-week (go-cron's default is AND, which would silently change the
+// meaning of expressions copied from a crontab).
+var cronParser = cron.MustNewParser(
+	cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow |
+		cron.Descriptor | cron.Extended | cron.DowOrDom,
+).WithMaxSearchYears(searchYears + 1)
+
+// cronRule is a parsed cron expression evaluated over wall times.
+type cronRule struct {
+	spec *cron.SpecSchedule
+}
+
+func parseCron(expr string) (*cronRule, error) {
+	if expr == "" {
+		return nil, fmt.Errorf("is empty")
+	}
+	upper := strings.ToUpper(expr)
+	if strings.HasPrefix(upper, "TZ=") || strings.HasPrefix(upper, "CRON_TZ=") {
+		return nil, fmt.Errorf("time zone prefix not allowed: use the timezone field")
+	}
+	if strings.HasPrefix(expr, "@every") {
+		return nil, fmt.Errorf(`@every is not supported: use a 6-field cron such as "*/15 * * * * *" or an rrule with INTERVAL`)
+	}
+	if !strings.HasPrefix(expr, "@") {
+		if n := len(strings.Fields(expr)); n != 5 && n != 6 {
+			return nil, fmt.Errorf("has %d fields: want 5 (minute hour day-of-month month day-of-week) or 6 (seconds first)", n)
+		}
+	}
+	parsed, err := cronParser.Parse(expr)
+	if err != nil {
+		return nil, fmt.Errorf("%s", strings.TrimSpace(err.Error()))
+	}
+	spec, ok := parsed.(*cron.SpecSchedule)
+	if !ok {
+		return nil, fmt.Errorf("is not a calendar expression")
+	}
+	// A field such as "," parses to no value at all; go-cron would then walk
+	// second by second through its whole search window.
+	const anyBit = 1 << 63 // go-cron marks "*" with the top bit
+	for _, f := range []struct {
+		name  string
+		bits  uint64
+		extra int
+	}{
+		{"seconds", spec.Second, 0},
+		{"minute", spec.Minute, 0},
+		{"hour", spec.Hour, 0},
+		{"day-of-month", spec.Dom, len(spec.DomConstraints)},
+		{"month", spec.Month, 0},
+		{"day-of-week", spec.Dow, len(spec.DowConstraints)},
+	} {
+		if f.bits&^anyBit == 0 && f.extra == 0 {
+			return nil, fmt.Errorf("%s field has no value", f.name)
+		}
+	}
+	// Evaluate in the naive wall-clock frame: UTC has no transitions.
+	spec.Location = time.UTC
+	return &cronRule{spec: spec}, nil
+}
+
+func (r *cronRule) walls(after, limit int64) func() (int64, bool) {
+	cur := time.Unix(after, 0).UTC()
+	return func() (int64, bool) {
+		var next time.Time
+		if !guard(func() { next = r.spec.Next(cur) }) || next.IsZero() {
+			return 0, false
+		}
+		w := next.Unix()
+		if w <= cur.Unix() || w > limit {
+			return 0, false
+		}
+		cur = next
+		return w, true
+	}
+}

@@ -1,0 +1,59 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tockhq/tock/pkg/job"
+)
+
+const (
+	lockJobForEditSQL = `SELECT ` + jobColumns + `, due_hour, EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = jobs.id)
+FROM jobs WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2) FOR UPDATE`
+	updateJobSQL = `UPDATE jobs SET status = $3, priority = $4, max_retries = $5, timeout_ms = $6, run_at = $7,
+    due_at = $8, due_hour = $9, generation = $10, occurrences = $11, timezone = $12, last_at = $13,
+    schedule = $14, payload = $15, name = $16, updated_at = $17
+WHERE id = $1 AND due_hour = $2
+RETURNING ` + jobColumns
+)
+
+// Edit changes a job in memory under its row lock; started says whether any
+// run of it exists. It returns job.ErrConflict (wrapped) to refuse.
+type Edit func(j *job.Job, started bool) error
+
+// UpdateJob applies edit to a job of owner and writes it back in one
+// transaction, keeping its id. It returns the job as it was and as it is now;
+// the caller moves the job's Redis entries accordingly (see job.Generation).
+func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Time, edit Edit) (before, after *job.Job, err error) {
+	err = retrySerialization(ctx, func() error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var hour int16
+			var started bool
+			b, err := scanJob(tx.QueryRow(ctx, lockJobForEditSQL, id, owner), &hour, &started)
+			if err != nil {
+				return translate(err)
+			}
+			a := *b
+			if err := edit(&a, started); err != nil {
+				return err
+			}
+			a.UpdatedAt = now
+			row := tx.QueryRow(ctx, updateJobSQL, a.ID, hour, string(a.Status), int16(a.Priority), int16(a.MaxRetries),
+				int32(a.Timeout/time.Millisecond), nullTime(a.RunAt), nullTime(a.DueAt), dueHour(a.DueAt), int32(a.Generation),
+				int32(a.Occurrences), nullString(a.Timezone), nullTime(a.LastAt), nullJSON(a.Schedule), []byte(a.Payload), a.Name, now)
+			if after, err = scanJob(row); err != nil {
+				return translate(err)
+			}
+			before = b
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("update job %s: %w", id, err)
+	}
+	return before, after, nil
+}

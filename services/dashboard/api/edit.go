@@ -1,0 +1,140 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v5"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobspec"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
+)
+
+// patchJob edits a job in place, keeping its id: only the fields given
+// change, validated as for a new job. A change of timing or priority moves
+// the job to a new generation, which the due set then follows (see
+// afterEdit). A one-off job that has started can no longer move in time.
+func (s *Server) patchJob(c *echo.Context) error {
+	id, err := jobID(c)
+	if err != nil {
+		return err
+	}
+	var p jobspec.Patch
+	if err := decodeJSON(c, &p); err != nil {
+		return err
+	}
+	now := s.now()
+	return s.edit(c, id, now, func(j *job.Job, started bool) error { return p.Apply(j, started, now, s.limits) })
+}
+
+// pauseJob stops a scheduled job from running until it is resumed. What the
+// due set holds for it belongs to the old generation and never starts.
+func (s *Server) pauseJob(c *echo.Context) error {
+	id, err := jobID(c)
+	if err != nil {
+		return err
+	}
+	return s.edit(c, id, s.now(), jobspec.Pause)
+}
+
+// resumeJob schedules a paused job again from now and, when it is due within
+// the horizon, loads it at once.
+func (s *Server) resumeJob(c *echo.Context) error {
+	id, err := jobID(c)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	return s.edit(c, id, now, jobspec.Resume(now))
+}
+
+// now reads the clock at tock's precision: UTC milliseconds.
+func (s *Server) now() time.Time { return s.clock().UTC().Truncate(time.Millisecond) }
+
+// edit applies e to a job of the caller's under its row lock, moves its due
+// set entries after the commit, and answers with the job as it now is.
+func (s *Server) edit(c *echo.Context, id uuid.UUID, now time.Time, e store.Edit) error {
+	ctx := c.Request().Context()
+	var refused error
+	before, after, err := s.store.UpdateJob(ctx, caller(c).scope(), id, now, func(j *job.Job, started bool) error {
+		refused = e(j, started)
+		return refused
+	})
+	if err != nil {
+		return editError(err, refused)
+	}
+	s.afterEdit(context.WithoutCancel(ctx), before, after, now)
+	return writeJSON(c, http.StatusOK, s.jobView(after, now))
+}
+
+// editError maps a failed edit, using the edit's own words when it refused:
+// they say why ("a paused job cannot be paused"), which the sentinel alone
+// cannot.
+func editError(err, refused error) error {
+	var fe *job.FieldError
+	switch {
+	case errors.As(err, &fe):
+		return err
+	case errors.Is(err, job.ErrConflict):
+		msg := "the job's state does not allow this change"
+		if refused != nil {
+			if m, ok := strings.CutPrefix(refused.Error(), job.ErrConflict.Error()+": "); ok {
+				msg = m
+			}
+		}
+		return newError(http.StatusConflict, CodeConflict, "", msg)
+	case errors.Is(err, job.ErrInvalid) && refused != nil:
+		msg, _ := strings.CutPrefix(refused.Error(), job.ErrInvalid.Error()+": ")
+		return invalid("", msg)
+	}
+	return dependency(err)
+}
+
+// afterEdit makes the due set follow a committed edit. A one-off job's first
+// attempt, if Redis holds it, is under the old generation: it is removed
+// (best effort; a worker would drop it as stale anyway). Then a scheduled job
+// due within the horizon is loaded at once, so a job moved to "in 3 s" runs
+// in 3 s. A recurring job's old occurrences are left to go stale: their
+// instants are not worth recomputing for a removal the worker makes
+// unnecessary.
+func (s *Server) afterEdit(ctx context.Context, before, after *job.Job, now time.Time) {
+	if !before.Recurring() && before.Generation != after.Generation && !before.RunAt.IsZero() {
+		s.removeStale(ctx, job.Occurrence{JobID: before.ID, ScheduledFor: before.RunAt, Attempt: 1,
+			Priority: before.Priority, Generation: before.Generation})
+	}
+	if after.Status == job.StatusScheduled && !after.DueAt.IsZero() && after.DueAt.Before(now.Add(s.horizon)) {
+		s.load(ctx, after.ID, now)
+	}
+}
+
+// triggerJob runs a scheduled job once more, now, in addition to its
+// schedule: one extra occurrence at the current millisecond, under the job's
+// current generation and priority. Its idempotency key is its own, so a
+// target tells it apart from the scheduled ones.
+func (s *Server) triggerJob(c *echo.Context) error {
+	id, err := jobID(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	j, err := s.store.GetJob(ctx, caller(c).scope(), id)
+	if err != nil {
+		return dependency(err)
+	}
+	if j.Status != job.StatusScheduled {
+		return newError(http.StatusConflict, CodeConflict, "", fmt.Sprintf("a %s job cannot be triggered; only a scheduled one can", j.Status))
+	}
+	now := s.now()
+	occ := job.Occurrence{JobID: j.ID, ScheduledFor: now, Attempt: 1, Priority: j.Priority, Generation: j.Generation}
+	if err := s.queue.Enqueue(ctx, []queue.Entry{{Occurrence: occ, DueAt: now}}); err != nil {
+		return dependency(fmt.Errorf("trigger job %s: %w", j.ID, err))
+	}
+	return writeJSON(c, http.StatusAccepted, Triggered{JobID: j.ID, ScheduledFor: Time{now}, IdempotencyKey: occ.Key()})
+}
