@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -43,8 +44,8 @@ func ParseMember(m string) (Occurrence, error) {
 		return Occurrence{}, fmt.Errorf("parse member %q: want 5 parts", m)
 	}
 	inv, err := strconv.Atoi(parts[0])
-	if err != nil {
-		return Occurrence{}, fmt.Errorf("parse member %q: priority: %w", m, err)
+	if err != nil || inv < 0 || inv > MaxPriority-MinPriority {
+		return Occurrence{}, fmt.Errorf("parse member %q: bad priority", m)
 	}
 	id, err := uuid.Parse(parts[1])
 	if err != nil {
@@ -54,16 +55,26 @@ func ParseMember(m string) (Occurrence, error) {
 	if err != nil {
 		return Occurrence{}, fmt.Errorf("parse member %q: scheduled_for: %w", m, err)
 	}
+	if ms < minMemberMS || ms > maxMemberMS {
+		return Occurrence{}, fmt.Errorf("parse member %q: scheduled_for out of range", m)
+	}
 	attempt, err := strconv.Atoi(parts[3])
-	if err != nil || attempt < 1 {
+	if err != nil || attempt < 1 || attempt > MaxRetriesLimit+1 {
 		return Occurrence{}, fmt.Errorf("parse member %q: bad attempt", m)
 	}
 	gen, err := strconv.Atoi(parts[4])
-	if err != nil || gen < 0 {
+	if err != nil || gen < 0 || gen > math.MaxInt32 {
 		return Occurrence{}, fmt.Errorf("parse member %q: bad generation", m)
 	}
 	return Occurrence{JobID: id, ScheduledFor: time.UnixMilli(ms).UTC(), Attempt: attempt, Priority: MaxPriority - inv, Generation: gen}, nil
 }
+
+// The range of due times a member may carry: what Postgres and every
+// client can represent, years 1970 to 9999.
+const (
+	minMemberMS = 0
+	maxMemberMS = 253402300799999
+)
 
 // Next is the occurrence's following attempt.
 func (o Occurrence) Next() Occurrence {

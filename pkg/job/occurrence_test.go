@@ -29,7 +29,7 @@ func TestOccurrence(t *testing.T) {
 			{"ZeroPriority", 0, 1, at},
 			{"MaxPriority", job.MaxPriority, 1, at},
 			{"LaterAttempt", 17, 26, at},
-			{"BeforeEpoch", -1, 2, time.Date(1969, 12, 31, 23, 59, 59, 999_000_000, time.UTC)},
+			{"AtEpoch", -1, 2, time.Unix(0, 0).UTC()},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				t.Parallel()
@@ -107,6 +107,11 @@ func TestOccurrence(t *testing.T) {
 			"32767:" + id + ":1900000000000:x:0",
 			"32767:" + id + ":1900000000000:1:",
 			"32767:" + id + ":1900000000000:1:-1",
+			"32767:" + id + ":-1:1:0",
+			"32767:" + id + ":253402300800000:1:0",
+			"32767:" + id + ":1900000000000:27:0",
+			"32767:" + id + ":1900000000000:1:2147483648",
+			"65536:" + id + ":1900000000000:1:0",
 			strings.ReplaceAll("32767:"+id+":1900000000000:1", ":", ";"),
 		} {
 			_, err := job.ParseMember(m)

@@ -128,28 +128,13 @@ func Resume(now time.Time) func(j *job.Job, _ bool) error {
 }
 
 // rewind points a recurring job's cursor back at its first occurrence from now
-// on, so whatever was loaded under an older generation is planned again, and
-// gives back the count those loaded-but-future occurrences had used.
+// on, so whatever was loaded under an older generation is planned again.
 func rewind(j *job.Job, now time.Time) error {
 	sched, err := schedule.FromJSON(j.Schedule)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", j.ID, err)
 	}
-	next, ok := sched.Next(now.Add(-time.Millisecond))
-	end := j.DueAt
-	if end.IsZero() && !j.LastAt.IsZero() {
-		end = j.LastAt.Add(time.Millisecond)
-	}
-	loaded := 0
-	for t, more := next, ok; more && t.Before(end) && loaded < 1_000_000; t, more = sched.Next(t) {
-		loaded++
-	}
-	j.Occurrences = max(0, j.Occurrences-loaded)
+	j.DueAt, j.Occurrences = sched.Rewind(now.Add(-time.Millisecond), j.DueAt, j.LastAt, j.Occurrences)
 	j.LastAt = time.Time{}
-	if !ok || (sched.Count() > 0 && j.Occurrences >= sched.Count()) {
-		j.DueAt = time.Time{}
-		return nil
-	}
-	j.DueAt = next
 	return nil
 }

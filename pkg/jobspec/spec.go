@@ -8,11 +8,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/mail"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/schedule"
@@ -271,16 +273,118 @@ func ValidatePayload(t job.Type, raw json.RawMessage, lim Limits) (json.RawMessa
 		if err := CheckURL("payload.url", p.URL); err != nil {
 			return nil, err
 		}
-	case job.TypeSlack, job.TypeEmail:
-		return nil, invalid("type", "%q is not available yet; use webhook or ping", t)
+	case job.TypeSlack:
+		if err := checkSlack(raw); err != nil {
+			return nil, err
+		}
+	case job.TypeEmail:
+		if err := checkEmail(raw); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, invalid("type", "must be webhook or ping")
+		return nil, invalid("type", "must be one of webhook, ping, slack, email")
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
 		return nil, invalid("payload", "is not valid JSON")
 	}
 	return buf.Bytes(), nil
+}
+
+// checkSlack validates a slack payload: a webhook URL, and text or blocks
+// within Slack's limits, so that a job Slack would refuse is refused at once
+// rather than failing at every run.
+func checkSlack(raw json.RawMessage) error {
+	var p job.SlackPayload
+	if err := decodeStrict(raw, &p); err != nil {
+		return invalid("payload", "%s", err)
+	}
+	if err := CheckURL("payload.webhook_url", p.WebhookURL); err != nil {
+		return err
+	}
+	blocks := 0
+	if b := bytes.TrimSpace(p.Blocks); len(b) > 0 && !bytes.Equal(b, []byte("null")) {
+		var list []map[string]json.RawMessage
+		if err := json.Unmarshal(b, &list); err != nil {
+			return invalid("payload.blocks", "must be an array of Block Kit objects")
+		}
+		if len(list) > job.MaxSlackBlocks {
+			return invalid("payload.blocks", "has more than %d blocks", job.MaxSlackBlocks)
+		}
+		blocks = len(list)
+	}
+	switch {
+	case strings.TrimSpace(p.Text) == "" && blocks == 0:
+		return invalid("payload.text", "is required unless blocks are given")
+	case utf8.RuneCountInString(p.Text) > job.MaxSlackTextLen:
+		return invalid("payload.text", "is longer than %d characters", job.MaxSlackTextLen)
+	}
+	return nil
+}
+
+// checkEmail validates an email payload. It refuses header injection: no CR
+// or LF in the subject or in any address, including a display name that
+// decodes to one (an RFC 2047 encoded word can hide a line break).
+func checkEmail(raw json.RawMessage) error {
+	var p job.EmailPayload
+	if err := decodeStrict(raw, &p); err != nil {
+		return invalid("payload", "%s", err)
+	}
+	if len(p.To) == 0 {
+		return invalid("payload.to", "needs at least one recipient")
+	}
+	if n := len(p.To) + len(p.Cc) + len(p.Bcc); n > job.MaxEmailRecipients {
+		return invalid("payload.to", "to, cc and bcc have %d recipients; at most %d are allowed", n, job.MaxEmailRecipients)
+	}
+	for _, list := range []struct {
+		field string
+		addrs []string
+	}{{"payload.to", p.To}, {"payload.cc", p.Cc}, {"payload.bcc", p.Bcc}} {
+		for i, a := range list.addrs {
+			if err := checkAddress(a); err != nil {
+				return invalid(list.field, "recipient %d %s", i+1, err)
+			}
+		}
+	}
+	if p.ReplyTo != "" {
+		if err := checkAddress(p.ReplyTo); err != nil {
+			return invalid("payload.reply_to", "%s", err)
+		}
+	}
+	switch {
+	case strings.TrimSpace(p.Subject) == "":
+		return invalid("payload.subject", "is required")
+	case strings.ContainsAny(p.Subject, "\r\n"):
+		return invalid("payload.subject", "must not contain a line break")
+	case len(p.Subject) > job.MaxEmailSubjectLen:
+		return invalid("payload.subject", "is longer than %d bytes", job.MaxEmailSubjectLen)
+	}
+	if strings.TrimSpace(p.Text) == "" && strings.TrimSpace(p.HTML) == "" {
+		return invalid("payload.text", "text or html is required")
+	}
+	return nil
+}
+
+// checkAddress accepts one RFC 5322 address, with or without a display name,
+// that carries no control character before or after decoding.
+func checkAddress(s string) error {
+	if hasControl(s) {
+		return fmt.Errorf("must not contain a line break or control character")
+	}
+	a, err := mail.ParseAddress(s)
+	if err != nil {
+		return fmt.Errorf("is not an email address such as ops@example.com")
+	}
+	if hasControl(a.Name) || hasControl(a.Address) {
+		return fmt.Errorf("must not contain a line break or control character")
+	}
+	return nil
+}
+
+// hasControl reports whether s holds an ASCII control character (CR and LF
+// among them) or DEL.
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }
 
 func decodeStrict(raw json.RawMessage, v any) error {

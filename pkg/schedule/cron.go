@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -24,27 +25,31 @@ type cronRule struct {
 
 func parseCron(expr string) (*cronRule, error) {
 	if expr == "" {
-		return nil, fmt.Errorf("is empty")
+		return nil, errors.New("is empty")
 	}
 	upper := strings.ToUpper(expr)
 	if strings.HasPrefix(upper, "TZ=") || strings.HasPrefix(upper, "CRON_TZ=") {
-		return nil, fmt.Errorf("time zone prefix not allowed: use the timezone field")
+		return nil, errors.New("time zone prefix not allowed: use the timezone field")
 	}
 	if strings.HasPrefix(expr, "@every") {
-		return nil, fmt.Errorf(`@every is not supported: use a 6-field cron such as "*/15 * * * * *" or an rrule with INTERVAL`)
+		return nil, errors.New(`@every is not supported: use a 6-field cron such as "*/15 * * * * *" or an rrule with INTERVAL`)
 	}
 	if !strings.HasPrefix(expr, "@") {
 		if n := len(strings.Fields(expr)); n != 5 && n != 6 {
 			return nil, fmt.Errorf("has %d fields: want 5 (minute hour day-of-month month day-of-week) or 6 (seconds first)", n)
 		}
 	}
-	parsed, err := cronParser.Parse(expr)
+	var parsed cron.Schedule
+	var err error
+	if !guard(func() { parsed, err = cronParser.Parse(expr) }) {
+		return nil, errors.New("cannot be parsed")
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s", strings.TrimSpace(err.Error()))
+		return nil, err // the message goes to the client as is
 	}
 	spec, ok := parsed.(*cron.SpecSchedule)
 	if !ok {
-		return nil, fmt.Errorf("is not a calendar expression")
+		return nil, errors.New("is not a calendar expression")
 	}
 	// A field such as "," parses to no value at all; go-cron would then walk
 	// second by second through its whole search window.

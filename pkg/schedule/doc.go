@@ -38,6 +38,13 @@
 // The normalized spec (Schedule.Spec) records every such default, so storing
 // it and compiling it again gives the same occurrences.
 //
+// # RRULE
+//
+// One RFC 5545 RRULE line (an "RRULE:" prefix is accepted; case and blanks do
+// not matter), evaluated by rrule-go. DTSTART, COUNT and UNTIL are refused
+// because start_at, count and end_at say those, and BYEASTER is not
+// supported. BYDAY ordinals (1MO, -1FR) need FREQ=MONTHLY or FREQ=YEARLY.
+//
 // # Cron
 //
 // Cron has 5 fields (minute hour day-of-month month day-of-week) or 6 with a

@@ -3,6 +3,7 @@ package schedule
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -33,14 +34,14 @@ func weekdayNamed(name string) (time.Weekday, bool) {
 func parseAt(at string) (int64, error) {
 	parts := strings.Split(at, ":")
 	if len(parts) != 2 && len(parts) != 3 {
-		return 0, fmt.Errorf(`must be "HH:MM" or "HH:MM:SS"`)
+		return 0, errors.New(`must be "HH:MM" or "HH:MM:SS"`)
 	}
 	limits := []int{23, 59, 59}
 	var secs int64
 	for i, p := range parts {
 		n, err := strconv.Atoi(p)
 		if len(p) != 2 || err != nil || n < 0 || n > limits[i] {
-			return 0, fmt.Errorf(`must be "HH:MM" or "HH:MM:SS" with HH 00-23 and MM, SS 00-59`)
+			return 0, errors.New(`must be "HH:MM" or "HH:MM:SS" with HH 00-23 and MM, SS 00-59`)
 		}
 		secs = secs*60 + int64(n)
 	}
@@ -68,7 +69,7 @@ func parseOn(unit string, raw json.RawMessage, start time.Time) (time.Weekday, i
 	case "week":
 		var name string
 		if err := json.Unmarshal(raw, &name); err != nil {
-			return 0, 0, nil, fmt.Errorf(`with every=week must be a weekday name such as "monday" or "mon"`)
+			return 0, 0, nil, errors.New(`with every=week must be a weekday name such as "monday" or "mon"`)
 		}
 		d, ok := weekdayNamed(strings.ToLower(strings.TrimSpace(name)))
 		if !ok {
@@ -78,11 +79,11 @@ func parseOn(unit string, raw json.RawMessage, start time.Time) (time.Weekday, i
 	case "month":
 		var n int
 		if err := json.Unmarshal(raw, &n); err != nil || n == 0 || n < -1 || n > 31 {
-			return 0, 0, nil, fmt.Errorf("with every=month must be a day of month 1..31, or -1 for the last day")
+			return 0, 0, nil, errors.New("with every=month must be a day of month 1..31, or -1 for the last day")
 		}
 		return 0, n, json.RawMessage(strconv.Itoa(n)), nil
 	}
-	return 0, 0, nil, fmt.Errorf("is only allowed with every=week or every=month")
+	return 0, 0, nil, errors.New("is only allowed with every=week or every=month")
 }
 
 // at returns the rule's wall time on day (a naive UTC midnight).

@@ -1,10 +1,12 @@
 package schedule
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/teambition/rrule-go"
 )
@@ -32,24 +34,29 @@ type rruleRule struct {
 }
 
 // normalizeRRule returns the rule body as stored: upper case, without the
-// optional "RRULE:" prefix and surrounding blanks or a trailing ";".
+// optional "RRULE:" prefix or a trailing ";", and without blanks, which no
+// RRULE value contains (a line break before a DTSTART line leaves a DTSTART
+// that parseRRule refuses by name).
 func normalizeRRule(text string) string {
-	body := strings.ToUpper(strings.TrimSpace(text))
+	body := strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) {
+			return -1
+		}
+		return unicode.ToUpper(r)
+	}, text)
 	body = strings.TrimPrefix(body, "RRULE:")
-	return strings.TrimSuffix(strings.TrimSpace(body), ";")
+	return strings.TrimSuffix(body, ";")
 }
 
 // parseRRule validates a normalized rule body anchored at the wall time anchor.
 func parseRRule(body string, anchor time.Time) (*rruleRule, error) {
 	switch {
 	case body == "":
-		return nil, fmt.Errorf("is empty")
+		return nil, errors.New("is empty")
 	case len(body) > maxRRuleLen:
 		return nil, fmt.Errorf("is longer than %d characters", maxRRuleLen)
-	case strings.ContainsAny(body, "\r\n"):
-		return nil, fmt.Errorf("must be one RRULE line")
 	case strings.Contains(body, "DTSTART"):
-		return nil, fmt.Errorf("DTSTART is not allowed: use start_at")
+		return nil, errors.New("DTSTART is not allowed: use start_at")
 	}
 	seen := make(map[string]bool)
 	for _, part := range strings.Split(body, ";") {
@@ -59,11 +66,11 @@ func parseRRule(body string, anchor time.Time) (*rruleRule, error) {
 		}
 		switch key {
 		case "COUNT":
-			return nil, fmt.Errorf("COUNT is not allowed: use count")
+			return nil, errors.New("COUNT is not allowed: use count")
 		case "UNTIL":
-			return nil, fmt.Errorf("UNTIL is not allowed: use end_at")
+			return nil, errors.New("UNTIL is not allowed: use end_at")
 		case "BYEASTER":
-			return nil, fmt.Errorf("BYEASTER is not supported")
+			return nil, errors.New("BYEASTER is not supported")
 		}
 		if seen[key] {
 			return nil, fmt.Errorf("%s is given twice", key)
@@ -74,10 +81,10 @@ func parseRRule(body string, anchor time.Time) (*rruleRule, error) {
 	var opt *rrule.ROption
 	var err error
 	if !guard(func() { opt, err = rrule.StrToROption(body) }) {
-		return nil, fmt.Errorf("cannot be parsed")
+		return nil, errors.New("cannot be parsed")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s", err.Error())
+		return nil, err // the message goes to the client as is
 	}
 	if seen["INTERVAL"] && (opt.Interval < 1 || opt.Interval > maxInterval) {
 		return nil, fmt.Errorf("INTERVAL must be between 1 and %d", maxInterval)
@@ -89,15 +96,18 @@ func parseRRule(body string, anchor time.Time) (*rruleRule, error) {
 		return nil, err
 	}
 	opt.Dtstart = anchor
-	if _, err := rrule.NewRRule(*opt); err != nil {
-		return nil, fmt.Errorf("%s", err.Error())
+	if !guard(func() { _, err = rrule.NewRRule(*opt) }) {
+		return nil, errors.New("cannot be evaluated")
+	}
+	if err != nil {
+		return nil, err // the message goes to the client as is
 	}
 	explicitDefaults(opt, anchor)
 	if n := perPeriod(opt); n > maxPerPeriod {
 		return nil, fmt.Errorf("expands to up to %d occurrences per %s period (at most %d): use a finer FREQ", n, opt.Freq, maxPerPeriod)
 	}
 	if !reachable(opt, anchor) {
-		return nil, fmt.Errorf("has no occurrence: BYHOUR/BYMINUTE/BYSECOND are never reached with this INTERVAL from start_at")
+		return nil, errors.New("has no occurrence: BYHOUR/BYMINUTE/BYSECOND are never reached with this INTERVAL from start_at")
 	}
 	return &rruleRule{opt: *opt, anchor: anchor}, nil
 }
@@ -115,7 +125,7 @@ func checkOrdinals(opt *rrule.ROption) error {
 		case opt.Freq == rrule.MONTHLY, opt.Freq == rrule.YEARLY && len(opt.Bymonth) > 0:
 			limit = 5
 		case opt.Freq != rrule.YEARLY:
-			return fmt.Errorf("BYDAY with an ordinal (like 1MO) needs FREQ=MONTHLY or FREQ=YEARLY")
+			return errors.New("BYDAY with an ordinal (like 1MO) needs FREQ=MONTHLY or FREQ=YEARLY")
 		}
 		if n < -limit || n > limit {
 			return fmt.Errorf("BYDAY ordinal %d is out of range -%d..%d", n, limit, limit)

@@ -100,10 +100,14 @@ func (s *Schedule) First() (time.Time, bool) {
 	return s.Next(time.UnixMilli(s.startMs - 1))
 }
 
-// Upcoming returns up to n occurrences strictly after t, fewer when count
-// allows fewer after used occurrences were already used. It is meant for
-// previews.
+// MaxUpcoming bounds the n of Upcoming.
+const MaxUpcoming = 100_000
+
+// Upcoming returns up to n (at most MaxUpcoming) occurrences strictly after
+// t, fewer when count allows fewer after used occurrences were already used.
+// It is meant for previews.
 func (s *Schedule) Upcoming(t time.Time, n, used int) []time.Time {
+	n = min(n, MaxUpcoming)
 	if c := s.spec.Count; c > 0 {
 		n = min(n, c-max(used, 0))
 	}

@@ -459,3 +459,24 @@ func TestFieldErrorsAreFieldErrors(t *testing.T) {
 	require.True(t, errors.As(err, &fe))
 	require.True(t, errors.Is(err, job.ErrInvalid))
 }
+
+func TestConcurrentUse(t *testing.T) {
+	t.Parallel()
+
+	// A compiled schedule is shared by the loader's goroutines.
+	for _, spec := range []schedule.Spec{
+		{Cron: "*/15 * * * * *", Timezone: "Europe/Berlin"},
+		{RRule: "FREQ=MONTHLY;BYDAY=1MO,-1FR;BYHOUR=9", Timezone: "America/New_York"},
+		{Every: "month", On: json.RawMessage(`-1`), Timezone: "Asia/Tokyo"},
+	} {
+		s := compile(t, spec)
+		want := s.Upcoming(created, 40, 0)
+		done := make(chan []time.Time)
+		for range 8 {
+			go func() { done <- s.Upcoming(created, 40, 0) }()
+		}
+		for range 8 {
+			require.Equal(t, want, <-done)
+		}
+	}
+}

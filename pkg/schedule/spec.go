@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tockhq/tock/pkg/job"
@@ -80,6 +81,23 @@ var (
 	maxTime  = time.Date(9999, time.December, 31, 23, 59, 59, 0, time.UTC)
 )
 
+// locations caches loaded zones by name: time.LoadLocation reads and parses a
+// file on every call, and the loader compiles many schedules per round. Only
+// names that loaded are kept, so the cache is bounded by the IANA database.
+var locations sync.Map // string -> *time.Location
+
+func loadLocation(name string) (*time.Location, error) {
+	if loc, ok := locations.Load(name); ok {
+		return loc.(*time.Location), nil
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, err
+	}
+	locations.Store(name, loc)
+	return loc, nil
+}
+
 func invalid(field, format string, args ...any) error {
 	return &job.FieldError{Field: "schedule." + field, Message: fmt.Sprintf(format, args...)}
 }
@@ -128,7 +146,7 @@ func (s Spec) Compile(now time.Time) (*Schedule, error) {
 	if n.Timezone == "Local" {
 		return nil, invalid("timezone", `"Local" is not an IANA zone name`)
 	}
-	loc, err := time.LoadLocation(n.Timezone)
+	loc, err := loadLocation(n.Timezone)
 	if err != nil {
 		return nil, invalid("timezone", "unknown time zone %q", n.Timezone)
 	}

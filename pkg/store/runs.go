@@ -29,6 +29,8 @@ type Started struct {
 	MaxRetries int
 	// Schedule is the job's normalized recurrence; nil for a one-off job.
 	Schedule json.RawMessage
+	// Generation is the job's generation the attempt was started under.
+	Generation int
 }
 
 // startRunsSQL starts a batch of attempts in one round trip. live share-locks
@@ -59,7 +61,7 @@ const startRunsSQL = `WITH req AS (
     RETURNING jr.job_id, jr.scheduled_for, jr.attempt, jr.id, jr.due_at, jr.lease_until
 )
 SELECT s.job_id, s.scheduled_for, s.attempt, s.id, s.due_at, s.lease_until,
-       l.owner_id, l.type, l.name, l.payload, l.timeout_ms, l.max_retries, l.schedule
+       l.owner_id, l.type, l.name, l.payload, l.timeout_ms, l.max_retries, l.schedule, l.generation
 FROM (SELECT * FROM fresh UNION ALL SELECT * FROM takeover) s JOIN live l ON l.id = s.job_id`
 
 // StartRuns records the attempts that may start now as running, leased until
@@ -90,7 +92,7 @@ func (s *Store) StartRuns(ctx context.Context, reqs []Start, now time.Time, leas
 		var timeoutMS int32
 		var maxRetries int16
 		err := r.Scan(&st.Run.JobID, &st.Run.ScheduledFor, &attempt, &st.Run.ID, &st.Run.DueAt, &st.Run.LeaseUntil,
-			&st.Run.Owner, &st.Type, &st.Name, &st.Payload, &timeoutMS, &maxRetries, &st.Schedule)
+			&st.Run.Owner, &st.Type, &st.Name, &st.Payload, &timeoutMS, &maxRetries, &st.Schedule, &st.Generation)
 		st.Run.Attempt, st.Timeout, st.MaxRetries = int(attempt), time.Duration(timeoutMS)*time.Millisecond, int(maxRetries)
 		st.Run.ScheduledFor, st.Run.DueAt, st.Run.LeaseUntil = st.Run.ScheduledFor.UTC(), st.Run.DueAt.UTC(), st.Run.LeaseUntil.UTC()
 		st.Run.Status, st.Run.StartedAt = job.RunRunning, now

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
@@ -83,15 +86,14 @@ func (c *Consumer) Run(ctx context.Context) {
 	fetchers.Go(func() { c.fetch(ctx, execCtx, &running, true) })
 	fetchers.Wait()
 
-	done := make(chan struct{})
-	go func() { running.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(c.Grace):
+	// Past the grace period everything still in flight is abandoned: attempts
+	// and the recorder's retries alike, so Run always returns.
+	grace := time.AfterFunc(c.Grace, func() {
 		c.Log.Warn("shutdown_grace_expired_abandoning_attempts")
 		abandon()
-		<-done
-	}
+	})
+	defer grace.Stop()
+	running.Wait()
 	close(c.results)
 	<-recorded
 }
@@ -151,7 +153,7 @@ func (c *Consumer) fetch(ctx, execCtx context.Context, running *sync.WaitGroup, 
 		failing = false
 		c.release(n - len(msgs))
 		if len(msgs) > 0 {
-			c.handle(execCtx, msgs, running)
+			c.handle(ctx, execCtx, msgs, running)
 		}
 	}
 }
@@ -162,8 +164,11 @@ func (c *Consumer) release(n int) {
 	}
 }
 
-// handle starts a batch of entries, each holding one slot.
-func (c *Consumer) handle(ctx context.Context, msgs []queue.Message, running *sync.WaitGroup) {
+// handle starts a batch of entries, each holding one slot. Its Postgres and
+// Redis calls end with ctx (fetching stops at shutdown, leaving entries
+// pending); the attempts it starts run under execCtx, which outlives ctx by
+// the grace period.
+func (c *Consumer) handle(ctx, execCtx context.Context, msgs []queue.Message, running *sync.WaitGroup) {
 	var poison []queue.Message
 	byMember := make(map[string]queue.Message, len(msgs))
 	starts := make([]store.Start, 0, len(msgs))
@@ -194,13 +199,24 @@ func (c *Consumer) handle(ctx context.Context, msgs []queue.Message, running *sy
 		return c.Store.StartRuns(ctx, starts, now, c.LeaseMargin)
 	})
 	if err != nil {
-		// Only when ctx ended: leave the entries pending for reclaim.
+		// ctx ended, or Postgres refused the batch's data: leave the entries
+		// pending; they are reclaimed after the visibility timeout.
+		if ctx.Err() == nil {
+			c.Log.Error("start_runs_refused", zap.Int("entries", len(starts)), zap.Error(err))
+		}
 		c.release(len(starts))
 		return
 	}
 	for _, st := range started {
-		key := attemptKey(job.Occurrence{JobID: st.Run.JobID, ScheduledFor: st.Run.ScheduledFor, Attempt: st.Run.Attempt})
-		m := byMember[key]
+		key := attemptKey(job.Occurrence{JobID: st.Run.JobID, ScheduledFor: st.Run.ScheduledFor,
+			Attempt: st.Run.Attempt, Generation: st.Generation})
+		m, ok := byMember[key]
+		if !ok {
+			// Cannot happen for entries ParseMember accepted; never run an
+			// attempt without its entry, and never free its slot twice.
+			c.Log.Error("started_run_without_entry", zap.String("job_id", st.Run.JobID.String()))
+			continue
+		}
 		delete(byMember, key)
 		if reason := c.misfired(st, now); reason != "" {
 			c.results <- result{msg: m, started: st, at: now, skip: reason}
@@ -210,7 +226,7 @@ func (c *Consumer) handle(ctx context.Context, msgs []queue.Message, running *sy
 		running.Add(1)
 		go func() {
 			defer running.Done()
-			c.execute(ctx, m, st)
+			c.execute(execCtx, m, st)
 		}()
 	}
 	if len(byMember) > 0 {
@@ -219,9 +235,11 @@ func (c *Consumer) handle(ctx context.Context, msgs []queue.Message, running *sy
 	}
 }
 
-// attemptKey names one attempt of one occurrence, whatever its priority.
+// attemptKey names one attempt of one occurrence under one generation,
+// whatever its priority: a stale generation's copy in the same batch is a
+// different entry, not a duplicate of the current one.
 func attemptKey(o job.Occurrence) string {
-	return o.Key() + "/" + strconv.Itoa(o.Attempt)
+	return o.Key() + "/" + strconv.Itoa(o.Attempt) + "/" + strconv.Itoa(o.Generation)
 }
 
 // misfired applies a recurring job's misfire policy to a first attempt that
@@ -387,7 +405,7 @@ func (c *Consumer) flush(ctx context.Context, batch []result) {
 func retryPG[T any](ctx context.Context, log *zap.Logger, f func() (T, error)) (T, error) {
 	for attempt := 0; ; attempt++ {
 		v, err := f()
-		if err == nil || ctx.Err() != nil {
+		if err == nil || ctx.Err() != nil || permanent(err) {
 			return v, err
 		}
 		if attempt == 0 {
@@ -406,6 +424,13 @@ func (c *Consumer) backoff(attempt int) time.Duration {
 	}
 	half := d / 2
 	return half + time.Duration(rand.Int64N(int64(half)+1))
+}
+
+// permanent reports a Postgres error that retrying cannot cure: bad data
+// (class 22) or a broken constraint (class 23).
+func permanent(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23"))
 }
 
 func backoffStep(attempt int) time.Duration {

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
+)
+
+// count is how many times msg was logged.
+func count(logs *observer.ObservedLogs, msg string) int { return logs.FilterMessage(msg).Len() }
+
+// messages lists what was logged, in order.
+func messages(logs *observer.ObservedLogs) []string {
+	var out []string
+	for _, e := range logs.All() {
+		out = append(out, e.Message)
+	}
+	return out
+}
+
+// lockValue is the loader lock's value (the holder's token), or "" if nobody
+// holds it.
+func (b *bundle) lockValue(t *testing.T) string {
+	t.Helper()
+	v, err := b.rdb.Get(b.ctx, b.keys.LoaderLock()).Result()
+	if errors.Is(err, redis.Nil) {
+		return ""
+	}
+	require.NoError(t, err)
+	return v
+}
+
+func TestLeader(t *testing.T) {
+	t.Parallel()
+
+	t.Run("LoadsJobsDueWithinHorizon", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		overdue := newJob(b.now.Add(-2 * time.Second))
+		soon := newJob(b.now.Add(2*time.Second), func(j *job.Job) { j.Priority = 5 })
+		inHorizon := newJob(b.now.Add(30 * time.Second))
+		beyond := newJob(b.now.Add(5 * time.Minute)) // the horizon is a minute
+		b.create(t, overdue, soon, inHorizon, beyond)
+
+		l, logs := b.leader(nil)
+		goRun(t, l.Run)
+		waitUntil(t, 5*time.Second, func() bool {
+			return b.loaded(t, overdue) && b.loaded(t, soon) && b.loaded(t, inHorizon)
+		}, "the jobs due within the horizon were not loaded")
+		for _, j := range []*job.Job{overdue, soon, inHorizon} {
+			require.Equal(t, j.RunAt, b.score(t, firstAttempt(j)), "job %s is due in Redis at its run time", j.ID)
+			require.Equal(t, job.StatusScheduled, b.job(t, j.ID).Status)
+		}
+		require.False(t, b.scheduled(t, firstAttempt(beyond)), "a job beyond the horizon is not loaded")
+		require.Equal(t, beyond.RunAt, b.job(t, beyond.ID).DueAt, "a job beyond the horizon stays unclaimed")
+
+		// A job created while leading is loaded by a later round.
+		fresh := newJob(time.Now().Add(5 * time.Second))
+		b.create(t, fresh)
+		waitUntil(t, 5*time.Second, func() bool { return b.loaded(t, fresh) }, "a job created during the leadership was not loaded")
+		require.False(t, b.scheduled(t, firstAttempt(beyond)))
+		require.Equal(t, 1, count(logs, "leadership_gained"))
+	})
+
+	t.Run("OnlyOneInstanceHoldsTheLockUntilItStops", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// A 2 s lock: refreshed every 667 ms, so a slow test machine does not
+		// let it lapse between refreshes.
+		ttl := func(c *Config) { c.LockTTL = 2 * time.Second }
+		a, aLogs := b.leader(nil, ttl)
+		c, cLogs := b.leader(nil, ttl)
+		stopA, _ := goRun(t, a.Run)
+		stopC, _ := goRun(t, c.Run)
+
+		waitUntil(t, 5*time.Second, func() bool {
+			return count(aLogs, "leadership_gained")+count(cLogs, "leadership_gained") > 0
+		}, "no instance became leader")
+		holderLogs, otherLogs, stopHolder := aLogs, cLogs, stopA
+		if count(cLogs, "leadership_gained") > 0 {
+			holderLogs, otherLogs, stopHolder = cLogs, aLogs, stopC
+		}
+		token := b.lockValue(t)
+		require.NotEmpty(t, token)
+
+		// The holder keeps the lock well past its TTL by refreshing it, and the
+		// other instance, retrying every 500 ms, never gets it meanwhile.
+		held := time.Now()
+		waitUntil(t, 10*time.Second, func() bool {
+			require.Equal(t, token, b.lockValue(t), "the lock changed hands while its holder was running")
+			ttl, err := b.rdb.PTTL(b.ctx, b.keys.LoaderLock()).Result()
+			require.NoError(t, err)
+			require.Greater(t, ttl, time.Duration(0), "the lock has a TTL")
+			require.LessOrEqual(t, ttl, 2*time.Second)
+			require.Zero(t, count(otherLogs, "leadership_gained"), "two instances led at once")
+			return time.Since(held) > 3*time.Second
+		}, "unreachable")
+
+		first := newJob(time.Now())
+		b.create(t, first)
+		waitUntil(t, 5*time.Second, func() bool { return b.loaded(t, first) }, "the leader did not load a new job")
+
+		stopHolder()
+		require.Equal(t, 1, count(holderLogs, "leadership_lost"))
+		require.NotEqual(t, token, b.lockValue(t), "the holder released its lock when it stopped")
+
+		waitUntil(t, 5*time.Second, func() bool { return count(otherLogs, "leadership_gained") == 1 },
+			"the other instance did not take over")
+		second := newJob(time.Now())
+		b.create(t, second)
+		waitUntil(t, 5*time.Second, func() bool { return b.loaded(t, second) }, "the new leader did not load a new job")
+		require.Equal(t, 1, count(holderLogs, "leadership_gained"))
+	})
+
+	t.Run("StalledLeaderStopsAtFirstFailedRefresh", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		a, aLogs := b.leader(nil)
+		c, cLogs := b.leader(nil)
+		goRun(t, a.Run)
+		goRun(t, c.Run)
+		waitUntil(t, 5*time.Second, func() bool {
+			return count(aLogs, "leadership_gained")+count(cLogs, "leadership_gained") > 0
+		}, "no instance became leader")
+		holderLogs, otherLogs := aLogs, cLogs
+		if count(cLogs, "leadership_gained") > 0 {
+			holderLogs, otherLogs = cLogs, aLogs
+		}
+		before := newJob(time.Now())
+		b.create(t, before)
+		waitUntil(t, 5*time.Second, func() bool { return b.loaded(t, before) }, "the leader did not load")
+
+		// The holder stalled past its TTL and another instance took the lock:
+		// the key now holds a token that is not the holder's.
+		const intruder = "intruder-token"
+		key := b.keys.LoaderLock()
+		require.NoError(t, b.rdb.Del(b.ctx, key).Err())
+		require.NoError(t, b.rdb.Set(b.ctx, key, intruder, 1500*time.Millisecond).Err())
+
+		waitUntil(t, 3*time.Second, func() bool { return count(holderLogs, "leadership_lost") == 1 },
+			"the holder did not give up leadership after its refresh failed: logged %v", func() string { return fmt.Sprint(messages(holderLogs)) })
+		msgs := messages(holderLogs)
+		failed := slices.Index(msgs, "lock_refresh_failed")
+		require.GreaterOrEqual(t, failed, 0, "the failed refresh is logged: %v", msgs)
+		require.Less(t, failed, slices.Index(msgs, "leadership_lost"), "leadership ends because the refresh failed: %v", msgs)
+		require.Equal(t, 1, count(holderLogs, "lock_refresh_failed"))
+
+		// While the foreign token holds the lock, nobody loads: the stalled
+		// holder, still running, stopped at once. Each check of the job is
+		// followed by a check that the intruder still held the lock.
+		after := newJob(time.Now())
+		b.create(t, after)
+		waitUntil(t, 5*time.Second, func() bool {
+			claimedNow := b.job(t, after.ID).DueAt.IsZero()
+			if b.lockValue(t) != intruder {
+				return true
+			}
+			require.False(t, claimedNow, "a job was loaded while another instance held the lock")
+			require.False(t, b.scheduled(t, firstAttempt(after)))
+			return false
+		}, "the intruder's lock did not expire")
+
+		// Once that lock expires, one instance takes over and loads the job.
+		waitUntil(t, 5*time.Second, func() bool { return b.loaded(t, after) }, "nobody took over after the lock expired")
+		require.Equal(t, 2, count(holderLogs, "leadership_gained")+count(otherLogs, "leadership_gained"),
+			"exactly one instance leads after the intruder: holder %v, other %v", messages(holderLogs), messages(otherLogs))
+	})
+
+	t.Run("ReleasesLockWhenStopped", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		l, logs := b.leader(nil)
+		stop, _ := goRun(t, l.Run)
+		waitUntil(t, 5*time.Second, func() bool { return count(logs, "leadership_gained") == 1 }, "did not become leader")
+		require.NotEmpty(t, b.lockValue(t))
+		stop()
+		require.Empty(t, b.lockValue(t), "the lock is deleted, not left to expire")
+		require.Equal(t, 1, count(logs, "leadership_lost"))
+	})
+}
+
+func TestReconcile(t *testing.T) {
+	t.Parallel()
+
+	t.Run("RequeuesLostClaims", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// The dashboard committed these claimed jobs; their ZADD may be lost.
+		lost := newJob(b.now.Add(-2*time.Minute), claimed, func(j *job.Job) { j.Priority = 3 })
+		recent := newJob(b.now.Add(-10*time.Second), claimed) // within LostAfter
+		queued := newJob(b.now.Add(-2*time.Minute), claimed)
+		started := newJob(b.now.Add(-2*time.Minute), claimed)
+		b.create(t, lost, recent, queued, started)
+		queuedAt := b.now.Add(time.Hour)
+		require.NoError(t, b.q.Enqueue(b.ctx, []queue.Entry{{Occurrence: firstAttempt(queued), DueAt: queuedAt}}))
+		got, err := b.st.StartRuns(b.ctx, []store.Start{{Occurrence: firstAttempt(started), DueAt: started.RunAt}}, b.now, time.Second)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+
+		l, logs := b.leader(func() time.Time { return b.now })
+		l.reconcile(b.ctx)
+
+		require.True(t, b.scheduled(t, firstAttempt(lost)), "a lost claim is re-added")
+		require.Equal(t, lost.RunAt, b.score(t, firstAttempt(lost)), "due at its run time, so it is published at once")
+		require.False(t, b.scheduled(t, firstAttempt(recent)), "a claim younger than LostAfter is left alone")
+		require.Equal(t, queuedAt, b.score(t, firstAttempt(queued)), "a claim still in the due set is left alone")
+		require.False(t, b.scheduled(t, firstAttempt(started)), "a claim that started is not re-added")
+		require.Len(t, logs.FilterMessage("requeued_lost_claims").All(), 1)
+		require.EqualValues(t, 1, logs.FilterMessage("requeued_lost_claims").All()[0].ContextMap()["jobs"])
+	})
+
+	t.Run("RequeuesAttemptsPastTheirLease", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		short := func(j *job.Job) { j.Timeout, j.Priority = 100*time.Millisecond, -4 }
+		first := newJob(b.now.Add(-time.Second), claimed, short)
+		retry := newJob(b.now.Add(-time.Second), claimed, short)
+		live := newJob(b.now.Add(-time.Second), claimed) // five-second timeout
+		b.create(t, first, retry, live)
+		second := firstAttempt(retry).Next()
+		got, err := b.st.StartRuns(b.ctx, []store.Start{
+			{Occurrence: firstAttempt(first), DueAt: first.RunAt},
+			{Occurrence: second, DueAt: b.now},
+			{Occurrence: firstAttempt(live), DueAt: live.RunAt},
+		}, b.now, 0) // leased until now + timeout
+		require.NoError(t, err)
+		require.Len(t, got, 3)
+
+		later := b.now.Add(time.Second)
+		l, logs := b.leader(func() time.Time { return later })
+		l.reconcile(b.ctx)
+
+		require.Equal(t, later, b.score(t, firstAttempt(first)), "the attempt past its lease is re-added, due now")
+		require.Equal(t, later, b.score(t, second), "the same attempt, not a new one")
+		require.False(t, b.scheduled(t, firstAttempt(first).Next()))
+		require.False(t, b.scheduled(t, firstAttempt(retry)))
+		require.False(t, b.scheduled(t, firstAttempt(live)), "an attempt within its lease is left alone")
+		require.Len(t, logs.FilterMessage("requeued_expired_leases").All(), 1)
+	})
+
+	t.Run("SweepsEveryPartition", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// A job due before the loader's window (a claim released late): the
+		// windowed rounds cannot see it, the reconciler's full sweep does.
+		old := newJob(b.now.Add(-3 * time.Hour))
+		b.create(t, old)
+		l, _ := b.leader(func() time.Time { return b.now })
+		l.watermark = b.now.Add(-time.Minute)
+		l.load(b.ctx)
+		require.False(t, b.loaded(t, old), "outside the windowed round")
+		l.reconcile(b.ctx)
+		require.True(t, b.loaded(t, old))
+	})
+}
+
+func TestUpkeep(t *testing.T) {
+	t.Parallel()
+
+	t.Run("CreatesRunPartitionsAheadAndDropsExpired", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		l, logs := b.leader(func() time.Time { return b.now }, func(c *Config) {
+			c.PartitionsAhead = 10 * 24 * time.Hour
+			c.RunRetention = 24 * time.Hour
+		})
+		l.upkeep(b.ctx)
+
+		rows, err := b.st.Pool().Query(b.ctx, `SELECT c.relname FROM pg_inherits i
+JOIN pg_class c ON c.oid = i.inhrelid
+WHERE i.inhparent = 'job_runs'::regclass AND c.relname ~ '^job_runs_[0-9]{8}$'`)
+		require.NoError(t, err)
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+
+		day := func(d int) string { return "job_runs_" + b.now.AddDate(0, 0, d).Format("20060102") }
+		for d := -1; d <= 10; d++ {
+			require.Contains(t, names, day(d), "day %+d has its partition", d)
+		}
+		require.NotContains(t, names, day(-2), "the partition past retention is dropped")
+		require.Len(t, names, 12)
+
+		entries := logs.FilterMessage("partition_upkeep").All()
+		require.Len(t, entries, 1)
+		require.Contains(t, entries[0].ContextMap()["dropped"], day(-2))
+		require.Zero(t, count(logs, "partition_upkeep_failed"))
+	})
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/pkg/testenv"
+)
+
+// goleak runs once after all tests: inside parallel tests it would see the
+// goroutines of the others.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var owner = uuid.MustParse("0190aaaa-0000-7000-8000-00000000000a")
+
+// bundle is what a scheduler test works with: a migrated schema of its own on
+// the real Postgres, and a key prefix of its own on the real Redis.
+type bundle struct {
+	ctx  context.Context
+	st   *store.Store
+	rdb  redis.UniversalClient
+	q    *queue.Queue
+	keys queue.Keys
+	now  time.Time
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	b := setupRedis(t)
+	b.st = testenv.Store(t)
+	return b
+}
+
+// setupRedis is setup without Postgres, for the publisher, which never uses it.
+func setupRedis(t *testing.T) *bundle {
+	t.Helper()
+	rdb, prefix := testenv.Redis(t)
+	keys := queue.Keys{Prefix: prefix, Shard: 0}
+	return &bundle{
+		ctx: t.Context(), rdb: rdb, q: queue.New(rdb, keys), keys: keys,
+		now: time.Now().UTC().Truncate(time.Millisecond),
+	}
+}
+
+// testConfig is a leader configuration fast enough for tests: a 1 s lock
+// (refreshed every 333 ms, retried every 250 ms) and a load every 50 ms. The
+// reconciler and hourly upkeep stay out of the way unless a test calls them.
+func testConfig() Config {
+	return Config{
+		Horizon:           time.Minute,
+		LoadInterval:      50 * time.Millisecond,
+		LoadBatch:         100,
+		LockTTL:           time.Second,
+		PublishBatch:      100,
+		PublishTick:       50 * time.Millisecond,
+		ReconcileInterval: time.Hour,
+		LostAfter:         time.Minute,
+		RunRetention:      30 * 24 * time.Hour,
+		PartitionsAhead:   3 * 24 * time.Hour,
+	}
+}
+
+// observed returns a logger that records every entry, for assertions on what a
+// component logged.
+func observed() (*zap.Logger, *observer.ObservedLogs) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	return zap.New(core), logs
+}
+
+// leader returns a Leader on b's store and keys with testConfig changed by
+// mods, and the logs it writes.
+func (b *bundle) leader(clock func() time.Time, mods ...func(*Config)) (*Leader, *observer.ObservedLogs) {
+	cfg := testConfig()
+	for _, mod := range mods {
+		mod(&cfg)
+	}
+	if clock == nil {
+		clock = time.Now
+	}
+	log, logs := observed()
+	return &Leader{store: b.st, queue: b.q, locker: redislock.New(b.rdb), log: log, clock: clock, cfg: cfg}, logs
+}
+
+// goRun runs fn in a goroutine until stop is called or the test ends. stop
+// cancels fn's context and waits for fn to return; done is closed when it has.
+func goRun(t *testing.T, fn func(ctx context.Context)) (stop func(), done <-chan struct{}) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		fn(ctx)
+	}()
+	stop = func() {
+		cancel()
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Errorf("goroutine did not return within 10s of its context ending")
+		}
+	}
+	t.Cleanup(stop)
+	return stop, ch
+}
+
+// waitUntil polls cond until it holds, failing the test with msg at the
+// deadline. cond runs on the test goroutine, so it may use require. An arg of
+// type func() string is called at the deadline, to report the state then.
+func waitUntil(t *testing.T, timeout time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			for i, a := range args {
+				if f, ok := a.(func() string); ok {
+					args[i] = f()
+				}
+			}
+			t.Fatalf("after %s: "+msg, append([]any{timeout}, args...)...)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// newJob returns a scheduled one-off ping job due at runAt, not claimed yet
+// (DueAt = RunAt), as the dashboard stores a job beyond the load horizon.
+func newJob(runAt time.Time, mods ...func(*job.Job)) *job.Job {
+	runAt = runAt.UTC().Truncate(time.Millisecond)
+	created := time.Now().UTC()
+	j := &job.Job{
+		ID: job.NewID(), Owner: owner, Name: "ping", Type: job.TypePing, Status: job.StatusScheduled,
+		MaxRetries: 3, Timeout: 5 * time.Second, Payload: json.RawMessage(`{"url":"http://example.com"}`),
+		RunAt: runAt, DueAt: runAt, CreatedAt: created, UpdatedAt: created,
+	}
+	for _, mod := range mods {
+		mod(j)
+	}
+	return j
+}
+
+// claimed marks a job as already claimed into Redis (DueAt zero), as the
+// dashboard stores a job due within the horizon before its ZADD.
+func claimed(j *job.Job) { j.DueAt = time.Time{} }
+
+func (b *bundle) create(t *testing.T, jobs ...*job.Job) {
+	t.Helper()
+	require.NoError(t, b.st.CreateJobs(b.ctx, jobs))
+}
+
+func (b *bundle) job(t *testing.T, id uuid.UUID) *job.Job {
+	t.Helper()
+	j, err := b.st.GetJob(b.ctx, store.AnyOwner, id)
+	require.NoError(t, err)
+	return j
+}
+
+// firstAttempt is the occurrence a claim of j hands to Redis.
+func firstAttempt(j *job.Job) job.Occurrence {
+	return job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority}
+}
+
+// scheduled reports whether o is in the due set.
+func (b *bundle) scheduled(t *testing.T, o job.Occurrence) bool {
+	t.Helper()
+	in, err := b.q.Scheduled(b.ctx, []job.Occurrence{o})
+	require.NoError(t, err)
+	return in[0]
+}
+
+// score is o's due time in the due set; o must be there.
+func (b *bundle) score(t *testing.T, o job.Occurrence) time.Time {
+	t.Helper()
+	s, err := b.rdb.ZScore(b.ctx, b.keys.Due(), o.Member()).Result()
+	require.NoError(t, err, "member %s is not in the due set", o.Member())
+	return time.UnixMilli(int64(s)).UTC()
+}
+
+// loaded reports whether the loader handed j to Redis: claimed in Postgres
+// (due_at NULL) and its first attempt in the due set.
+func (b *bundle) loaded(t *testing.T, j *job.Job) bool {
+	t.Helper()
+	return b.job(t, j.ID).DueAt.IsZero() && b.scheduled(t, firstAttempt(j))
+}
+
+// streamEntry is one decoded entry of the ready stream.
+type streamEntry struct {
+	id  string
+	ms  int64 // the millisecond part of the entry id: when Redis appended it
+	occ job.Occurrence
+	due int64 // the d field: the due time in unix ms
+}
+
+func (b *bundle) stream(t *testing.T) []streamEntry {
+	t.Helper()
+	xs, err := b.rdb.XRange(b.ctx, b.keys.Ready(), "-", "+").Result()
+	require.NoError(t, err)
+	out := make([]streamEntry, 0, len(xs))
+	for _, x := range xs {
+		var e streamEntry
+		e.id = x.ID
+		msPart, _, _ := strings.Cut(x.ID, "-")
+		var err error
+		e.ms, err = strconv.ParseInt(msPart, 10, 64)
+		require.NoError(t, err, "entry id %s", x.ID)
+		m, ok := x.Values["m"].(string)
+		require.True(t, ok, "entry %s has no member", x.ID)
+		e.occ, err = job.ParseMember(m)
+		require.NoError(t, err)
+		d, ok := x.Values["d"].(string)
+		require.True(t, ok, "entry %s has no due time", x.ID)
+		e.due, err = strconv.ParseInt(d, 10, 64)
+		require.NoError(t, err, "entry %s due time", x.ID)
+		out = append(out, e)
+	}
+	return out
+}

@@ -1,0 +1,449 @@
+package main
+
+import (
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/worker/executor"
+)
+
+// settled reports whether the ready stream is empty and nothing is pending:
+// every entry was acknowledged and deleted.
+func (b *bundle) settled(t *testing.T) bool {
+	t.Helper()
+	return b.streamLen(t) == 0 && b.pending(t) == 0
+}
+
+// finished reports j's status once it is no longer scheduled, "" until then.
+func (b *bundle) finished(t *testing.T, j *job.Job) job.Status {
+	t.Helper()
+	if s := b.job(t, j.ID).Status; s != job.StatusScheduled {
+		return s
+	}
+	return ""
+}
+
+// redeliver appends a copy of o's stream entry, as a fault (a re-add by the
+// reconciler, a replayed publish) would.
+func (b *bundle) redeliver(t *testing.T, o job.Occurrence, due time.Time) {
+	t.Helper()
+	require.NoError(t, b.rdb.XAdd(b.ctx, &redis.XAddArgs{
+		Stream: b.keys.Ready(),
+		Values: []any{"m", o.Member(), "d", strconv.FormatInt(due.UnixMilli(), 10)},
+	}).Err())
+}
+
+// start begins attempts the way another worker would: a running row leased
+// until now + timeout + margin.
+func (b *bundle) start(t *testing.T, now time.Time, margin time.Duration, occs ...job.Occurrence) []store.Started {
+	t.Helper()
+	reqs := make([]store.Start, len(occs))
+	for i, o := range occs {
+		reqs[i] = store.Start{Occurrence: o, DueAt: o.ScheduledFor}
+	}
+	started, err := b.st.StartRuns(b.ctx, reqs, now, margin)
+	require.NoError(t, err)
+	require.Len(t, started, len(occs))
+	return started
+}
+
+func TestConsumer(t *testing.T) {
+	t.Parallel()
+
+	t.Run("RunsEachEntryOnceAndRecordsCompleted", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		jobs := make([]*job.Job, 8)
+		for i := range jobs {
+			jobs[i] = b.claimedJob(func(j *job.Job) { j.Name, j.Priority = "job "+strconv.Itoa(i), i })
+		}
+		b.create(t, jobs...)
+		require.Equal(t, len(jobs), b.publish(t))
+
+		r := newRunner()
+		goRun(t, b.consumer(r).Run)
+		waitUntil(t, 10*time.Second, func() bool {
+			for _, j := range jobs {
+				if b.finished(t, j) == "" {
+					return false
+				}
+			}
+			return true
+		}, "not every job finished")
+		waitUntil(t, 5*time.Second, func() bool { return b.settled(t) }, "entries were not acknowledged and deleted")
+
+		byKey := map[string]executor.Task{}
+		for _, task := range r.seen() {
+			_, dup := byKey[task.Key]
+			require.False(t, dup, "occurrence %s ran twice", task.Key)
+			byKey[task.Key] = task
+		}
+		require.Len(t, byKey, len(jobs))
+		for _, j := range jobs {
+			require.Equal(t, job.StatusCompleted, b.job(t, j.ID).Status)
+			o := firstAttempt(j)
+			task, ok := byKey[o.Key()]
+			require.True(t, ok, "job %s never ran", j.ID)
+			require.Equal(t, executor.Task{
+				JobID: j.ID, Owner: owner, Name: j.Name, Type: job.TypePing, ScheduledFor: j.RunAt, Attempt: 1,
+				Key: o.Key(), Payload: task.Payload, Timeout: 5 * time.Second,
+			}, task)
+			require.JSONEq(t, string(j.Payload), string(task.Payload))
+
+			runs := b.runs(t, j.ID)
+			require.Len(t, runs, 1)
+			require.Equal(t, job.RunCompleted, runs[0].Status)
+			require.Equal(t, 1, runs[0].Attempt)
+			require.Equal(t, "pong "+o.Key(), runs[0].Output)
+			require.False(t, runs[0].FinishedAt.IsZero())
+		}
+		require.Equal(t, len(jobs), r.calls(), "no attempt ran twice")
+	})
+
+	t.Run("RetriesFailedAttemptUntilPermanentlyFailed", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.claimedJob(func(j *job.Job) { j.MaxRetries = 2 })
+		b.create(t, j)
+		b.publishing(t)
+
+		r := newRunner()
+		r.outcome = failing
+		goRun(t, b.consumer(r).Run)
+		waitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" }, "the job did not finish")
+		require.Equal(t, job.StatusPermanentlyFailed, b.job(t, j.ID).Status)
+		waitUntil(t, 5*time.Second, func() bool { return b.settled(t) }, "entries were not acknowledged and deleted")
+
+		runs := b.runs(t, j.ID)
+		require.Len(t, runs, 3, "the first attempt and max_retries retries")
+		for i, want := range []job.RunStatus{job.RunFailed, job.RunFailed, job.RunPermanentlyFailed} {
+			require.Equal(t, i+1, runs[i].Attempt)
+			require.Equal(t, want, runs[i].Status, "attempt %d", i+1)
+			require.Equal(t, j.RunAt, runs[i].ScheduledFor, "every attempt belongs to the one occurrence")
+			require.Equal(t, "target answered 503", runs[i].Error)
+		}
+		// Each retry is due after its backoff: base 10 ms then 20 ms (the cap),
+		// jittered over the upper half; due times are whole milliseconds.
+		for i, bounds := range [][2]time.Duration{{4 * time.Millisecond, 10 * time.Millisecond}, {9 * time.Millisecond, 20 * time.Millisecond}} {
+			wait := runs[i+1].DueAt.Sub(runs[i].FinishedAt)
+			require.GreaterOrEqual(t, wait, bounds[0], "attempt %d is due %s after attempt %d failed", i+2, wait, i+1)
+			require.LessOrEqual(t, wait, bounds[1], "attempt %d is due %s after attempt %d failed", i+2, wait, i+1)
+		}
+
+		tasks := r.seen()
+		require.Len(t, tasks, 3)
+		for i, task := range tasks {
+			require.Equal(t, i+1, task.Attempt)
+			require.Equal(t, firstAttempt(j).Key(), task.Key, "the idempotency key is the same on every attempt")
+		}
+		due, err := b.rdb.ZCard(b.ctx, b.keys.Due()).Result()
+		require.NoError(t, err)
+		require.Zero(t, due, "no attempt follows the last")
+	})
+
+	t.Run("AcksRedeliveryOfFinishedAttempt", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.claimedJob()
+		b.create(t, j)
+		b.publish(t)
+		r := newRunner()
+		goRun(t, b.consumer(r).Run)
+		waitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the job did not complete")
+		require.Equal(t, 1, r.calls())
+
+		b.redeliver(t, firstAttempt(j), j.RunAt)
+		waitUntil(t, 10*time.Second, func() bool { return b.settled(t) }, "the redelivered entry was not acknowledged and deleted")
+		require.Equal(t, 1, r.calls(), "a finished attempt does not run again")
+		runs := b.runs(t, j.ID)
+		require.Len(t, runs, 1)
+		require.Equal(t, job.RunCompleted, runs[0].Status)
+		require.Equal(t, job.StatusCompleted, b.job(t, j.ID).Status)
+	})
+
+	t.Run("RequeuesMissingRetryOnRedeliveryOfFailedAttempt", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.claimedJob(func(j *job.Job) { j.MaxRetries = 2 })
+		require.NoError(t, b.st.CreateJobs(b.ctx, []*job.Job{j}))
+		// Another worker ran the first attempt and recorded it failed, then
+		// died before its retry reached the due set or its entry was acked.
+		first := firstAttempt(j)
+		b.start(t, b.now, time.Second, first)
+		require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{{Occurrence: first, Status: job.RunFailed, FinishedAt: b.now, Error: "boom"}}, b.now))
+		b.redeliver(t, first, j.RunAt)
+
+		r := newRunner()
+		before := time.Now()
+		goRun(t, b.consumer(r).Run)
+		waitUntil(t, 10*time.Second, func() bool { return b.settled(t) }, "the redelivered entry was not acknowledged and deleted")
+
+		require.Zero(t, r.calls(), "the failed attempt does not run again")
+		require.True(t, b.scheduled(t, first.Next()), "the missing retry is back in the due set")
+		s, err := b.rdb.ZScore(b.ctx, b.keys.Due(), first.Next().Member()).Result()
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, int64(s), before.UnixMilli(), "the retry is due now")
+		require.False(t, b.scheduled(t, first), "the failed attempt itself is not re-added")
+		runs := b.runs(t, j.ID)
+		require.Len(t, runs, 1)
+		require.Equal(t, job.RunFailed, runs[0].Status)
+	})
+
+	t.Run("DropsEntryOfCancelledJob", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.claimedJob()
+		b.create(t, j)
+		_, err := b.st.CancelJob(b.ctx, owner, j.ID, time.Now())
+		require.NoError(t, err)
+		require.Equal(t, 1, b.publish(t), "the member was still in the due set")
+
+		r := newRunner()
+		goRun(t, b.consumer(r).Run)
+		waitUntil(t, 10*time.Second, func() bool { return b.settled(t) }, "the entry was not acknowledged and deleted")
+		require.Zero(t, r.calls(), "a cancelled job never runs")
+		require.Empty(t, b.runs(t, j.ID))
+		require.Equal(t, job.StatusCancelled, b.job(t, j.ID).Status)
+		require.Equal(t, 1, b.logs.FilterMessage("entry_dropped_job_not_scheduled").Len())
+	})
+
+	t.Run("SetsAsidePoisonEntry", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		id, err := b.rdb.XAdd(b.ctx, &redis.XAddArgs{Stream: b.keys.Ready(), Values: []any{"m", "garbage", "d", "123"}}).Result()
+		require.NoError(t, err)
+		good := b.claimedJob()
+		b.create(t, good)
+		require.Equal(t, 1, b.publish(t))
+
+		r := newRunner()
+		goRun(t, b.consumer(r).Run)
+		waitUntil(t, 10*time.Second, func() bool { return b.finished(t, good) != "" && b.settled(t) },
+			"the stream was not drained")
+		require.Equal(t, job.StatusCompleted, b.job(t, good.ID).Status, "a poison entry does not hold up the others")
+		require.Equal(t, 1, r.calls())
+
+		dead := b.entries(t, b.keys.Dead())
+		require.Len(t, dead, 1)
+		require.Equal(t, id, dead[0].Values["id"])
+		require.Equal(t, "garbage", dead[0].Values["f_m"])
+		require.Equal(t, "123", dead[0].Values["f_d"])
+		require.Contains(t, dead[0].Values["error"], "garbage")
+		require.Equal(t, 1, b.logs.FilterMessage("poison_entry_set_aside").Len())
+	})
+
+	t.Run("RunsAtMostConcurrencyAttemptsAtOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		jobs := make([]*job.Job, 10)
+		for i := range jobs {
+			jobs[i] = b.claimedJob()
+		}
+		b.create(t, jobs...)
+		require.Equal(t, len(jobs), b.publish(t))
+
+		r := holding()
+		goRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch = 4, 4 }).Run)
+		waitUntil(t, 10*time.Second, func() bool { running, _ := r.concurrency(); return running == 4 }, "four attempts did not start")
+
+		// The worker holds no more entries than it runs: the others stay
+		// unread in the stream for any worker with a free slot.
+		require.EqualValues(t, 4, b.pending(t))
+		require.EqualValues(t, len(jobs), b.streamLen(t))
+		groups, err := b.rdb.XInfoGroups(b.ctx, b.keys.Ready()).Result()
+		require.NoError(t, err)
+		require.Len(t, groups, 1)
+		require.EqualValues(t, 6, groups[0].Lag, "six entries are not read yet")
+
+		r.let(t, len(jobs))
+		waitUntil(t, 10*time.Second, func() bool {
+			for _, j := range jobs {
+				if b.finished(t, j) == "" {
+					return false
+				}
+			}
+			return b.settled(t)
+		}, "not every job finished")
+		_, most := r.concurrency()
+		require.Equal(t, 4, most, "never more than Concurrency attempts at once")
+		require.Equal(t, len(jobs), r.calls())
+	})
+
+	t.Run("RunsHigherPriorityFirstWithOneSlot", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// Twenty jobs due at the same millisecond, created in shuffled priority order.
+		prios := []int{7, -3, 120, 0, 55, -32768, 32767, 8, 9, -1, 1000, 2, -500, 42, 3, 77, -77, 600, 5, 11}
+		jobs := make([]*job.Job, len(prios))
+		prio := make(map[string]int, len(prios))
+		for i, p := range prios {
+			jobs[i] = b.claimedJob(func(j *job.Job) { j.Priority = p })
+			prio[jobs[i].ID.String()] = p
+		}
+		b.create(t, jobs...)
+		require.Equal(t, len(jobs), b.publish(t))
+
+		r := newRunner()
+		goRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch = 1, 1 }).Run)
+		waitUntil(t, 10*time.Second, func() bool { return r.calls() == len(jobs) }, "not every job ran")
+
+		var got []int
+		for _, task := range r.seen() {
+			got = append(got, prio[task.JobID.String()])
+		}
+		want := slices.Clone(prios)
+		slices.Sort(want)
+		slices.Reverse(want)
+		require.Equal(t, want, got, "run in descending priority")
+	})
+
+	t.Run("LeavesEntryOfLiveAttemptPending", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		leased, next := b.claimedJob(), b.claimedJob()
+		require.NoError(t, b.st.CreateJobs(b.ctx, []*job.Job{leased, next}))
+		// Another live worker holds the lease of leased's attempt; a copy of
+		// its entry arrives first, then next's.
+		b.start(t, time.Now(), time.Minute, firstAttempt(leased))
+		b.redeliver(t, firstAttempt(leased), leased.RunAt)
+		b.redeliver(t, firstAttempt(next), next.RunAt)
+
+		// One slot and batches of one: once next has run, the copy before it
+		// has been handled.
+		r := newRunner()
+		goRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch = 1, 1 }).Run)
+		waitUntil(t, 10*time.Second, func() bool { return b.finished(t, next) != "" && b.streamLen(t) == 1 }, "next did not run")
+
+		require.Equal(t, 1, r.calls(), "the leased attempt does not run twice")
+		require.EqualValues(t, 1, b.pending(t), "the copy stays pending for the worker that holds the lease")
+		runs := b.runs(t, leased.ID)
+		require.Len(t, runs, 1)
+		require.Equal(t, job.RunRunning, runs[0].Status)
+	})
+}
+
+func TestConsumerShutdown(t *testing.T) {
+	t.Parallel()
+
+	t.Run("RecordsAttemptFinishedWithinGrace", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		first, second := b.claimedJob(), b.claimedJob()
+		b.create(t, first, second)
+		require.Equal(t, 2, b.publish(t))
+
+		r := holding()
+		cancel, done := goRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch, c.Grace = 1, 1, 10*time.Second }).Run)
+		waitUntil(t, 10*time.Second, func() bool { return r.calls() == 1 }, "no attempt started")
+		cancel()
+		r.let(t, 1)
+		returned(t, done, 10*time.Second)
+
+		ran := r.seen()[0].JobID
+		other := first.ID
+		if ran == first.ID {
+			other = second.ID
+		}
+		runs := b.runs(t, ran)
+		require.Len(t, runs, 1)
+		require.Equal(t, job.RunCompleted, runs[0].Status, "the in-flight attempt is recorded")
+		require.Equal(t, job.StatusCompleted, b.job(t, ran).Status)
+		require.Zero(t, b.pending(t), "and acknowledged")
+
+		require.Equal(t, 1, r.calls(), "nothing is fetched after the context ends")
+		require.Empty(t, b.runs(t, other))
+		require.EqualValues(t, 1, b.streamLen(t), "the unread entry stays in the stream")
+		require.Zero(t, b.logs.FilterMessage("shutdown_grace_expired_abandoning_attempts").Len())
+	})
+
+	t.Run("AbandonsAttemptRunningPastGrace", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.claimedJob()
+		b.create(t, j)
+		b.publish(t)
+
+		const grace = 300 * time.Millisecond
+		r := holding() // never let go: the task returns only when abandoned
+		cancel, done := goRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch, c.Grace = 1, 1, grace }).Run)
+		waitUntil(t, 10*time.Second, func() bool { return r.calls() == 1 }, "the attempt did not start")
+		stopped := time.Now()
+		cancel()
+		returned(t, done, 10*time.Second)
+		require.GreaterOrEqual(t, time.Since(stopped), grace, "in-flight attempts get the grace period")
+
+		r.mu.Lock()
+		abandoned := r.abandoned
+		r.mu.Unlock()
+		require.Equal(t, 1, abandoned, "the attempt's context ended")
+		runs := b.runs(t, j.ID)
+		require.Len(t, runs, 1)
+		require.Equal(t, job.RunRunning, runs[0].Status, "nothing is recorded, so another worker takes the attempt over")
+		require.Equal(t, job.StatusScheduled, b.job(t, j.ID).Status)
+		require.EqualValues(t, 1, b.pending(t), "the entry stays pending for reclaim")
+		require.Equal(t, 1, b.logs.FilterMessage("shutdown_grace_expired_abandoning_attempts").Len())
+	})
+}
+
+func TestConsumerReclaim(t *testing.T) {
+	t.Parallel()
+
+	// readAsDead delivers every stream entry to a consumer that never acks.
+	readAsDead := func(t *testing.T, b *bundle) {
+		t.Helper()
+		res, err := b.rdb.XReadGroup(b.ctx, &redis.XReadGroupArgs{
+			Group: queue.Group, Consumer: "dead", Streams: []string{b.keys.Ready(), ">"}, Count: 10, Block: -1,
+		}).Result()
+		require.NoError(t, err)
+		require.Len(t, res, 1)
+		require.Len(t, res[0].Messages, 1)
+		require.EqualValues(t, 1, b.pending(t))
+	}
+	withVisibility := func(c *Consumer) { c.Visibility = time.Second }
+
+	t.Run("RunsEntryLeftPendingByDeadConsumer", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.claimedJob()
+		b.create(t, j)
+		b.publish(t)
+		readAsDead(t, b) // it died before starting the attempt: no run row
+
+		r := newRunner()
+		goRun(t, b.consumer(r, withVisibility).Run)
+		waitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the entry was not reclaimed")
+		require.Equal(t, job.StatusCompleted, b.job(t, j.ID).Status)
+		require.Equal(t, 1, r.calls(), "run once")
+		runs := b.runs(t, j.ID)
+		require.Len(t, runs, 1)
+		require.Equal(t, job.RunCompleted, runs[0].Status)
+	})
+
+	t.Run("TakesOverAttemptPastItsLease", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.claimedJob(func(j *job.Job) { j.Timeout = 100 * time.Millisecond })
+		b.create(t, j)
+		b.publish(t)
+		readAsDead(t, b)
+		// It died mid-attempt: the run is running, leased for 100 ms.
+		dead := b.start(t, time.Now(), 0, firstAttempt(j))
+
+		r := newRunner()
+		goRun(t, b.consumer(r, withVisibility).Run)
+		waitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the attempt was not taken over")
+		require.Equal(t, 1, r.calls())
+		runs := b.runs(t, j.ID)
+		require.Len(t, runs, 1)
+		require.Equal(t, dead[0].Run.ID, runs[0].ID, "the same run row, re-leased")
+		require.Equal(t, job.RunCompleted, runs[0].Status)
+	})
+}

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/pkg/testenv"
+	"github.com/tockhq/tock/services/worker/executor"
+)
+
+// goleak runs once after all tests: inside parallel tests it would see the
+// goroutines of the others.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var owner = uuid.MustParse("0190aaaa-0000-7000-8000-00000000000a")
+
+// bundle is what a consumer test works with: a migrated schema of its own on
+// the real Postgres, a key prefix of its own on the real Redis (with the
+// consumer group created), and a logger that records what the consumer logs.
+type bundle struct {
+	ctx  context.Context
+	st   *store.Store
+	rdb  redis.UniversalClient
+	q    *queue.Queue
+	keys queue.Keys
+	now  time.Time
+	log  *zap.Logger
+	logs *observer.ObservedLogs
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	st := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	keys := queue.Keys{Prefix: prefix, Shard: 0}
+	core, logs := observer.New(zapcore.DebugLevel)
+	b := &bundle{
+		ctx: t.Context(), st: st, rdb: rdb, q: queue.New(rdb, keys), keys: keys,
+		now: time.Now().UTC().Truncate(time.Millisecond), log: zap.New(core), logs: logs,
+	}
+	require.NoError(t, b.q.EnsureGroup(b.ctx))
+	return b
+}
+
+// consumer returns a Consumer on b with settings fast enough for tests,
+// changed by mods.
+func (b *bundle) consumer(r Runner, mods ...func(*Consumer)) *Consumer {
+	c := &Consumer{
+		Store: b.st, Queue: b.q, Runner: r, Log: b.log, Clock: time.Now,
+		Name: "consumer-" + job.NewID().String()[24:], Concurrency: 4, Batch: 4, Block: 50 * time.Millisecond,
+		Visibility: 30 * time.Second, LeaseMargin: time.Second,
+		BackoffBase: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond, Grace: 5 * time.Second,
+	}
+	for _, mod := range mods {
+		mod(c)
+	}
+	return c
+}
+
+// goRun runs fn in a goroutine until cancel is called or the test ends; done
+// is closed when fn has returned. When the test ends, it cancels fn and waits.
+func goRun(t *testing.T, fn func(ctx context.Context)) (cancel func(), done <-chan struct{}) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		fn(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-ch:
+		case <-time.After(15 * time.Second):
+			t.Errorf("goroutine did not return within 15s of its context ending")
+		}
+	})
+	return cancel, ch
+}
+
+// returned waits for done, failing the test after timeout.
+func returned(t *testing.T, done <-chan struct{}, timeout time.Duration) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		t.Fatalf("Run did not return within %s", timeout)
+	}
+}
+
+// publishing keeps moving due members to the stream, as the scheduler's
+// publisher does, so retries come back to the consumer.
+func (b *bundle) publishing(t *testing.T) {
+	t.Helper()
+	goRun(t, func(ctx context.Context) {
+		for ctx.Err() == nil {
+			if _, err := b.q.Publish(ctx, 100, time.Time{}); err != nil && ctx.Err() == nil {
+				t.Errorf("publish: %v", err)
+				return
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	})
+}
+
+// waitUntil polls cond until it holds, failing the test with msg at the
+// deadline. cond runs on the test goroutine, so it may use require. An arg of
+// type func() string is called at the deadline, to report the state then.
+func waitUntil(t *testing.T, timeout time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			for i, a := range args {
+				if f, ok := a.(func() string); ok {
+					args[i] = f()
+				}
+			}
+			t.Fatalf("after %s: "+msg, append([]any{timeout}, args...)...)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// claimedJob returns a scheduled one-off ping job due at b.now and already
+// claimed into Redis (DueAt zero), as the loader or the dashboard leaves it.
+func (b *bundle) claimedJob(mods ...func(*job.Job)) *job.Job {
+	j := &job.Job{
+		ID: job.NewID(), Owner: owner, Name: "ping", Type: job.TypePing, Status: job.StatusScheduled,
+		MaxRetries: 3, Timeout: 5 * time.Second, Payload: json.RawMessage(`{"url":"http://example.com"}`),
+		RunAt: b.now, CreatedAt: b.now, UpdatedAt: b.now,
+	}
+	for _, mod := range mods {
+		mod(j)
+	}
+	return j
+}
+
+// firstAttempt is the occurrence a claim of j hands to Redis.
+func firstAttempt(j *job.Job) job.Occurrence {
+	return job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority}
+}
+
+// create stores jobs and puts their first attempts into the due set.
+func (b *bundle) create(t *testing.T, jobs ...*job.Job) {
+	t.Helper()
+	require.NoError(t, b.st.CreateJobs(b.ctx, jobs))
+	entries := make([]queue.Entry, len(jobs))
+	for i, j := range jobs {
+		entries[i] = queue.Entry{Occurrence: firstAttempt(j), DueAt: j.RunAt}
+	}
+	require.NoError(t, b.q.Enqueue(b.ctx, entries))
+}
+
+// publish moves every due member to the ready stream and returns how many.
+func (b *bundle) publish(t *testing.T) int {
+	t.Helper()
+	p, err := b.q.Publish(b.ctx, 1000, time.Now())
+	require.NoError(t, err)
+	return p.Moved
+}
+
+func (b *bundle) job(t *testing.T, id uuid.UUID) *job.Job {
+	t.Helper()
+	j, err := b.st.GetJob(b.ctx, store.AnyOwner, id)
+	require.NoError(t, err)
+	return j
+}
+
+// runs returns j's attempts, first attempt first.
+func (b *bundle) runs(t *testing.T, id uuid.UUID) []job.Run {
+	t.Helper()
+	runs, err := b.st.ListRuns(b.ctx, store.RunFilter{JobID: id, Limit: 100})
+	require.NoError(t, err)
+	for i, k := 0, len(runs)-1; i < k; i, k = i+1, k-1 {
+		runs[i], runs[k] = runs[k], runs[i]
+	}
+	return runs
+}
+
+// streamLen is how many entries the ready stream holds, read or not.
+func (b *bundle) streamLen(t *testing.T) int64 {
+	t.Helper()
+	n, err := b.rdb.XLen(b.ctx, b.keys.Ready()).Result()
+	require.NoError(t, err)
+	return n
+}
+
+// pending is how many entries were delivered and not acknowledged.
+func (b *bundle) pending(t *testing.T) int64 {
+	t.Helper()
+	p, err := b.rdb.XPending(b.ctx, b.keys.Ready(), queue.Group).Result()
+	require.NoError(t, err)
+	return p.Count
+}
+
+// entries returns the raw entries of a stream.
+func (b *bundle) entries(t *testing.T, stream string) []redis.XMessage {
+	t.Helper()
+	xs, err := b.rdb.XRange(b.ctx, stream, "-", "+").Result()
+	require.NoError(t, err)
+	return xs
+}
+
+// scheduled reports whether o is in the due set.
+func (b *bundle) scheduled(t *testing.T, o job.Occurrence) bool {
+	t.Helper()
+	in, err := b.q.Scheduled(b.ctx, []job.Occurrence{o})
+	require.NoError(t, err)
+	return in[0]
+}
+
+// runner is a fake Runner: it records every task, answers with outcome (OK
+// when nil) and, when hold is set, blocks each task until let releases it or
+// its context ends, as a real executor returns at its deadline.
+type runner struct {
+	outcome func(executor.Task) executor.Outcome
+	hold    bool
+	gate    chan struct{}
+
+	mu         sync.Mutex
+	tasks      []executor.Task
+	running    int
+	maxRunning int
+	abandoned  int
+}
+
+func newRunner() *runner { return &runner{gate: make(chan struct{})} }
+
+// holding returns a runner whose tasks block until let releases them.
+func holding() *runner {
+	r := newRunner()
+	r.hold = true
+	return r
+}
+
+func (r *runner) Execute(ctx context.Context, t executor.Task) executor.Outcome {
+	r.mu.Lock()
+	r.tasks = append(r.tasks, t)
+	r.running++
+	r.maxRunning = max(r.maxRunning, r.running)
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.running--
+		r.mu.Unlock()
+	}()
+	if r.hold {
+		select {
+		case <-r.gate:
+		case <-ctx.Done():
+			r.mu.Lock()
+			r.abandoned++
+			r.mu.Unlock()
+			return executor.Outcome{Error: ctx.Err().Error()}
+		}
+	}
+	if r.outcome != nil {
+		return r.outcome(t)
+	}
+	return executor.Outcome{OK: true, StatusCode: 200, Output: "pong " + t.Key}
+}
+
+// let releases n held tasks, waiting for each to be there to take it.
+func (r *runner) let(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case r.gate <- struct{}{}:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no held task to release")
+		}
+	}
+}
+
+func (r *runner) seen() []executor.Task {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]executor.Task(nil), r.tasks...)
+}
+
+func (r *runner) calls() int { return len(r.seen()) }
+
+// concurrency reports how many tasks are running and the most that ever ran at once.
+func (r *runner) concurrency() (running, most int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.running, r.maxRunning
+}
+
+// failing answers every attempt with a failure.
+func failing(executor.Task) executor.Outcome {
+	return executor.Outcome{StatusCode: 503, Error: "target answered 503"}
+}
