@@ -30,3 +30,8 @@ func (k Keys) Dead() string { return k.key("dead") }
 
 // LoaderLock is the lock held by the scheduler instance that loads from Postgres.
 func (k Keys) LoaderLock() string { return k.key("loader-lock") }
+
+// Marker exists while Redis still holds what tock put there; its absence tells
+// the reconciler that Redis lost its data (FLUSHALL, a restart without
+// persistence) and the window must be rebuilt from Postgres.
+func (k Keys) Marker() string { return k.key("marker") }

@@ -318,3 +318,20 @@ func Connect(url string) (redis.UniversalClient, error) {
 	}
 	return redis.NewClient(opt), nil
 }
+
+// Intact reports whether the marker is present: false after Redis lost its data.
+func (q *Queue) Intact(ctx context.Context) (bool, error) {
+	n, err := q.rdb.Exists(ctx, q.keys.Marker()).Result()
+	if err != nil {
+		return false, fmt.Errorf("check marker: %w", err)
+	}
+	return n == 1, nil
+}
+
+// MarkIntact sets the marker, once what Redis should hold has been rebuilt.
+func (q *Queue) MarkIntact(ctx context.Context) error {
+	if err := q.rdb.Set(ctx, q.keys.Marker(), "1", 0).Err(); err != nil {
+		return fmt.Errorf("set marker: %w", err)
+	}
+	return nil
+}

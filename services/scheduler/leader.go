@@ -81,8 +81,9 @@ func (l *Leader) lead(parent context.Context, lock *redislock.Lock) {
 		}
 	}()
 
-	l.watermark = time.Time{} // a new leader first sweeps every partition
 	l.upkeep(ctx)
+	// A new leader first reconciles, which also sweeps every partition.
+	l.reconcile(ctx)
 	load := time.NewTimer(0)
 	defer load.Stop()
 	reconcile := time.NewTicker(l.cfg.ReconcileInterval)
@@ -151,6 +152,11 @@ func (l *Leader) reconcile(ctx context.Context) {
 	if err := l.queue.EnsureGroup(ctx); err != nil {
 		l.log.Warn("reconcile_group_failed", zap.Error(err))
 	}
+	if intact, err := l.queue.Intact(ctx); err != nil {
+		l.log.Warn("reconcile_marker_failed", zap.Error(err))
+	} else if !intact {
+		l.rebuild(ctx, now)
+	}
 	// A full sweep over every hour partition catches anything the windowed
 	// rounds could not see, such as a claim released after its window passed.
 	l.watermark = time.Time{}
@@ -201,6 +207,59 @@ func (l *Leader) reconcile(ctx context.Context) {
 		}
 		l.log.Warn("requeued_expired_leases", zap.Int("runs", len(expired)))
 	}
+}
+
+// rebuild puts back what Redis held, from Postgres, after Redis lost its
+// data: the first attempts of claimed one-off jobs that never started, the
+// retries of failed attempts, and the occurrences of recurring jobs after
+// their last run (their cursors move back; the loader plans them again and
+// their misfire policies judge those now late). Attempts that were running
+// come back through lease expiry. Re-adding what may still be somewhere is
+// safe: an attempt starts once. The marker is set only when all of it worked,
+// so a failed rebuild is tried again at the next reconcile.
+func (l *Leader) rebuild(ctx context.Context, now time.Time) {
+	l.log.Warn("redis_data_lost_rebuilding")
+	start := l.clock()
+	moved, err := l.store.RewindRecurring(ctx, now.Add(-l.cfg.Horizon), now)
+	if err != nil {
+		l.log.Warn("rebuild_failed", zap.Error(err))
+		return
+	}
+	oneOffs := 0
+	var after job.Occurrence
+	for {
+		occs, err := l.store.ClaimedNotStarted(ctx, now.Add(l.cfg.Horizon+time.Hour), after, l.cfg.LoadBatch)
+		if err == nil && len(occs) > 0 {
+			err = l.enqueue(ctx, occs)
+		}
+		if err != nil {
+			l.log.Warn("rebuild_failed", zap.Error(err))
+			return
+		}
+		oneOffs += len(occs)
+		if len(occs) < l.cfg.LoadBatch {
+			break
+		}
+		after = occs[len(occs)-1]
+	}
+	retries, err := l.store.LostRetries(ctx, 100000)
+	if err == nil && len(retries) > 0 {
+		entries := make([]queue.Entry, len(retries))
+		for i, o := range retries {
+			entries[i] = queue.Entry{Occurrence: o, DueAt: now}
+		}
+		err = l.queue.Enqueue(ctx, entries)
+	}
+	if err != nil {
+		l.log.Warn("rebuild_failed", zap.Error(err))
+		return
+	}
+	if err := l.queue.MarkIntact(ctx); err != nil {
+		l.log.Warn("rebuild_failed", zap.Error(err))
+		return
+	}
+	l.log.Warn("redis_rebuilt", zap.Int("recurring_jobs_rewound", moved), zap.Int("one_off_attempts", oneOffs),
+		zap.Int("retries", len(retries)), zap.Duration("took", l.clock().Sub(start)))
 }
 
 // upkeep creates job_runs partitions ahead and drops those past retention.

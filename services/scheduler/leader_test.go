@@ -297,3 +297,36 @@ WHERE i.inhparent = 'job_runs'::regclass AND c.relname ~ '^job_runs_[0-9]{8}$'`)
 		require.Zero(t, count(logs, "partition_upkeep_failed"))
 	})
 }
+
+func TestRebuild(t *testing.T) {
+	t.Parallel()
+
+	t.Run("PutsBackWhatRedisLost", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// A claimed one-off job due in five minutes, and one whose first attempt
+		// failed with its retry only in Redis; then Redis loses everything.
+		soon := newJob(b.now.Add(5*time.Minute), claimed)
+		failing := newJob(b.now.Add(-time.Second), claimed)
+		b.create(t, soon, failing)
+		got, err := b.st.StartRuns(b.ctx, []store.Start{{Occurrence: firstAttempt(failing), DueAt: failing.RunAt}}, b.now, time.Second)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{{Occurrence: firstAttempt(failing), Status: job.RunFailed,
+			FinishedAt: b.now, Error: "status 500"}}, b.now))
+		require.NoError(t, b.rdb.Del(b.ctx, b.keys.Marker(), b.keys.Due(), b.keys.Ready()).Err())
+
+		l, logs := b.leader(func() time.Time { return b.now })
+		l.reconcile(b.ctx)
+
+		require.True(t, b.scheduled(t, firstAttempt(soon)), "a claimed job due later is put back")
+		require.True(t, b.scheduled(t, firstAttempt(failing).Next()), "a lost retry is put back")
+		require.Len(t, logs.FilterMessage("redis_rebuilt").All(), 1)
+		intact, err := b.q.Intact(b.ctx)
+		require.NoError(t, err)
+		require.True(t, intact, "the marker is set once the rebuild worked")
+
+		l.reconcile(b.ctx)
+		require.Len(t, logs.FilterMessage("redis_rebuilt").All(), 1, "an intact Redis is not rebuilt again")
+	})
+}
