@@ -13,6 +13,7 @@ import (
 	"github.com/tockhq/tock/pkg/config"
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/logging"
+	"github.com/tockhq/tock/pkg/probe"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/dashboard/api"
@@ -39,13 +40,6 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		return err
-	}
-	now := time.Now()
-	if _, err := st.EnsureRunPartitions(ctx, now.Add(-24*time.Hour), now.Add(7*24*time.Hour)); err != nil {
-		return err
-	}
 	rdb, err := queue.Connect(cfg.RedisURL)
 	if err != nil {
 		return err
@@ -53,6 +47,7 @@ func run(ctx context.Context) error {
 	defer func() { _ = rdb.Close() }()
 	q := queue.New(rdb, queue.Keys{Prefix: cfg.RedisPrefix, Shard: 0})
 
+	var gate probe.Gate
 	srv := api.New(api.Deps{
 		Store:            st,
 		Queue:            q,
@@ -64,6 +59,7 @@ func run(ctx context.Context) error {
 		MisfireThreshold: cfg.MisfireThreshold,
 		Limits:           jobspec.Limits{MaxPayloadBytes: cfg.MaxPayloadBytes},
 		MaxBodyBytes:     int64(cfg.MaxBodyBytes),
+		Ready:            gate.Check,
 	})
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -79,6 +75,20 @@ func run(ctx context.Context) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	// Serve /healthz at once; the API answers 503 until Postgres is prepared.
+	go func() {
+		err := probe.Retry(ctx, log, "migrate", func(ctx context.Context) error {
+			if err := st.Migrate(ctx); err != nil {
+				return err
+			}
+			now := time.Now()
+			_, err := st.EnsureRunPartitions(ctx, now.Add(-24*time.Hour), now.Add(7*24*time.Hour))
+			return err
+		})
+		if err == nil {
+			gate.Open()
+		}
+	}()
 	log.Info("dashboard_started", zap.String("addr", ln.Addr().String()),
 		zap.Duration("horizon", cfg.Horizon), zap.Duration("misfire_threshold", cfg.MisfireThreshold), zap.String("redis_prefix", cfg.RedisPrefix))
 

@@ -33,9 +33,6 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		return err
-	}
 	rdb, err := queue.Connect(cfg.RedisURL)
 	if err != nil {
 		return err
@@ -43,7 +40,9 @@ func run(ctx context.Context) error {
 	defer func() { _ = rdb.Close() }()
 	q := queue.New(rdb, queue.Keys{Prefix: cfg.RedisPrefix, Shard: 0})
 
+	var gate probe.Gate
 	srv, err := probe.Listen(cfg.MetricsAddr, probe.Handler(map[string]probe.Check{
+		"startup":  gate.Check,
 		"postgres": st.Ping,
 		"redis":    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 	}))
@@ -63,8 +62,15 @@ func run(ctx context.Context) error {
 			errc <- err
 		}
 	})
-	wg.Go(func() { leader.Run(ctx) })
-	wg.Go(func() { pub.Run(ctx) })
+	wg.Go(func() {
+		// Postgres may not answer yet: wait for it rather than exit.
+		if probe.Retry(ctx, log, "migrate", st.Migrate) != nil {
+			return
+		}
+		gate.Open()
+		wg.Go(func() { leader.Run(ctx) })
+		wg.Go(func() { pub.Run(ctx) })
+	})
 	log.Info("scheduler_started", zap.String("metrics_addr", cfg.MetricsAddr),
 		zap.Duration("horizon", cfg.Horizon), zap.Duration("lock_ttl", cfg.LockTTL))
 

@@ -39,27 +39,29 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		return err
-	}
-	now := time.Now()
-	if _, err := st.EnsureRunPartitions(ctx, now.Add(-24*time.Hour), now.Add(48*time.Hour)); err != nil {
-		return err
-	}
-	if err := st.Warm(ctx, cfg.DBMaxConns); err != nil {
-		return err
-	}
 	rdb, err := queue.Connect(cfg.RedisURL)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = rdb.Close() }()
 	q := queue.New(rdb, queue.Keys{Prefix: cfg.RedisPrefix, Shard: 0})
-	if err := q.EnsureGroup(ctx); err != nil {
-		return err
+	prepare := func(ctx context.Context) error {
+		if err := st.Migrate(ctx); err != nil {
+			return err
+		}
+		now := time.Now()
+		if _, err := st.EnsureRunPartitions(ctx, now.Add(-24*time.Hour), now.Add(48*time.Hour)); err != nil {
+			return err
+		}
+		if err := st.Warm(ctx, cfg.DBMaxConns); err != nil {
+			return err
+		}
+		return q.EnsureGroup(ctx)
 	}
 
+	var gate probe.Gate
 	srv, err := probe.Listen(cfg.MetricsAddr, probe.Handler(map[string]probe.Check{
+		"startup":  gate.Check,
 		"postgres": st.Ping,
 		"redis":    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 	}))
@@ -74,7 +76,7 @@ func run(ctx context.Context) error {
 	}
 	client := outbound.NewClient(outbound.Options{AllowPrivate: cfg.AllowPrivate, AllowCIDRs: cfg.AllowedCIDRs})
 	consumer := &Consumer{
-		Store: st, Queue: q, Runner: executor.NewRegistry(client, version), Log: log.Named("consumer"), Clock: time.Now,
+		Store: st, Queue: q, Runner: executor.NewRegistry(client, version, executor.WithSlack(), executor.WithEmail(cfg.SMTP)), Log: log.Named("consumer"), Clock: time.Now,
 		Name: name, Concurrency: cfg.Concurrency, Batch: cfg.Batch, Block: cfg.Block, Visibility: cfg.Visibility,
 		LeaseMargin: cfg.LeaseMargin, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Grace: cfg.Grace,
 		MisfireThreshold: cfg.Misfire,
@@ -90,9 +92,18 @@ func run(ctx context.Context) error {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	consumed := make(chan struct{})
-	go func() { consumer.Run(cctx); close(consumed) }()
+	go func() {
+		defer close(consumed)
+		// Postgres or Redis may not answer yet: wait for them rather than exit.
+		if probe.Retry(cctx, log, "prepare", prepare) != nil {
+			return
+		}
+		gate.Open()
+		consumer.Run(cctx)
+	}()
 	log.Info("worker_started", zap.String("consumer", name), zap.String("metrics_addr", cfg.MetricsAddr),
-		zap.Int("concurrency", cfg.Concurrency), zap.Bool("allow_private_targets", cfg.AllowPrivate))
+		zap.Int("concurrency", cfg.Concurrency), zap.Bool("allow_private_targets", cfg.AllowPrivate),
+		zap.String("smtp_host", cfg.SMTP.Host))
 
 	select {
 	case <-ctx.Done():

@@ -29,6 +29,7 @@ func (s *Server) readyz(c *echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), readyTimeout)
 	defer cancel()
 	status, body := probe.Ready(ctx, map[string]probe.Check{
+		"startup":  s.ready,
 		"postgres": s.store.Ping,
 		"redis":    func(ctx context.Context) error { return s.redis.Ping(ctx).Err() },
 	})

@@ -114,3 +114,14 @@ func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// whenReady answers 503 while the service is still preparing (Postgres not
+// migrated yet), rather than failing requests half-way.
+func (s *Server) whenReady(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		if err := s.ready(c.Request().Context()); err != nil {
+			return newError(http.StatusServiceUnavailable, CodeUnavailable, "", "tock is starting; try again shortly")
+		}
+		return next(c)
+	}
+}

@@ -5,6 +5,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/jobspec"
+	"github.com/tockhq/tock/pkg/probe"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 )
@@ -52,6 +54,9 @@ type Deps struct {
 	Limits jobspec.Limits
 	// MaxBodyBytes caps every request body; larger ones get 413.
 	MaxBodyBytes int64
+	// Ready reports whether start-up preparation (migrations) is done; until
+	// then /readyz is 503 and the API answers 503. Nil means ready.
+	Ready probe.Check
 }
 
 // Server is the dashboard's HTTP API.
@@ -66,6 +71,7 @@ type Server struct {
 	misfire time.Duration
 	limits  jobspec.Limits
 	maxBody int64
+	ready   probe.Check
 	echo    *echo.Echo
 }
 
@@ -82,6 +88,10 @@ func New(d Deps) *Server {
 		misfire: d.MisfireThreshold,
 		limits:  d.Limits,
 		maxBody: d.MaxBodyBytes,
+		ready:   d.Ready,
+	}
+	if s.ready == nil {
+		s.ready = func(context.Context) error { return nil }
 	}
 	if s.log == nil {
 		s.log = zap.NewNop()
@@ -122,7 +132,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 
-	v1 := e.Group("/api/v1", s.authenticate)
+	v1 := e.Group("/api/v1", s.authenticate, s.whenReady)
 	v1.POST("/jobs", s.createJob)
 	v1.GET("/jobs", s.listJobs)
 	v1.GET("/jobs/:id", s.getJob)
