@@ -89,6 +89,9 @@ type Job struct {
 	// LastAt is the final occurrence of a recurrence that has ended; zero
 	// while more may follow.
 	LastAt time.Time
+	// PausedReason says why tock paused the job itself (repeated permanent
+	// failures); empty otherwise.
+	PausedReason string
 	// DueAt is the next occurrence not yet handed to Redis: the loader's cursor.
 	// Zero once the occurrence is in Redis (claimed) or nothing is left to run.
 	DueAt     time.Time

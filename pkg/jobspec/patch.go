@@ -119,6 +119,7 @@ func Resume(now time.Time) func(j *job.Job, _ bool) error {
 		}
 		j.Status = job.StatusScheduled
 		j.Generation++
+		j.PausedReason = ""
 		if !j.Recurring() {
 			j.DueAt = j.RunAt
 			return nil

@@ -12,7 +12,7 @@ import (
 )
 
 const jobColumns = `id, owner_id, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload,
-    generation, occurrences, coalesce(timezone, 'UTC'), last_at, schedule`
+    generation, occurrences, coalesce(timezone, 'UTC'), last_at, schedule, coalesce(paused_reason, '')`
 
 // scanJob scans jobColumns, then any extra columns into extra.
 func scanJob(row pgx.Row, extra ...any) (*job.Job, error) {
@@ -23,7 +23,7 @@ func scanJob(row pgx.Row, extra ...any) (*job.Job, error) {
 	)
 	dest := append([]any{&j.ID, &j.Owner, &j.Type, &j.Status, &j.Priority, &j.MaxRetries, &timeoutMS,
 		&runAt, &dueAt, &j.CreatedAt, &j.UpdatedAt, &j.Name, &j.Payload,
-		&j.Generation, &j.Occurrences, &j.Timezone, &lastAt, &j.Schedule}, extra...)
+		&j.Generation, &j.Occurrences, &j.Timezone, &lastAt, &j.Schedule, &j.PausedReason}, extra...)
 	err := row.Scan(dest...)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 
@@ -52,6 +53,9 @@ type Consumer struct {
 	// MisfireThreshold: a recurring occurrence starting later than this is
 	// judged by its job's misfire policy before it runs.
 	MisfireThreshold time.Duration
+	// AutoPauseAfter pauses a recurring job whose last this many occurrences
+	// all failed permanently; 0 never does.
+	AutoPauseAfter int
 
 	slots   chan struct{}
 	results chan result
@@ -390,6 +394,7 @@ func (c *Consumer) flush(ctx context.Context, batch []result) {
 	}); err != nil {
 		return // shutting down: unacknowledged entries are reclaimed later
 	}
+	c.autoPause(ctx, batch, results)
 	for attempt := 0; ; attempt++ {
 		err := c.Queue.Settle(ctx, ids, retries)
 		if err == nil || ctx.Err() != nil {
@@ -397,6 +402,31 @@ func (c *Consumer) flush(ctx context.Context, batch []result) {
 		}
 		c.Log.Warn("settle_failed", zap.Error(err))
 		sleep(ctx, backoffStep(attempt))
+	}
+}
+
+// autoPause pauses the recurring jobs of this batch whose last occurrences
+// all failed permanently. A failure here only delays it to the next failure.
+func (c *Consumer) autoPause(ctx context.Context, batch []result, results []store.Result) {
+	if c.AutoPauseAfter <= 0 {
+		return
+	}
+	var ids []uuid.UUID
+	for i, r := range batch {
+		if results[i].Status == job.RunPermanentlyFailed && len(r.started.Schedule) > 0 {
+			ids = append(ids, r.started.Run.JobID)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	paused, err := c.Store.AutoPause(ctx, ids, c.AutoPauseAfter, c.Clock())
+	if err != nil {
+		c.Log.Warn("auto_pause_failed", zap.Error(err))
+		return
+	}
+	for _, id := range paused {
+		c.Log.Warn("job_auto_paused", zap.String("job_id", id.String()), zap.Int("failed_occurrences", c.AutoPauseAfter))
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
+	"github.com/tockhq/tock/pkg/probe"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/pkg/testenv"
@@ -641,7 +642,7 @@ func TestProbes(t *testing.T) {
 		b := setup(t)
 		rec := b.request(t, http.MethodGet, "/readyz", nil, "")
 		require.Equal(t, http.StatusOK, rec.Code, "body: %s", rec.Body.String())
-		require.JSONEq(t, `{"status":"ready","postgres":"ok","redis":"ok"}`, rec.Body.String())
+		require.JSONEq(t, `{"status":"ready","startup":"ok","postgres":"ok","redis":"ok"}`, rec.Body.String())
 	})
 
 	t.Run("NotReadyWhenABackendFails", func(t *testing.T) {
@@ -649,7 +650,22 @@ func TestProbes(t *testing.T) {
 		b := setup(t, func(d *api.Deps) { d.Store = deadStore(t); d.Redis = deadRedis(t) })
 		rec := b.request(t, http.MethodGet, "/readyz", nil, "")
 		require.Equal(t, http.StatusServiceUnavailable, rec.Code)
-		require.JSONEq(t, `{"status":"not ready","postgres":"unavailable","redis":"unavailable"}`, rec.Body.String())
+		require.JSONEq(t, `{"status":"not ready","startup":"ok","postgres":"unavailable","redis":"unavailable"}`, rec.Body.String())
+	})
+
+	t.Run("NotReadyAndAPI503WhileStarting", func(t *testing.T) {
+		t.Parallel()
+		var gate probe.Gate
+		b := setup(t, func(d *api.Deps) { d.Ready = gate.Check })
+		rec := b.request(t, http.MethodGet, "/readyz", nil, "")
+		require.Equal(t, http.StatusServiceUnavailable, rec.Code)
+		require.JSONEq(t, `{"status":"not ready","startup":"unavailable","postgres":"ok","redis":"ok"}`, rec.Body.String())
+		requireError(t, b.do(t, http.MethodGet, "/api/v1/jobs", nil), http.StatusServiceUnavailable, api.CodeUnavailable)
+		require.Equal(t, http.StatusOK, b.request(t, http.MethodGet, "/healthz", nil, "").Code, "alive while starting")
+
+		gate.Open()
+		require.Equal(t, http.StatusOK, b.request(t, http.MethodGet, "/readyz", nil, "").Code)
+		require.Equal(t, http.StatusOK, b.do(t, http.MethodGet, "/api/v1/jobs", nil).Code)
 	})
 
 	t.Run("IndexServesPlaceholder", func(t *testing.T) {

@@ -64,10 +64,12 @@ type Job struct {
 	// Timezone is the IANA zone the job is evaluated and shown in.
 	Timezone string `json:"timezone"`
 	// NextRunAt is null once the job will not run again.
-	NextRunAt Time      `json:"next_run_at"`
-	CreatedAt Time      `json:"created_at"`
-	UpdatedAt Time      `json:"updated_at"`
-	Owner     uuid.UUID `json:"owner"`
+	NextRunAt Time `json:"next_run_at"`
+	// PausedReason says why tock paused the job itself, if it did.
+	PausedReason string    `json:"paused_reason,omitempty"`
+	CreatedAt    Time      `json:"created_at"`
+	UpdatedAt    Time      `json:"updated_at"`
+	Owner        uuid.UUID `json:"owner"`
 }
 
 // jobView shows j as of now. A stored schedule that no longer compiles
@@ -79,20 +81,21 @@ func (s *Server) jobView(j *job.Job, now time.Time) Job {
 		s.log.Warn("stored_schedule_invalid", zap.Stringer("job_id", j.ID), zap.Error(err))
 	}
 	v := Job{
-		ID:         j.ID,
-		Name:       j.Name,
-		Type:       j.Type,
-		Status:     j.Status,
-		Payload:    j.Payload,
-		Priority:   j.Priority,
-		MaxRetries: j.MaxRetries,
-		Timeout:    j.Timeout.String(),
-		RunAt:      Time{j.RunAt},
-		Schedule:   j.Schedule,
-		Timezone:   j.Timezone,
-		CreatedAt:  Time{j.CreatedAt},
-		UpdatedAt:  Time{j.UpdatedAt},
-		Owner:      j.Owner,
+		ID:           j.ID,
+		Name:         j.Name,
+		Type:         j.Type,
+		Status:       j.Status,
+		Payload:      j.Payload,
+		Priority:     j.Priority,
+		MaxRetries:   j.MaxRetries,
+		Timeout:      j.Timeout.String(),
+		RunAt:        Time{j.RunAt},
+		Schedule:     j.Schedule,
+		Timezone:     j.Timezone,
+		PausedReason: j.PausedReason,
+		CreatedAt:    Time{j.CreatedAt},
+		UpdatedAt:    Time{j.UpdatedAt},
+		Owner:        j.Owner,
 	}
 	if v.Timezone == "" {
 		v.Timezone = "UTC"
