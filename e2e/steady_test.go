@@ -64,7 +64,7 @@ func TestSteadyLoad(t *testing.T) {
 	}
 	t.Logf("inserted %d jobs due from %s at %d/s", n, t0.Format(time.RFC3339Nano), rate)
 
-	require.True(t, target.WaitFor(duration+60*time.Second, func(ds []cluster.Delivery) bool { return len(ds) >= n }),
+	require.True(t, target.WaitFor(duration+60*time.Second, func([]cluster.Delivery) bool { return target.Count() >= n }),
 		"not every job was delivered")
 	ds := target.Deliveries()
 	seen := map[string]bool{}
