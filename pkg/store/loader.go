@@ -229,13 +229,16 @@ func expand(c claimRow, base job.Occurrence, w Window) (next, last time.Time, us
 		used++
 		last = t
 		run, reason := true, ""
-		if w.Now.Sub(t) > w.MisfireThreshold {
+		final := sched.Count() > 0 && int(used) == sched.Count()
+		if w.Now.Sub(t) > w.MisfireThreshold && !final {
+			// The final occurrence of a counted recurrence is the latest there
+			// will ever be: no later one supersedes it.
 			run, reason = sched.Misfired(t, w.Now, w.MisfireThreshold)
 		}
 		if run {
 			planned = append(planned, at(base, t))
 		} else {
-			skipped = append(skipped, Skipped{Occurrence: at(base, t), Reason: reason})
+			skipped = append(skipped, Skipped{Occurrence: at(base, t), Reason: "misfire: " + reason})
 		}
 		t, ok = sched.Next(t)
 	}

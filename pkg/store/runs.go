@@ -31,6 +31,9 @@ type Started struct {
 	Schedule json.RawMessage
 	// Generation is the job's generation the attempt was started under.
 	Generation int
+	// LastAt is the final occurrence of a recurrence that has ended; zero
+	// while more may follow.
+	LastAt time.Time
 }
 
 // startRunsSQL starts a batch of attempts in one round trip. live share-locks
@@ -43,7 +46,7 @@ const startRunsSQL = `WITH req AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::smallint[], $5::timestamptz[], $8::integer[])
         AS r(run_id, job_id, scheduled_for, attempt, due_at, generation)
 ), live AS (
-    SELECT id, owner_id, type, name, payload, timeout_ms, max_retries, generation, schedule FROM jobs
+    SELECT id, owner_id, type, name, payload, timeout_ms, max_retries, generation, schedule, last_at FROM jobs
     WHERE id = ANY($2) AND status = 'scheduled'
     FOR SHARE
 ), fresh AS (
@@ -61,7 +64,7 @@ const startRunsSQL = `WITH req AS (
     RETURNING jr.job_id, jr.scheduled_for, jr.attempt, jr.id, jr.due_at, jr.lease_until
 )
 SELECT s.job_id, s.scheduled_for, s.attempt, s.id, s.due_at, s.lease_until,
-       l.owner_id, l.type, l.name, l.payload, l.timeout_ms, l.max_retries, l.schedule, l.generation
+       l.owner_id, l.type, l.name, l.payload, l.timeout_ms, l.max_retries, l.schedule, l.generation, l.last_at
 FROM (SELECT * FROM fresh UNION ALL SELECT * FROM takeover) s JOIN live l ON l.id = s.job_id`
 
 // StartRuns records the attempts that may start now as running, leased until
@@ -88,11 +91,15 @@ func (s *Store) StartRuns(ctx context.Context, reqs []Start, now time.Time, leas
 	}
 	started, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Started, error) {
 		var st Started
+		var lastAt *time.Time
 		var attempt int16
 		var timeoutMS int32
 		var maxRetries int16
 		err := r.Scan(&st.Run.JobID, &st.Run.ScheduledFor, &attempt, &st.Run.ID, &st.Run.DueAt, &st.Run.LeaseUntil,
-			&st.Run.Owner, &st.Type, &st.Name, &st.Payload, &timeoutMS, &maxRetries, &st.Schedule, &st.Generation)
+			&st.Run.Owner, &st.Type, &st.Name, &st.Payload, &timeoutMS, &maxRetries, &st.Schedule, &st.Generation, &lastAt)
+		if lastAt != nil {
+			st.LastAt = lastAt.UTC()
+		}
 		st.Run.Attempt, st.Timeout, st.MaxRetries = int(attempt), time.Duration(timeoutMS)*time.Millisecond, int(maxRetries)
 		st.Run.ScheduledFor, st.Run.DueAt, st.Run.LeaseUntil = st.Run.ScheduledFor.UTC(), st.Run.DueAt.UTC(), st.Run.LeaseUntil.UTC()
 		st.Run.Status, st.Run.StartedAt = job.RunRunning, now
@@ -108,11 +115,15 @@ func (s *Store) StartRuns(ctx context.Context, reqs []Start, now time.Time, leas
 type RunState struct {
 	Status     job.RunStatus
 	LeaseUntil time.Time
+	// JobGeneration is the job's current generation: an entry planned under an
+	// older one is stale, whatever its run row says.
+	JobGeneration int
 }
 
-const runStatesSQL = `SELECT r.job_id, r.scheduled_for, r.attempt, jr.status, jr.lease_until
+const runStatesSQL = `SELECT r.job_id, r.scheduled_for, r.attempt, jr.status, jr.lease_until, coalesce(j.generation, -1)
 FROM unnest($1::uuid[], $2::timestamptz[], $3::smallint[]) AS r(job_id, scheduled_for, attempt)
 JOIN job_runs jr ON jr.job_id = r.job_id AND jr.scheduled_for = r.scheduled_for AND jr.attempt = r.attempt
+LEFT JOIN jobs j ON j.id = r.job_id
 WHERE jr.scheduled_for = ANY($2)`
 
 // RunStates returns the recorded state of each attempt that has a run row,
@@ -138,7 +149,7 @@ func (s *Store) RunStates(ctx context.Context, occs []job.Occurrence) (map[strin
 		var at time.Time
 		var attempt int16
 		var st RunState
-		if err := rows.Scan(&id, &at, &attempt, &st.Status, &st.LeaseUntil); err != nil {
+		if err := rows.Scan(&id, &at, &attempt, &st.Status, &st.LeaseUntil, &st.JobGeneration); err != nil {
 			return nil, fmt.Errorf("run states: %w", err)
 		}
 		out[members[runKey(id, at.UTC(), int(attempt))]] = st

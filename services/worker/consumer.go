@@ -252,6 +252,10 @@ func (c *Consumer) misfired(st store.Started, now time.Time) string {
 	if len(st.Schedule) == 0 || st.Run.Attempt != 1 || now.Sub(st.Run.ScheduledFor) <= c.MisfireThreshold {
 		return ""
 	}
+	if st.LastAt.Equal(st.Run.ScheduledFor) {
+		// The final occurrence of an ended recurrence: no later one supersedes it.
+		return ""
+	}
 	sched, err := schedule.FromJSON(st.Schedule)
 	if err != nil {
 		c.Log.Warn("stored_schedule_unreadable", zap.String("job_id", st.Run.JobID.String()), zap.Error(err))
@@ -305,6 +309,10 @@ func (c *Consumer) resolve(ctx context.Context, msgs map[string]queue.Message) {
 		switch {
 		case !ok:
 			c.Log.Info("entry_dropped_job_not_scheduled", zap.String("job_id", m.Occurrence.JobID.String()))
+			ack = append(ack, m.ID)
+		case m.Occurrence.Generation < st.JobGeneration:
+			// Planned under a schedule the job has left: stale, whatever the
+			// run of its occurrence is doing.
 			ack = append(ack, m.ID)
 		case st.Status == job.RunRunning:
 			// Leased to a live worker; it will acknowledge. Leave it pending.
