@@ -88,7 +88,7 @@ func TestClaimDueRecurring(t *testing.T) {
 	require.NotEmpty(t, planned)
 	var skipped int
 	require.NoError(t, b.st.Pool().QueryRow(b.ctx,
-		`SELECT count(*) FROM job_runs WHERE job_id = $1 AND status = 'skipped' AND error LIKE 'superseded by %'`, j.ID).Scan(&skipped))
+		`SELECT count(*) FROM job_runs WHERE job_id = $1 AND status = 'skipped' AND error LIKE 'misfire: superseded by %'`, j.ID).Scan(&skipped))
 	require.Equal(t, c.Skipped, skipped)
 	require.Equal(t, c.Occurrences+c.Skipped, int(until.Sub(start)/time.Minute)+1-boolInt(until.Truncate(time.Minute).Equal(until)))
 
