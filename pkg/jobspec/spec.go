@@ -11,6 +11,7 @@ import (
 	"net/mail"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -305,7 +306,7 @@ func checkSlack(raw json.RawMessage) error {
 	blocks := 0
 	if b := bytes.TrimSpace(p.Blocks); len(b) > 0 && !bytes.Equal(b, []byte("null")) {
 		var list []map[string]json.RawMessage
-		if err := json.Unmarshal(b, &list); err != nil {
+		if err := json.Unmarshal(b, &list); err != nil || slices.ContainsFunc(list, func(m map[string]json.RawMessage) bool { return m == nil }) {
 			return invalid("payload.blocks", "must be an array of Block Kit objects")
 		}
 		if len(list) > job.MaxSlackBlocks {
@@ -356,6 +357,8 @@ func checkEmail(raw json.RawMessage) error {
 		return invalid("payload.subject", "is required")
 	case strings.ContainsAny(p.Subject, "\r\n"):
 		return invalid("payload.subject", "must not contain a line break")
+	case strings.ContainsFunc(p.Subject, func(r rune) bool { return r != '\t' && isControl(r) }):
+		return invalid("payload.subject", "must not contain a control character")
 	case len(p.Subject) > job.MaxEmailSubjectLen:
 		return invalid("payload.subject", "is longer than %d bytes", job.MaxEmailSubjectLen)
 	}
@@ -381,11 +384,11 @@ func checkAddress(s string) error {
 	return nil
 }
 
-// hasControl reports whether s holds an ASCII control character (CR and LF
-// among them) or DEL.
-func hasControl(s string) bool {
-	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
-}
+// hasControl reports whether s holds a control character, CR and LF among them.
+func hasControl(s string) bool { return strings.ContainsFunc(s, isControl) }
+
+// isControl reports whether r is an ASCII control character or DEL.
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 func decodeStrict(raw json.RawMessage, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))

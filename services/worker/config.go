@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"net/mail"
 	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/tockhq/tock/pkg/config"
+	"github.com/tockhq/tock/services/worker/executor"
 )
 
 // Config is the worker's settings, read once from the environment.
@@ -25,6 +28,10 @@ type Config struct {
 	AllowedCIDRs []netip.Prefix
 	ConsumerName string
 	Misfire      time.Duration
+	AutoPause    int
+	// SMTP is the relay of email jobs; without TOCK_SMTP_HOST email jobs fail
+	// saying so. Its String leaves the password out.
+	SMTP executor.EmailConfig
 }
 
 func readConfig(e *config.Env) (Config, error) {
@@ -42,6 +49,7 @@ func readConfig(e *config.Env) (Config, error) {
 		AllowPrivate: e.Bool("TOCK_ALLOW_PRIVATE_TARGETS", false),
 		ConsumerName: e.String("TOCK_WORKER_NAME", ""),
 		Misfire:      e.Duration("TOCK_MISFIRE_THRESHOLD", time.Minute),
+		AutoPause:    e.Int("TOCK_AUTO_PAUSE_AFTER", 5, 0, 1000),
 	}
 	for _, s := range strings.FieldsFunc(e.String("TOCK_ALLOWED_TARGET_CIDRS", ""), func(r rune) bool { return r == ',' || r == ' ' }) {
 		p, err := netip.ParsePrefix(s)
@@ -57,8 +65,44 @@ func readConfig(e *config.Env) (Config, error) {
 	if c.Visibility < time.Second {
 		e.Check(fmt.Errorf("TOCK_VISIBILITY_TIMEOUT=%s must be at least 1s", c.Visibility))
 	}
+	c.SMTP = readSMTP(e)
 	if c.Batch > c.Concurrency {
 		c.Batch = c.Concurrency
 	}
 	return c, e.Err()
+}
+
+// readSMTP reads the SMTP relay of email jobs. Everything but the host is
+// checked only when the host is set: an unset host leaves email off.
+func readSMTP(e *config.Env) executor.EmailConfig {
+	c := executor.EmailConfig{
+		Host:     e.String("TOCK_SMTP_HOST", ""),
+		Username: e.String("TOCK_SMTP_USERNAME", ""),
+		Password: e.String("TOCK_SMTP_PASSWORD", ""),
+		From:     e.String("TOCK_SMTP_FROM", ""),
+		StartTLS: executor.StartTLS(strings.ToLower(e.String("TOCK_SMTP_STARTTLS", string(executor.StartTLSMandatory)))),
+		TLS:      e.Bool("TOCK_SMTP_TLS", false),
+	}
+	defPort := 587
+	if c.TLS {
+		defPort = 465
+	}
+	c.Port = e.Int("TOCK_SMTP_PORT", defPort, 1, 65535)
+	switch c.StartTLS {
+	case executor.StartTLSMandatory, executor.StartTLSOpportunistic, executor.StartTLSNone:
+	default:
+		e.Check(fmt.Errorf("TOCK_SMTP_STARTTLS=%q must be mandatory, opportunistic or none", c.StartTLS))
+	}
+	if c.Host == "" {
+		return c
+	}
+	if c.From == "" {
+		e.Check(errors.New("TOCK_SMTP_FROM must be set with TOCK_SMTP_HOST: the sender of email jobs"))
+	} else if _, err := mail.ParseAddress(c.From); err != nil || strings.ContainsAny(c.From, "\r\n") {
+		e.Check(fmt.Errorf("TOCK_SMTP_FROM=%q is not an address such as tock@example.com", c.From))
+	}
+	if c.Password != "" && c.Username == "" {
+		e.Check(errors.New("TOCK_SMTP_PASSWORD is set without TOCK_SMTP_USERNAME"))
+	}
+	return c
 }

@@ -1,6 +1,6 @@
-// Package executor runs one attempt of a job by its type (webhook, ping) and
-// reports what happened. Executors never touch Postgres or Redis: the worker's
-// consumer loop records their outcomes in batches.
+// Package executor runs one attempt of a job by its type (webhook, ping, slack,
+// email) and reports what happened. Executors never touch Postgres or Redis: the
+// worker's consumer loop records their outcomes in batches.
 package executor
 
 import (

@@ -13,17 +13,41 @@ type Registry struct {
 	byType map[job.Type]Executor
 }
 
-// NewRegistry returns a registry with the webhook and ping executors, sending
-// through client (an outbound client) as tock/version.
-func NewRegistry(client *http.Client, version string) *Registry {
+// Option adds an executor to what NewRegistry registers.
+type Option func(r *Registry, client *http.Client, version string)
+
+// WithSlack registers the slack executor, posting through the registry's
+// client.
+func WithSlack() Option {
+	return func(r *Registry, client *http.Client, version string) {
+		r.Register(job.TypeSlack, NewSlack(client, version))
+	}
+}
+
+// WithEmail registers the email executor, sending through the SMTP relay cfg
+// describes. A cfg without Host still registers it, so that email jobs fail
+// saying email is not configured rather than that the type is unknown.
+func WithEmail(cfg EmailConfig) Option {
+	return func(r *Registry, _ *http.Client, version string) {
+		r.Register(job.TypeEmail, NewEmail(cfg, version))
+	}
+}
+
+// NewRegistry returns a registry with the webhook and ping executors, and
+// those opts add, sending through client (an outbound client) as
+// tock/version.
+func NewRegistry(client *http.Client, version string, opts ...Option) *Registry {
 	r := &Registry{byType: make(map[job.Type]Executor)}
 	r.Register(job.TypeWebhook, NewWebhook(client, version))
 	r.Register(job.TypePing, NewPing(client, version))
+	for _, o := range opts {
+		o(r, client, version)
+	}
 	return r
 }
 
 // Register sets the executor of a type, replacing any before it. It is for
-// start-up (slack and email join this way) and must not race with Execute.
+// start-up and must not race with Execute.
 func (r *Registry) Register(t job.Type, e Executor) {
 	r.byType[t] = e
 }
