@@ -8,11 +8,18 @@ type WebhookPayload struct {
 	Method  string            `json:"method,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
 	Body    json.RawMessage   `json:"body,omitempty"`
+	// ExpectStatus is the set of answers that count as success (see
+	// ParseStatusSet); default 2xx.
+	ExpectStatus string `json:"expect_status,omitempty"`
+	// ExpectBody, if set, must appear in the first 4 KiB of the answer.
+	ExpectBody string `json:"expect_body,omitempty"`
 }
 
-// PingPayload is the payload of a ping job: a GET whose 2xx answer is success.
+// PingPayload is the payload of a ping job: a GET whose answer in
+// ExpectStatus (default 2xx) is success.
 type PingPayload struct {
-	URL string `json:"url"`
+	URL          string `json:"url"`
+	ExpectStatus string `json:"expect_status,omitempty"`
 }
 
 // SlackPayload is the payload of a slack job: a message posted to a Slack

@@ -266,6 +266,12 @@ func ValidatePayload(t job.Type, raw json.RawMessage, lim Limits) (json.RawMessa
 				return nil, invalid("payload.headers", "header %q is not a valid header", k)
 			}
 		}
+		if _, err := job.ParseStatusSet(p.ExpectStatus); err != nil {
+			return nil, invalid("payload.expect_status", "%s", err)
+		}
+		if len(p.ExpectBody) > 1024 {
+			return nil, invalid("payload.expect_body", "is longer than 1024 bytes")
+		}
 	case job.TypePing:
 		var p job.PingPayload
 		if err := decodeStrict(raw, &p); err != nil {
@@ -273,6 +279,9 @@ func ValidatePayload(t job.Type, raw json.RawMessage, lim Limits) (json.RawMessa
 		}
 		if err := CheckURL("payload.url", p.URL); err != nil {
 			return nil, err
+		}
+		if _, err := job.ParseStatusSet(p.ExpectStatus); err != nil {
+			return nil, invalid("payload.expect_status", "%s", err)
 		}
 	case job.TypeSlack:
 		if err := checkSlack(raw); err != nil {

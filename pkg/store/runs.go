@@ -34,6 +34,8 @@ type Started struct {
 	// LastAt is the final occurrence of a recurrence that has ended; zero
 	// while more may follow.
 	LastAt time.Time
+	// SigningSecret is the owner's secret for X-Tock-Signature.
+	SigningSecret string
 }
 
 // startRunsSQL starts a batch of attempts in one round trip. live share-locks
@@ -64,8 +66,10 @@ const startRunsSQL = `WITH req AS (
     RETURNING jr.job_id, jr.scheduled_for, jr.attempt, jr.id, jr.due_at, jr.lease_until
 )
 SELECT s.job_id, s.scheduled_for, s.attempt, s.id, s.due_at, s.lease_until,
-       l.owner_id, l.type, l.name, l.payload, l.timeout_ms, l.max_retries, l.schedule, l.generation, l.last_at
-FROM (SELECT * FROM fresh UNION ALL SELECT * FROM takeover) s JOIN live l ON l.id = s.job_id`
+       l.owner_id, l.type, l.name, l.payload, l.timeout_ms, l.max_retries, l.schedule, l.generation, l.last_at,
+       coalesce(u.signing_secret, '')
+FROM (SELECT * FROM fresh UNION ALL SELECT * FROM takeover) s JOIN live l ON l.id = s.job_id
+LEFT JOIN users u ON u.id = l.owner_id`
 
 // StartRuns records the attempts that may start now as running, leased until
 // their timeout plus leaseMargin, and returns them. Attempts it leaves out must
@@ -96,7 +100,7 @@ func (s *Store) StartRuns(ctx context.Context, reqs []Start, now time.Time, leas
 		var timeoutMS int32
 		var maxRetries int16
 		err := r.Scan(&st.Run.JobID, &st.Run.ScheduledFor, &attempt, &st.Run.ID, &st.Run.DueAt, &st.Run.LeaseUntil,
-			&st.Run.Owner, &st.Type, &st.Name, &st.Payload, &timeoutMS, &maxRetries, &st.Schedule, &st.Generation, &lastAt)
+			&st.Run.Owner, &st.Type, &st.Name, &st.Payload, &timeoutMS, &maxRetries, &st.Schedule, &st.Generation, &lastAt, &st.SigningSecret)
 		if lastAt != nil {
 			st.LastAt = lastAt.UTC()
 		}

@@ -332,7 +332,7 @@ func (c *Consumer) execute(ctx context.Context, m queue.Message, st store.Starte
 	task := executor.Task{
 		JobID: st.Run.JobID, Owner: st.Run.Owner, Name: st.Name, Type: st.Type,
 		ScheduledFor: st.Run.ScheduledFor, Attempt: st.Run.Attempt,
-		Key: m.Occurrence.Key(), Payload: st.Payload, Timeout: st.Timeout,
+		Key: m.Occurrence.Key(), Payload: st.Payload, Timeout: st.Timeout, SigningSecret: st.SigningSecret,
 	}
 	tctx, cancel := context.WithTimeout(ctx, st.Timeout)
 	out := c.Runner.Execute(tctx, task)

@@ -645,3 +645,17 @@ func TestCancelRecurring(t *testing.T) {
 		require.JSONEq(t, `{"next": []}`, rec.Body.String())
 	})
 }
+
+func TestSigningSecret(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rec := b.do(t, http.MethodGet, "/api/v1/signing-secret", nil)
+	require.Equal(t, http.StatusOK, rec.Code)
+	var got map[string]string
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
+	require.Len(t, got["secret"], 64, "32 random bytes in hex")
+	require.Equal(t, "no-store", rec.Header().Get("Cache-Control"))
+	again := b.do(t, http.MethodGet, "/api/v1/signing-secret", nil)
+	require.Equal(t, rec.Body.String(), again.Body.String(), "stable for its owner")
+	require.Equal(t, http.StatusUnauthorized, b.request(t, http.MethodGet, "/api/v1/signing-secret", nil, "").Code)
+}

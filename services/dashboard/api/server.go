@@ -144,5 +144,6 @@ func (s *Server) routes() *echo.Echo {
 	v1.GET("/jobs/:id/next", s.nextRuns)
 	v1.GET("/jobs/:id/runs", s.listRuns)
 	v1.POST("/schedules/preview", s.previewSchedule)
+	v1.GET("/signing-secret", s.signingSecret)
 	return e
 }

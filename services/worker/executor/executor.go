@@ -25,6 +25,9 @@ type Task struct {
 	Key     string
 	Payload json.RawMessage
 	Timeout time.Duration
+	// SigningSecret is the owner's secret; webhook and ping requests carry
+	// X-Tock-Signature made with it (see Sign).
+	SigningSecret string
 }
 
 // Outcome is what one attempt did. Output and Error are bounded (OutputLimit).

@@ -1,7 +1,11 @@
 package executor
 
 import (
+	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/outbound"
 )
 
@@ -46,8 +51,12 @@ func userAgent(v string) string {
 	return "tock/" + v
 }
 
-// setTockHeaders sets the headers that identify the attempt to the target.
-func setTockHeaders(h http.Header, t Task, ua string) {
+// setTockHeaders sets the headers that identify the attempt to the target,
+// and its signature over body when the owner has a signing secret.
+func setTockHeaders(h http.Header, t Task, ua string, body []byte) {
+	if t.SigningSecret != "" {
+		h.Set(headerSignature, Sign(t.SigningSecret, time.Now(), body))
+	}
 	h.Set(headerIdempotencyKey, t.Key)
 	h.Set(headerJobID, t.JobID.String())
 	h.Set(headerScheduledFor, t.ScheduledFor.UTC().Format(scheduledForLayout))
@@ -77,7 +86,7 @@ func withTimeout(ctx context.Context, t Task, start time.Time) (context.Context,
 // bytes. The status decides: a 2xx whose body cannot be read in full is still a
 // success, because the target has accepted the request. Latency runs from
 // sending the request to reading the kept part of the body.
-func do(ctx context.Context, client *http.Client, req *http.Request, start time.Time, limit time.Duration) Outcome {
+func do(ctx context.Context, client *http.Client, req *http.Request, start time.Time, limit time.Duration, want expect) Outcome {
 	resp, err := client.Do(req)
 	if err != nil {
 		return Outcome{Latency: time.Since(start), Error: describe(ctx, err, limit)}
@@ -90,11 +99,16 @@ func do(ctx context.Context, client *http.Client, req *http.Request, start time.
 	}
 	_ = resp.Body.Close()
 
+	statusOK := want.status.Has(resp.StatusCode)
 	out := Outcome{
-		OK:         resp.StatusCode >= 200 && resp.StatusCode <= 299,
+		OK:         statusOK && (want.body == "" || bytes.Contains(body, []byte(want.body))),
 		StatusCode: resp.StatusCode,
 		Latency:    latency,
 		Output:     clean(body, OutputLimit),
+	}
+	if statusOK && !out.OK {
+		out.Error = "status " + strconv.Itoa(resp.StatusCode) + ": the answer does not contain expect_body"
+		return out
 	}
 	if !out.OK {
 		msg := "status " + strconv.Itoa(resp.StatusCode)
@@ -107,6 +121,41 @@ func do(ctx context.Context, client *http.Client, req *http.Request, start time.
 		out.Error = clean([]byte(msg), OutputLimit)
 	}
 	return out
+}
+
+// expect is what makes an answer a success: a status in the set and, if body
+// is set, that text within the first OutputLimit bytes.
+type expect struct {
+	status job.StatusSet
+	body   string
+}
+
+// twoXX is the default expectation: any 2xx answer.
+var twoXX = expect{status: job.StatusSet{{200, 299}}}
+
+func expectation(status, body string) (expect, error) {
+	set, err := job.ParseStatusSet(status)
+	if err != nil {
+		return expect{}, err
+	}
+	return expect{status: set, body: body}, nil
+}
+
+// headerSignature carries the request's signature; see Sign.
+const headerSignature = "X-Tock-Signature"
+
+// Sign returns the X-Tock-Signature value of a request with body sent at t:
+// "t=<unix seconds>,v1=<hex HMAC-SHA256 of "<unix seconds>.<body>" keyed by the
+// owner's signing secret>". A receiver recomputes the HMAC over the timestamp
+// and the raw body it received, compares in constant time, and refuses a
+// timestamp too far from its clock (docs/webhooks.md shows how).
+func Sign(secret string, t time.Time, body []byte) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(ts))
+	mac.Write([]byte("."))
+	mac.Write(body)
+	return "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))
 }
 
 // describe turns a request error into a short message for the run. It never

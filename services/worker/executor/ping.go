@@ -29,6 +29,10 @@ func (p *Ping) Execute(ctx context.Context, t Task) Outcome {
 	if err := json.Unmarshal(t.Payload, &pl); err != nil {
 		return failure("invalid ping payload: %v", err)
 	}
+	want, err := expectation(pl.ExpectStatus, "")
+	if err != nil {
+		return failure("invalid ping payload: expect_status %v", err)
+	}
 	start := time.Now()
 	ctx, cancel, limit := withTimeout(ctx, t, start)
 	defer cancel()
@@ -36,6 +40,6 @@ func (p *Ping) Execute(ctx context.Context, t Task) Outcome {
 	if err != nil {
 		return failure("invalid ping request: %s", requestError(err))
 	}
-	setTockHeaders(req.Header, t, p.userAgent)
-	return do(ctx, p.client, req, start, limit)
+	setTockHeaders(req.Header, t, p.userAgent, nil)
+	return do(ctx, p.client, req, start, limit, want)
 }

@@ -56,6 +56,6 @@ func (s *Slack) Execute(ctx context.Context, t Task) Outcome {
 		return failure("invalid slack webhook_url")
 	}
 	req.Header.Set("Content-Type", "application/json")
-	setTockHeaders(req.Header, t, s.userAgent)
-	return do(ctx, s.client, req, start, limit)
+	setTockHeaders(req.Header, t, s.userAgent, body)
+	return do(ctx, s.client, req, start, limit, twoXX)
 }

@@ -40,10 +40,16 @@ func (w *Webhook) Execute(ctx context.Context, t Task) Outcome {
 	if method == "" {
 		method = http.MethodPost
 	}
+	want, err := expectation(p.ExpectStatus, p.ExpectBody)
+	if err != nil {
+		return failure("invalid webhook payload: expect_status %v", err)
+	}
 	var body io.Reader
 	hasBody := len(p.Body) > 0 && !bytes.Equal(bytes.TrimSpace(p.Body), []byte("null"))
+	var raw []byte
 	if hasBody {
-		body = bytes.NewReader(p.Body)
+		raw = p.Body
+		body = bytes.NewReader(raw)
 	}
 
 	start := time.Now()
@@ -59,6 +65,6 @@ func (w *Webhook) Execute(ctx context.Context, t Task) Outcome {
 	for k, v := range p.Headers {
 		req.Header.Set(k, v)
 	}
-	setTockHeaders(req.Header, t, w.userAgent)
-	return do(ctx, w.client, req, start, limit)
+	setTockHeaders(req.Header, t, w.userAgent, raw)
+	return do(ctx, w.client, req, start, limit, want)
 }
