@@ -2,11 +2,12 @@
 SERVICES := dashboard scheduler worker
 MODULES  := $(shell go list -m -f '{{.Dir}}')
 # Every package of every workspace module (a module may have none yet).
-PKGS     := $(shell go list $(addsuffix /...,$(MODULES)) 2>/dev/null)
+PKGS     := $(shell go list $(addsuffix /...,$(MODULES)) 2>/dev/null | grep -v /e2e/chaos)
+FUZZTIME ?= 10s
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: build run test lint unit e2e fuzz clean
+.PHONY: build run test lint unit e2e fuzz clean chaos
 
 ## build: compile bin/dashboard, bin/scheduler, bin/worker
 build:
@@ -34,6 +35,17 @@ unit:
 ## e2e: the end-to-end tests only, verbose, with their lateness figures
 e2e:
 	go test -count=1 -v -timeout 20m ./e2e/...
+
+## fuzz: run every fuzz target for FUZZTIME (10s) each: cron, RRULE, members, job JSON
+fuzz:
+	cd pkg && go test -run='^$$' -fuzz='^FuzzCron$$' -fuzztime=$(FUZZTIME) ./schedule/
+	cd pkg && go test -run='^$$' -fuzz='^FuzzRRule$$' -fuzztime=$(FUZZTIME) ./schedule/
+	cd pkg && go test -run='^$$' -fuzz='^FuzzParseMember$$' -fuzztime=$(FUZZTIME) ./job/
+	cd pkg && go test -run='^$$' -fuzz='^FuzzSpecBuild$$' -fuzztime=$(FUZZTIME) ./jobspec/
+
+## chaos: the fault suite on private Postgres and Redis: kills, stalls and restarts under load, one row per fault
+chaos:
+	go test -count=1 -v -timeout 15m ./e2e/chaos/...
 
 clean:
 	rm -rf bin

@@ -50,6 +50,7 @@ const startRunsSQL = `WITH req AS (
 ), live AS (
     SELECT id, owner_id, type, name, payload, timeout_ms, max_retries, generation, schedule, last_at FROM jobs
     WHERE id = ANY($2) AND status = 'scheduled'
+    ORDER BY id
     FOR SHARE
 ), fresh AS (
     INSERT INTO job_runs (job_id, scheduled_for, attempt, status, id, owner_id, due_at, started_at, lease_until)
@@ -185,12 +186,17 @@ type Result struct {
 const finishRunsSQL = `WITH res AS (
     SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::smallint[], $4::run_status[], $5::timestamptz[], $6::text[], $7::text[])
         AS r(job_id, scheduled_for, attempt, status, finished_at, output, error)
+), locked AS (
+    -- Jobs first, in id order, as startRunsSQL locks them: taking job_runs
+    -- first would deadlock against a start of the same job.
+    SELECT id FROM jobs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE
 ), done AS (
     UPDATE job_runs jr SET status = r.status, finished_at = r.finished_at,
         output = nullif(r.output, ''), error = nullif(r.error, '')
     FROM res r
     WHERE jr.job_id = r.job_id AND jr.scheduled_for = r.scheduled_for AND jr.attempt = r.attempt
       AND jr.scheduled_for = ANY($2) AND jr.status = 'running'
+      AND r.job_id IN (SELECT id FROM locked)
     RETURNING jr.job_id, jr.scheduled_for, jr.status
 )
 UPDATE jobs j SET status = CASE

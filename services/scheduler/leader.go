@@ -218,7 +218,7 @@ func (l *Leader) reconcile(ctx context.Context) {
 // safe: an attempt starts once. The marker is set only when all of it worked,
 // so a failed rebuild is tried again at the next reconcile.
 func (l *Leader) rebuild(ctx context.Context, now time.Time) {
-	l.log.Warn("redis_data_lost_rebuilding")
+	l.log.Info("redis_marker_missing_rebuilding")
 	start := l.clock()
 	moved, err := l.store.RewindRecurring(ctx, now.Add(-l.cfg.Horizon), now)
 	if err != nil {
@@ -258,7 +258,13 @@ func (l *Leader) rebuild(ctx context.Context, now time.Time) {
 		l.log.Warn("rebuild_failed", zap.Error(err))
 		return
 	}
-	l.log.Warn("redis_rebuilt", zap.Int("recurring_jobs_rewound", moved), zap.Int("one_off_attempts", oneOffs),
+	// A first start also finds no marker; only a rebuild that put something
+	// back means Redis had lost data.
+	log := l.log.Info
+	if oneOffs > 0 || len(retries) > 0 {
+		log = l.log.Warn
+	}
+	log("redis_rebuilt", zap.Int("recurring_jobs_rewound", moved), zap.Int("one_off_attempts", oneOffs),
 		zap.Int("retries", len(retries)), zap.Duration("took", l.clock().Sub(start)))
 }
 

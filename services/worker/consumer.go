@@ -198,8 +198,12 @@ func (c *Consumer) handle(ctx, execCtx context.Context, msgs []queue.Message, ru
 	if len(starts) == 0 {
 		return
 	}
-	now := c.Clock()
+	// The clock is read on every try: a start retried through an outage must
+	// not write a lease that expired while it waited, or another worker would
+	// take the attempt over at once.
+	var now time.Time
 	started, err := retryPG(ctx, c.Log, func() ([]store.Started, error) {
+		now = c.Clock()
 		return c.Store.StartRuns(ctx, starts, now, c.LeaseMargin)
 	})
 	if err != nil {
@@ -471,8 +475,10 @@ func permanent(err error) bool {
 	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23"))
 }
 
+// backoffStep is the wait before retrying a Postgres or Redis call; capped at
+// a second so a worker resumes within about a second of an outage's end.
 func backoffStep(attempt int) time.Duration {
-	return min(100*time.Millisecond<<min(attempt, 6), 5*time.Second)
+	return min(100*time.Millisecond<<min(attempt, 6), time.Second)
 }
 
 func sleep(ctx context.Context, d time.Duration) {
