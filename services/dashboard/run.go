@@ -12,10 +12,8 @@ import (
 
 	"github.com/tockhq/tock/pkg/config"
 	"github.com/tockhq/tock/pkg/jobspec"
-	"github.com/tockhq/tock/pkg/logging"
 	"github.com/tockhq/tock/pkg/probe"
-	"github.com/tockhq/tock/pkg/queue"
-	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/pkg/service"
 	"github.com/tockhq/tock/services/dashboard/api"
 )
 
@@ -29,23 +27,12 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("config:\n%w", err)
 	}
-	log, err := logging.New("dashboard", cfg.LogLevel)
+	base, err := service.Open(ctx, "dashboard", cfg.Common)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = log.Sync() }()
-
-	st, err := store.Open(ctx, cfg.DatabaseURL, int32(cfg.DBMaxConns))
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	rdb, err := queue.Connect(cfg.RedisURL)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = rdb.Close() }()
-	q := queue.New(rdb, queue.Keys{Prefix: cfg.RedisPrefix, Shard: 0})
+	defer base.Close()
+	log, st, rdb, q := base.Log, base.Store, base.Redis, base.Queue
 
 	var gate probe.Gate
 	srv := api.New(api.Deps{

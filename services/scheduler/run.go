@@ -11,10 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/config"
-	"github.com/tockhq/tock/pkg/logging"
 	"github.com/tockhq/tock/pkg/probe"
-	"github.com/tockhq/tock/pkg/queue"
-	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/pkg/service"
 )
 
 func run(ctx context.Context) error {
@@ -22,23 +20,12 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("config:\n%w", err)
 	}
-	log, err := logging.New("scheduler", cfg.LogLevel)
+	base, err := service.Open(ctx, "scheduler", cfg.Common)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = log.Sync() }()
-
-	st, err := store.Open(ctx, cfg.DatabaseURL, int32(cfg.DBMaxConns))
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	rdb, err := queue.Connect(cfg.RedisURL)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = rdb.Close() }()
-	q := queue.New(rdb, queue.Keys{Prefix: cfg.RedisPrefix, Shard: 0})
+	defer base.Close()
+	log, st, rdb, q := base.Log, base.Store, base.Redis, base.Queue
 
 	var gate probe.Gate
 	srv, err := probe.Listen(cfg.MetricsAddr, probe.Handler(map[string]probe.Check{

@@ -12,11 +12,9 @@ import (
 
 	"github.com/tockhq/tock/pkg/config"
 	"github.com/tockhq/tock/pkg/job"
-	"github.com/tockhq/tock/pkg/logging"
 	"github.com/tockhq/tock/pkg/outbound"
 	"github.com/tockhq/tock/pkg/probe"
-	"github.com/tockhq/tock/pkg/queue"
-	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/pkg/service"
 	"github.com/tockhq/tock/services/worker/executor"
 )
 
@@ -28,23 +26,12 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("config:\n%w", err)
 	}
-	log, err := logging.New("worker", cfg.LogLevel)
+	base, err := service.Open(ctx, "worker", cfg.Common)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = log.Sync() }()
-
-	st, err := store.Open(ctx, cfg.DatabaseURL, int32(cfg.DBMaxConns))
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	rdb, err := queue.Connect(cfg.RedisURL)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = rdb.Close() }()
-	q := queue.New(rdb, queue.Keys{Prefix: cfg.RedisPrefix, Shard: 0})
+	defer base.Close()
+	log, st, rdb, q := base.Log, base.Store, base.Redis, base.Queue
 	prepare := func(ctx context.Context) error {
 		if err := st.Migrate(ctx); err != nil {
 			return err

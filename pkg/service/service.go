@@ -1,0 +1,54 @@
+// Package service holds the start-up every tock service shares: its logger,
+// its Postgres pool and its Redis client, opened from the common settings and
+// closed in reverse order. Each service's run wires its own parts on top.
+package service
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/config"
+	"github.com/tockhq/tock/pkg/logging"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
+)
+
+// Base is what every service opens at start-up. Opening connects to nothing
+// yet: pools dial on first use, so a service starts while Postgres or Redis is
+// down and waits for them (see probe.Retry).
+type Base struct {
+	Log   *zap.Logger
+	Store *store.Store
+	Redis redis.UniversalClient
+	Queue *queue.Queue
+}
+
+// Open builds the named service's logger, Postgres pool and Redis client.
+func Open(ctx context.Context, name string, c config.Common) (*Base, error) {
+	log, err := logging.New(name, c.LogLevel)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, c.DatabaseURL, int32(c.DBMaxConns))
+	if err != nil {
+		_ = log.Sync()
+		return nil, err
+	}
+	rdb, err := queue.Connect(c.RedisURL)
+	if err != nil {
+		st.Close()
+		_ = log.Sync()
+		return nil, err
+	}
+	return &Base{Log: log, Store: st, Redis: rdb, Queue: queue.New(rdb, queue.Keys{Prefix: c.RedisPrefix, Shard: 0})}, nil
+}
+
+// Close releases the Redis client, the Postgres pool and the logger, in the
+// reverse of the order Open made them.
+func (b *Base) Close() {
+	_ = b.Redis.Close()
+	b.Store.Close()
+	_ = b.Log.Sync()
+}
