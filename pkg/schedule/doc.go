@@ -33,7 +33,10 @@
 // start_at (default: creation time) bounds the schedule: no occurrence lies
 // before it. An RRULE is anchored at start_at's wall clock in the zone, as its
 // DTSTART: parts the rule leaves out (the time of day of FREQ=DAILY, the
-// weekday of FREQ=WEEKLY, the phase of INTERVAL) come from there. every=week
+// weekday of FREQ=WEEKLY, the phase of INTERVAL) come from there. One
+// deliberate departure from RFC 5545: a rule that names a time of day means
+// it exactly, so BYHOUR=9 is 09:00:00 and BYMINUTE=30 is hh:30:00; the finer
+// parts it omits are zero, not start_at's minute or second. every=week
 // and every=month without "on" run on start_at's weekday or day of month.
 // The normalized spec (Schedule.Spec) records every such default, so storing
 // it and compiling it again gives the same occurrences.

@@ -158,14 +158,24 @@ func explicitDefaults(opt *rrule.ROption, anchor time.Time) {
 			opt.Byweekday = []rrule.Weekday{rruleWeekdays[anchor.Weekday()]}
 		}
 	}
+	// A rule that names a time of day means that time exactly: BYHOUR=9 is
+	// 09:00:00, and BYHOUR=9;BYMINUTE=30 is 09:30:00, whatever second start_at
+	// fell on. Parts the rule leaves out altogether still come from start_at.
+	hourGiven, minuteGiven := len(opt.Byhour) > 0, len(opt.Byminute) > 0
 	if len(opt.Byhour) == 0 && opt.Freq < rrule.HOURLY {
 		opt.Byhour = []int{anchor.Hour()}
 	}
 	if len(opt.Byminute) == 0 && opt.Freq < rrule.MINUTELY {
 		opt.Byminute = []int{anchor.Minute()}
+		if hourGiven {
+			opt.Byminute = []int{0}
+		}
 	}
 	if len(opt.Bysecond) == 0 && opt.Freq < rrule.SECONDLY {
 		opt.Bysecond = []int{anchor.Second()}
+		if hourGiven || minuteGiven {
+			opt.Bysecond = []int{0}
+		}
 	}
 	opt.Byhour = uniq(opt.Byhour)
 	opt.Byminute = uniq(opt.Byminute)

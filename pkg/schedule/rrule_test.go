@@ -54,6 +54,14 @@ func TestRRuleMatchesLibraryFromAnyPoint(t *testing.T) {
 			opt, err := rrule.StrToROption(rule)
 			require.NoError(t, err)
 			opt.Dtstart = start
+			// tock's one deliberate departure from RFC 5545 (see explicitDefaults):
+			// a rule that names a time of day means its finer parts are zero.
+			if len(opt.Byhour) > 0 && len(opt.Byminute) == 0 && opt.Freq < rrule.MINUTELY {
+				opt.Byminute = []int{0}
+			}
+			if (len(opt.Byhour) > 0 || len(opt.Byminute) > 0) && len(opt.Bysecond) == 0 && opt.Freq < rrule.SECONDLY {
+				opt.Bysecond = []int{0}
+			}
 			lib, err := rrule.NewRRule(*opt)
 			require.NoError(t, err)
 
@@ -90,5 +98,27 @@ func TestRRuleMatchesLibraryFromAnyPoint(t *testing.T) {
 				require.Equal(t, buf, s.Upcoming(from, 5, 0), "from %s", from)
 			}
 		})
+	}
+}
+
+func TestRRuleTimeOfDayIsExact(t *testing.T) {
+	t.Parallel()
+	// Created at 10:17:45 Berlin time: a rule naming 09:00 runs at 09:00:00,
+	// not at 09:00:45 (the seconds of creation).
+	start := time.Date(2026, 11, 22, 9, 17, 45, 0, time.UTC)
+	for _, tt := range []struct {
+		rule string
+		want time.Time
+	}{
+		{"FREQ=MONTHLY;BYDAY=1MO;BYHOUR=9;BYMINUTE=0", time.Date(2026, 12, 7, 8, 0, 0, 0, time.UTC)},
+		{"FREQ=MONTHLY;BYDAY=1MO;BYHOUR=9", time.Date(2026, 12, 7, 8, 0, 0, 0, time.UTC)},
+		{"FREQ=DAILY;BYMINUTE=30", time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)},
+		{"FREQ=DAILY", time.Date(2026, 11, 23, 9, 17, 45, 0, time.UTC)},
+	} {
+		sched, err := schedule.Spec{RRule: tt.rule, Timezone: "Europe/Berlin", StartAt: &start}.Compile(start)
+		require.NoError(t, err, tt.rule)
+		first, ok := sched.Next(start)
+		require.True(t, ok)
+		require.Equal(t, tt.want, first, tt.rule)
 	}
 }
