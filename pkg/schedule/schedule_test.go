@@ -360,7 +360,7 @@ func TestCompileErrors(t *testing.T) {
 		})
 	}
 
-	t.Run("MessagesSayWhatToDo", func(t *testing.T) {
+	t.Run("MessagesNameTheFix", func(t *testing.T) {
 		t.Parallel()
 		for spec, want := range map[*schedule.Spec]string{
 			{}:                                       "set one of cron, rrule or every",
