@@ -14,7 +14,7 @@ import (
 
 // claimedOneOffsSQL pages through claimed one-off jobs whose first attempt never
 // started, in (run_at, id) order, whatever their due time.
-const claimedOneOffsSQL = `SELECT j.id, j.run_at, j.priority, j.generation FROM jobs_idle j
+const claimedOneOffsSQL = `SELECT j.id, j.run_at, 1, j.priority, j.generation FROM jobs_idle j
 WHERE j.status = 'scheduled' AND j.run_at IS NOT NULL AND j.run_at < $1 AND (j.run_at, j.id) > ($2, $3)
   AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = j.id AND r.scheduled_for = j.run_at)
 ORDER BY j.run_at, j.id
@@ -29,23 +29,7 @@ func (s *Store) ClaimedNotStarted(ctx context.Context, before time.Time, after j
 	if lower.IsZero() {
 		lower = time.Unix(0, 0)
 	}
-	rows, err := s.pool.Query(ctx, claimedOneOffsSQL, before, lower, after.JobID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("claimed one-off jobs: %w", translate(err))
-	}
-	occs, err := pgx.CollectRows(rows, scanFirstAttempt)
-	if err != nil {
-		return nil, fmt.Errorf("claimed one-off jobs: %w", translate(err))
-	}
-	return occs, nil
-}
-
-func scanFirstAttempt(r pgx.CollectableRow) (job.Occurrence, error) {
-	var o job.Occurrence
-	var prio int16
-	err := r.Scan(&o.JobID, &o.ScheduledFor, &prio, &o.Generation)
-	o.ScheduledFor, o.Priority, o.Attempt = o.ScheduledFor.UTC(), int(prio), 1
-	return o, err
+	return s.occurrences(ctx, "claimed one-off jobs", claimedOneOffsSQL, before, lower, after.JobID, limit)
 }
 
 // lostRetriesSQL finds failed attempts whose next attempt has no row: the retry
@@ -61,21 +45,7 @@ LIMIT $1`
 // LostRetries returns the next attempts of failed attempts that have not
 // started, to be enqueued again after Redis lost its data.
 func (s *Store) LostRetries(ctx context.Context, limit int) ([]job.Occurrence, error) {
-	rows, err := s.pool.Query(ctx, lostRetriesSQL, limit)
-	if err != nil {
-		return nil, fmt.Errorf("lost retries: %w", translate(err))
-	}
-	occs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job.Occurrence, error) {
-		var o job.Occurrence
-		var attempt, prio int16
-		err := r.Scan(&o.JobID, &o.ScheduledFor, &attempt, &prio, &o.Generation)
-		o.ScheduledFor, o.Attempt, o.Priority = o.ScheduledFor.UTC(), int(attempt), int(prio)
-		return o, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("lost retries: %w", translate(err))
-	}
-	return occs, nil
+	return s.occurrences(ctx, "lost retries", lostRetriesSQL, limit)
 }
 
 // recurringSQL pages through scheduled recurring jobs with the last occurrence

@@ -13,7 +13,7 @@ import (
 // unstartedClaimsSQL finds one-off jobs claimed into Redis whose due time passed
 // before olderThan without any attempt starting: their member may have been lost
 // (a dashboard that died between commit and ZADD, a Redis that lost its data).
-const unstartedClaimsSQL = `SELECT j.id, j.run_at, j.priority, j.generation FROM jobs_idle j
+const unstartedClaimsSQL = `SELECT j.id, j.run_at, 1, j.priority, j.generation FROM jobs_idle j
 WHERE j.status = 'scheduled' AND j.run_at IS NOT NULL AND j.run_at < $1
   AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = j.id AND r.scheduled_for = j.run_at)
 ORDER BY j.run_at
@@ -22,21 +22,7 @@ LIMIT $2`
 // UnstartedClaims returns the first attempts of claimed one-off jobs that were
 // due before olderThan and never started.
 func (s *Store) UnstartedClaims(ctx context.Context, olderThan time.Time, limit int) ([]job.Occurrence, error) {
-	rows, err := s.pool.Query(ctx, unstartedClaimsSQL, olderThan, limit)
-	if err != nil {
-		return nil, fmt.Errorf("unstarted claims: %w", translate(err))
-	}
-	occs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job.Occurrence, error) {
-		var o job.Occurrence
-		var prio int16
-		err := r.Scan(&o.JobID, &o.ScheduledFor, &prio, &o.Generation)
-		o.ScheduledFor, o.Priority, o.Attempt = o.ScheduledFor.UTC(), int(prio), 1
-		return o, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("unstarted claims: %w", translate(err))
-	}
-	return occs, nil
+	return s.occurrences(ctx, "unstarted claims", unstartedClaimsSQL, olderThan, limit)
 }
 
 // expiredLeasesSQL finds attempts still running past their lease: their worker
@@ -49,9 +35,16 @@ LIMIT $2`
 
 // ExpiredLeases returns running attempts whose lease ended before now.
 func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]job.Occurrence, error) {
-	rows, err := s.pool.Query(ctx, expiredLeasesSQL, now, limit)
+	return s.occurrences(ctx, "expired leases", expiredLeasesSQL, now, limit)
+}
+
+// occurrences runs a query whose rows are (job_id, scheduled_for, attempt,
+// priority, generation) and returns them as occurrences; what names the query
+// in errors.
+func (s *Store) occurrences(ctx context.Context, what, sql string, args ...any) ([]job.Occurrence, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, fmt.Errorf("expired leases: %w", translate(err))
+		return nil, fmt.Errorf("%s: %w", what, translate(err))
 	}
 	occs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job.Occurrence, error) {
 		var o job.Occurrence
@@ -61,7 +54,7 @@ func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]
 		return o, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("expired leases: %w", translate(err))
+		return nil, fmt.Errorf("%s: %w", what, translate(err))
 	}
 	return occs, nil
 }
