@@ -6,10 +6,13 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tockhq/tock/pkg/outbound"
 )
 
 // Env reads variables through a lookup function (os.LookupEnv in main, a map
@@ -123,4 +126,20 @@ func ReadCommon(e *Env) Common {
 		RedisPrefix: e.String("TOCK_REDIS_PREFIX", "tock"),
 		LogLevel:    e.String("TOCK_LOG_LEVEL", "info"),
 	}
+}
+
+// ReadTargets reads the outbound policy for user-supplied URLs. The worker
+// dials through it, and the dashboard refuses at creation the URLs it would
+// refuse, so both must read the same variables.
+func ReadTargets(e *Env) outbound.Options {
+	o := outbound.Options{AllowPrivate: e.Bool("TOCK_ALLOW_PRIVATE_TARGETS", false)}
+	for _, s := range strings.FieldsFunc(e.String("TOCK_ALLOWED_TARGET_CIDRS", ""), func(r rune) bool { return r == ',' || r == ' ' }) {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			e.Check(fmt.Errorf("TOCK_ALLOWED_TARGET_CIDRS: %q is not a CIDR such as 10.1.0.0/16", s))
+			continue
+		}
+		o.AllowCIDRs = append(o.AllowCIDRs, p)
+	}
+	return o
 }

@@ -6,9 +6,11 @@ package jobspec
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/mail"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
@@ -18,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/outbound"
 	"github.com/tockhq/tock/pkg/schedule"
 )
 
@@ -40,6 +43,11 @@ type Spec struct {
 // Limits bounds what a Spec may ask for; the dashboard fills it from config.
 type Limits struct {
 	MaxPayloadBytes int
+	// Targets is the worker's outbound policy (TOCK_ALLOW_PRIVATE_TARGETS,
+	// TOCK_ALLOWED_TARGET_CIDRS): a URL whose host is an address the worker
+	// would refuse to dial, or a name that always means loopback, is refused
+	// when the job is created rather than at every run.
+	Targets outbound.Options
 }
 
 // DefaultLimits are the limits when the operator sets none.
@@ -251,7 +259,7 @@ func ValidatePayload(t job.Type, raw json.RawMessage, lim Limits) (json.RawMessa
 		if err := decodeStrict(raw, &p); err != nil {
 			return nil, invalid("payload", "%s", err)
 		}
-		if err := CheckURL("payload.url", p.URL); err != nil {
+		if err := CheckURL("payload.url", p.URL, lim.Targets); err != nil {
 			return nil, err
 		}
 		if p.Method != "" {
@@ -277,14 +285,14 @@ func ValidatePayload(t job.Type, raw json.RawMessage, lim Limits) (json.RawMessa
 		if err := decodeStrict(raw, &p); err != nil {
 			return nil, invalid("payload", "%s", err)
 		}
-		if err := CheckURL("payload.url", p.URL); err != nil {
+		if err := CheckURL("payload.url", p.URL, lim.Targets); err != nil {
 			return nil, err
 		}
 		if _, err := job.ParseStatusSet(p.ExpectStatus); err != nil {
 			return nil, invalid("payload.expect_status", "%s", err)
 		}
 	case job.TypeSlack:
-		if err := checkSlack(raw); err != nil {
+		if err := checkSlack(raw, lim.Targets); err != nil {
 			return nil, err
 		}
 	case job.TypeEmail:
@@ -304,12 +312,12 @@ func ValidatePayload(t job.Type, raw json.RawMessage, lim Limits) (json.RawMessa
 // checkSlack validates a slack payload: a webhook URL, and text or blocks
 // within Slack's limits, so that a job Slack would refuse is refused at once
 // rather than failing at every run.
-func checkSlack(raw json.RawMessage) error {
+func checkSlack(raw json.RawMessage, targets outbound.Options) error {
 	var p job.SlackPayload
 	if err := decodeStrict(raw, &p); err != nil {
 		return invalid("payload", "%s", err)
 	}
-	if err := CheckURL("payload.webhook_url", p.WebhookURL); err != nil {
+	if err := CheckURL("payload.webhook_url", p.WebhookURL, targets); err != nil {
 		return err
 	}
 	blocks := 0
@@ -408,10 +416,11 @@ func decodeStrict(raw json.RawMessage, v any) error {
 	return nil
 }
 
-// CheckURL accepts only absolute http(s) URLs with a host. Whether the host may
-// be dialled is decided at connect time by the worker's guard, not here: a name
-// can resolve differently later.
-func CheckURL(field, raw string) error {
+// CheckURL accepts only absolute http(s) URLs with a host that targets allows.
+// A host written as an address is checked here with the worker's own guard, and
+// so is localhost; any other name is checked at connect time by the worker's
+// guard, since a name can resolve differently later.
+func CheckURL(field, raw string, targets outbound.Options) error {
 	if raw == "" {
 		return invalid(field, "is required")
 	}
@@ -427,6 +436,31 @@ func CheckURL(field, raw string) error {
 	}
 	if u.User != nil {
 		return invalid(field, "must not carry credentials; use headers")
+	}
+	if err := checkHost(u.Hostname(), targets); err != nil {
+		return invalid(field, "%s", err)
+	}
+	return nil
+}
+
+// checkHost refuses a host the worker could never be allowed to reach: an
+// address its guard denies, or localhost and its subdomains, which always
+// resolve to loopback (RFC 6761).
+func checkHost(host string, targets outbound.Options) error {
+	name := strings.ToLower(strings.TrimSuffix(host, "."))
+	addr, err := netip.ParseAddr(name)
+	if err != nil {
+		if name != "localhost" && !strings.HasSuffix(name, ".localhost") {
+			return nil
+		}
+		addr = netip.IPv6Loopback()
+	}
+	if err := outbound.Check(addr, targets); err != nil {
+		var denied *outbound.DeniedError
+		if errors.As(err, &denied) {
+			return fmt.Errorf("names a %s address, which tock does not call (an operator can allow it with TOCK_ALLOW_PRIVATE_TARGETS or TOCK_ALLOWED_TARGET_CIDRS)", denied.Reason)
+		}
+		return err
 	}
 	return nil
 }

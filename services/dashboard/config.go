@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/tockhq/tock/pkg/config"
+	"github.com/tockhq/tock/pkg/outbound"
 )
 
 // minTokenLen keeps the admin token out of reach of guessing.
@@ -25,6 +26,9 @@ type Config struct {
 	MisfireThreshold time.Duration
 	MaxPayloadBytes  int
 	MaxBodyBytes     int
+	// Targets is the workers' outbound policy: a job URL they would refuse
+	// to call is refused at creation.
+	Targets outbound.Options
 }
 
 // readConfig reads the settings and reports every problem at once. No error
@@ -38,6 +42,7 @@ func readConfig(e *config.Env) (Config, error) {
 		MisfireThreshold: e.Duration("TOCK_MISFIRE_THRESHOLD", time.Minute),
 		MaxPayloadBytes:  e.Int("TOCK_MAX_PAYLOAD_BYTES", 64<<10, 1, 16<<20),
 		MaxBodyBytes:     e.Int("TOCK_MAX_BODY_BYTES", 1<<20, 1, 64<<20),
+		Targets:          config.ReadTargets(e),
 	}
 	if c.AdminToken != "" && len(c.AdminToken) < minTokenLen {
 		e.Check(fmt.Errorf("TOCK_ADMIN_TOKEN must be at least %d characters", minTokenLen))

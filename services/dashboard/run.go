@@ -44,7 +44,7 @@ func run(ctx context.Context) error {
 		AdminToken:       cfg.AdminToken,
 		Horizon:          cfg.Horizon,
 		MisfireThreshold: cfg.MisfireThreshold,
-		Limits:           jobspec.Limits{MaxPayloadBytes: cfg.MaxPayloadBytes},
+		Limits:           jobspec.Limits{MaxPayloadBytes: cfg.MaxPayloadBytes, Targets: cfg.Targets},
 		MaxBodyBytes:     int64(cfg.MaxBodyBytes),
 		Ready:            gate.Check,
 	})

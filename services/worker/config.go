@@ -4,28 +4,28 @@ import (
 	"errors"
 	"fmt"
 	"net/mail"
-	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/tockhq/tock/pkg/config"
+	"github.com/tockhq/tock/pkg/outbound"
 	"github.com/tockhq/tock/services/worker/executor"
 )
 
 // Config is the worker's settings, read once from the environment.
 type Config struct {
 	config.Common
-	MetricsAddr  string
-	Concurrency  int
-	Batch        int
-	Block        time.Duration
-	Visibility   time.Duration
-	LeaseMargin  time.Duration
-	BackoffBase  time.Duration
-	BackoffMax   time.Duration
-	Grace        time.Duration
-	AllowPrivate bool
-	AllowedCIDRs []netip.Prefix
+	MetricsAddr string
+	Concurrency int
+	Batch       int
+	Block       time.Duration
+	Visibility  time.Duration
+	LeaseMargin time.Duration
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+	Grace       time.Duration
+	// Targets is the outbound policy for job URLs.
+	Targets      outbound.Options
 	ConsumerName string
 	Misfire      time.Duration
 	AutoPause    int
@@ -46,18 +46,10 @@ func readConfig(e *config.Env) (Config, error) {
 		BackoffBase:  e.Duration("TOCK_RETRY_BACKOFF", time.Second),
 		BackoffMax:   e.Duration("TOCK_RETRY_BACKOFF_MAX", time.Hour),
 		Grace:        e.Duration("TOCK_SHUTDOWN_GRACE", 25*time.Second),
-		AllowPrivate: e.Bool("TOCK_ALLOW_PRIVATE_TARGETS", false),
+		Targets:      config.ReadTargets(e),
 		ConsumerName: e.String("TOCK_WORKER_NAME", ""),
 		Misfire:      e.Duration("TOCK_MISFIRE_THRESHOLD", time.Minute),
 		AutoPause:    e.Int("TOCK_AUTO_PAUSE_AFTER", 5, 0, 1000),
-	}
-	for _, s := range strings.FieldsFunc(e.String("TOCK_ALLOWED_TARGET_CIDRS", ""), func(r rune) bool { return r == ',' || r == ' ' }) {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			e.Check(fmt.Errorf("TOCK_ALLOWED_TARGET_CIDRS: %q is not a CIDR such as 10.1.0.0/16", s))
-			continue
-		}
-		c.AllowedCIDRs = append(c.AllowedCIDRs, p)
 	}
 	if c.BackoffBase <= 0 || c.BackoffMax < c.BackoffBase {
 		e.Check(fmt.Errorf("TOCK_RETRY_BACKOFF=%s must be above 0 and at most TOCK_RETRY_BACKOFF_MAX=%s", c.BackoffBase, c.BackoffMax))

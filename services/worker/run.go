@@ -61,7 +61,7 @@ func run(ctx context.Context) error {
 		host, _ := os.Hostname()
 		name = host + "-" + strconv.Itoa(os.Getpid()) + "-" + job.NewID().String()[24:]
 	}
-	client := outbound.NewClient(outbound.Options{AllowPrivate: cfg.AllowPrivate, AllowCIDRs: cfg.AllowedCIDRs})
+	client := outbound.NewClient(cfg.Targets)
 	consumer := &Consumer{
 		Store: st, Queue: q, Runner: executor.NewRegistry(client, version, executor.WithSlack(), executor.WithEmail(cfg.SMTP)), Log: log.Named("consumer"), Clock: time.Now,
 		Name: name, Concurrency: cfg.Concurrency, Batch: cfg.Batch, Block: cfg.Block, Visibility: cfg.Visibility,
@@ -89,7 +89,7 @@ func run(ctx context.Context) error {
 		consumer.Run(cctx)
 	}()
 	log.Info("worker_started", zap.String("consumer", name), zap.String("metrics_addr", cfg.MetricsAddr),
-		zap.Int("concurrency", cfg.Concurrency), zap.Bool("allow_private_targets", cfg.AllowPrivate),
+		zap.Int("concurrency", cfg.Concurrency), zap.Bool("allow_private_targets", cfg.Targets.AllowPrivate),
 		zap.String("smtp_host", cfg.SMTP.Host))
 
 	select {

@@ -108,8 +108,8 @@ func New(d Deps) *Server {
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
-	if s.limits == (jobspec.Limits{}) {
-		s.limits = jobspec.DefaultLimits
+	if s.limits.MaxPayloadBytes <= 0 {
+		s.limits.MaxPayloadBytes = jobspec.DefaultLimits.MaxPayloadBytes
 	}
 	s.echo = s.routes()
 	return s
