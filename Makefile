@@ -36,12 +36,14 @@ unit:
 e2e:
 	go test -count=1 -v -timeout 20m ./e2e/...
 
-## fuzz: run every fuzz target for FUZZTIME (10s) each: cron, RRULE, members, job JSON
+## fuzz: run every fuzz target for FUZZTIME (10s) each: cron, RRULE, members, job JSON, job URLs, API job bodies
 fuzz:
 	cd pkg && go test -run='^$$' -fuzz='^FuzzCron$$' -fuzztime=$(FUZZTIME) ./schedule/
 	cd pkg && go test -run='^$$' -fuzz='^FuzzRRule$$' -fuzztime=$(FUZZTIME) ./schedule/
 	cd pkg && go test -run='^$$' -fuzz='^FuzzParseMember$$' -fuzztime=$(FUZZTIME) ./job/
 	cd pkg && go test -run='^$$' -fuzz='^FuzzSpecBuild$$' -fuzztime=$(FUZZTIME) ./jobspec/
+	cd pkg && go test -run='^$$' -fuzz='^FuzzCheckURL$$' -fuzztime=$(FUZZTIME) ./jobspec/
+	cd services/dashboard && go test -run='^$$' -fuzz='^FuzzDecodeJob$$' -fuzztime=$(FUZZTIME) ./api/
 
 ## chaos: the fault suite on private Postgres and Redis: kills, stalls and restarts under load, one row per fault
 chaos:

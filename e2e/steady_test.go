@@ -60,7 +60,7 @@ func TestSteadyLoad(t *testing.T) {
 			Payload: payload, CreatedAt: now, UpdatedAt: now, Timezone: "UTC"}
 	}
 	for start := 0; start < n; start += 10000 {
-		require.NoError(t, st.CreateJobs(ctx, jobs[start:min(start+10000, n)]))
+		require.NoError(t, st.CreateJobs(ctx, jobs[start:min(start+10000, n)], store.Create{}))
 	}
 	t.Logf("inserted %d jobs due from %s at %d/s", n, t0.Format(time.RFC3339Nano), rate)
 

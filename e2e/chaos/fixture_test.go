@@ -214,7 +214,7 @@ func (l *load) insert(ctx context.Context, databaseURL string) error {
 	}
 	defer st.Close()
 	for start := 0; start < len(l.jobs); start += 5000 {
-		if err := st.CreateJobs(ctx, l.jobs[start:min(start+5000, len(l.jobs))]); err != nil {
+		if err := st.CreateJobs(ctx, l.jobs[start:min(start+5000, len(l.jobs))], store.Create{}); err != nil {
 			return err
 		}
 	}

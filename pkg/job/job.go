@@ -97,6 +97,9 @@ type Job struct {
 	DueAt     time.Time
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// LastRun is the job's latest attempt, when the store was asked for it
+	// (listings and single reads); nil if it never ran.
+	LastRun *Run
 }
 
 // Recurring reports whether the job has a recurrence rather than one run.

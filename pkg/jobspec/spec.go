@@ -447,13 +447,23 @@ func CheckURL(field, raw string, targets outbound.Options) error {
 // address its guard denies, or localhost and its subdomains, which always
 // resolve to loopback (RFC 6761).
 func checkHost(host string, targets outbound.Options) error {
-	name := strings.ToLower(strings.TrimSuffix(host, "."))
+	name := strings.ToLower(host)
 	addr, err := netip.ParseAddr(name)
 	if err != nil {
-		if name != "localhost" && !strings.HasSuffix(name, ".localhost") {
+		if strings.ContainsAny(name, ":%") {
+			return fmt.Errorf("is not a valid IPv6 address")
+		}
+		// A name may end in the root's dot, and so may an IPv4 address
+		// written as one ("127.0.0.1.").
+		name = strings.TrimSuffix(name, ".")
+		switch a, err := netip.ParseAddr(name); {
+		case err == nil:
+			addr = a
+		case name == "localhost" || strings.HasSuffix(name, ".localhost"):
+			addr = netip.IPv6Loopback()
+		default:
 			return nil
 		}
-		addr = netip.IPv6Loopback()
 	}
 	if err := outbound.Check(addr, targets); err != nil {
 		var denied *outbound.DeniedError

@@ -35,3 +35,10 @@ func (k Keys) LoaderLock() string { return k.key("loader-lock") }
 // the reconciler that Redis lost its data (FLUSHALL, a restart without
 // persistence) and the window must be rebuilt from Postgres.
 func (k Keys) Marker() string { return k.key("marker") }
+
+// RateKey is the key of one user's rate-limit bucket ("requests", "jobs").
+// It belongs to no shard: each limiter call is a script on this one key, so it
+// may live in any Redis Cluster slot, and users spread over the slots.
+func RateKey(prefix, bucket string, user fmt.Stringer) string {
+	return fmt.Sprintf("%s:{u:%s}:rate:%s", prefix, user, bucket)
+}

@@ -26,9 +26,10 @@ RETURNING ` + jobColumns
 type Edit func(j *job.Job, started bool) error
 
 // UpdateJob applies edit to a job of owner and writes it back in one
-// transaction, keeping its id. It returns the job as it was and as it is now;
-// the caller moves the job's Redis entries accordingly (see job.Generation).
-func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Time, edit Edit) (before, after *job.Job, err error) {
+// transaction with its audit entry, keeping its id. It returns the job as it
+// was and as it is now; the caller moves the job's Redis entries accordingly
+// (see job.Generation).
+func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Time, edit Edit, audit Audit) (before, after *job.Job, err error) {
 	err = retrySerialization(ctx, func() error {
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			var hour int16
@@ -50,7 +51,7 @@ func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 				return translate(err)
 			}
 			before = b
-			return nil
+			return record(ctx, tx, audit, now, TargetJob, id, jobChanged(b, after))
 		})
 	})
 	if err != nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -82,25 +83,96 @@ func nullJSON(b []byte) []byte {
 	return b
 }
 
-// CreateJobs inserts jobs in one transaction: COPY for a batch, one INSERT for a
-// single job. A job whose DueAt is zero is stored as already claimed: the caller
-// puts its occurrence into Redis right after the commit.
-func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job) error {
+// Create says who creates jobs, for the audit log, and how many active jobs
+// their owner may have.
+type Create struct {
+	Audit Audit
+	// MaxActive caps the jobs the owner may have that can still run
+	// (scheduled or paused), the new ones included; 0 means no cap. With a
+	// cap, every job must have the same owner, and creations for one owner
+	// are serialized so that concurrent requests cannot pass it together.
+	MaxActive int
+}
+
+// QuotaError refuses jobs that would take their owner past Create.MaxActive.
+type QuotaError struct {
+	Active, Adding, Max int
+}
+
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("%d active jobs and %d more would pass the cap of %d", e.Active, e.Adding, e.Max)
+}
+
+const (
+	countActiveSQL = `SELECT count(*) FROM jobs WHERE owner_id = $1 AND status IN ('scheduled', 'paused')`
+	// lockOwnerSQL serializes the quota check and insert of one owner's jobs.
+	lockOwnerSQL = `SELECT pg_advisory_xact_lock(hashtextextended('tock.jobs.' || $1::text, 0))`
+)
+
+var auditCopyColumns = []string{"at", "actor_id", "action", "target_type", "target_id", "change"}
+
+// CreateJobs inserts jobs and their audit entries in one transaction: COPY for
+// a batch, one INSERT for a single job. A job whose DueAt is zero is stored as
+// already claimed: the caller puts its occurrence into Redis right after the
+// commit. Passing the cap is a *QuotaError and stores nothing.
+func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	if len(jobs) == 1 {
-		_, err := s.pool.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19)`, jobRow(jobs[0])...)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if c.MaxActive > 0 {
+			if err := checkQuota(ctx, tx, jobs, c.MaxActive); err != nil {
+				return err
+			}
+		}
+		if len(jobs) == 1 {
+			if _, err := tx.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19)`, jobRow(jobs[0])...); err != nil {
+				return fmt.Errorf("insert job: %w", translate(err))
+			}
+			j := jobs[0]
+			return record(ctx, tx, c.Audit, j.CreatedAt, TargetJob, j.ID, jobCreated(j))
+		}
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"jobs"}, jobCopyColumns, pgx.CopyFromSlice(len(jobs), func(i int) ([]any, error) {
+			return jobRow(jobs[i]), nil
+		}))
 		if err != nil {
-			return fmt.Errorf("insert job: %w", translate(err))
+			return fmt.Errorf("copy jobs: %w", translate(err))
+		}
+		if !c.Audit.recorded() {
+			return nil
+		}
+		_, err = tx.CopyFrom(ctx, pgx.Identifier{"audit_log"}, auditCopyColumns, pgx.CopyFromSlice(len(jobs), func(i int) ([]any, error) {
+			j := jobs[i]
+			change, err := json.Marshal(jobCreated(j))
+			return []any{j.CreatedAt, c.Audit.Actor, c.Audit.Action, TargetJob, j.ID, change}, err
+		}))
+		if err != nil {
+			return fmt.Errorf("copy audit: %w", translate(err))
 		}
 		return nil
-	}
-	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"jobs"}, jobCopyColumns, pgx.CopyFromSlice(len(jobs), func(i int) ([]any, error) {
-		return jobRow(jobs[i]), nil
-	}))
+	})
 	if err != nil {
-		return fmt.Errorf("copy jobs: %w", translate(err))
+		return fmt.Errorf("create jobs: %w", err)
+	}
+	return nil
+}
+
+func checkQuota(ctx context.Context, tx pgx.Tx, jobs []*job.Job, max int) error {
+	owner := jobs[0].Owner
+	for _, j := range jobs {
+		if j.Owner != owner {
+			return fmt.Errorf("%w: a capped batch must have one owner", job.ErrInvalid)
+		}
+	}
+	if _, err := tx.Exec(ctx, lockOwnerSQL, owner); err != nil {
+		return translate(err)
+	}
+	var active int
+	if err := tx.QueryRow(ctx, countActiveSQL, owner).Scan(&active); err != nil {
+		return translate(err)
+	}
+	if active+len(jobs) > max {
+		return &QuotaError{Active: active, Adding: len(jobs), Max: max}
 	}
 	return nil
 }
@@ -111,12 +183,46 @@ const jobCopyColumnList = `id, owner_id, due_hour, type, status, priority, max_r
 // AnyOwner passed as an owner lets an administrator's query see every owner's jobs.
 var AnyOwner = uuid.Nil
 
-const getJobSQL = `SELECT ` + jobColumns + ` FROM jobs WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2)`
+// withLastRun selects the jobs of a query (which must select jobColumns and
+// may order and limit) with each one's latest attempt, found through
+// job_runs' primary key: one probe per job and partition, a page at a time.
+func withLastRun(jobsQuery string) string {
+	return `SELECT j.*, r.status, r.attempt, r.scheduled_for, r.due_at, r.started_at, r.finished_at, r.error
+FROM (` + jobsQuery + `) j
+LEFT JOIN LATERAL (SELECT status, attempt, scheduled_for, due_at, started_at, finished_at, error FROM job_runs
+    WHERE job_runs.job_id = j.id ORDER BY scheduled_for DESC, attempt DESC LIMIT 1) r ON true`
+}
+
+// scanJobWithLastRun scans a row of a withLastRun query.
+func scanJobWithLastRun(row pgx.Row) (*job.Job, error) {
+	var (
+		status                       *string
+		attempt                      *int16
+		scheduled, due, started, fin *time.Time
+		errText                      *string
+	)
+	j, err := scanJob(row, &status, &attempt, &scheduled, &due, &started, &fin, &errText)
+	if err != nil || status == nil {
+		return j, err
+	}
+	r := &job.Run{JobID: j.ID, Owner: j.Owner, Status: job.RunStatus(*status), Attempt: int(*attempt),
+		ScheduledFor: scheduled.UTC(), DueAt: due.UTC(), StartedAt: started.UTC()}
+	if fin != nil {
+		r.FinishedAt = fin.UTC()
+	}
+	if errText != nil {
+		r.Error = *errText
+	}
+	j.LastRun = r
+	return j, nil
+}
+
+var getJobSQL = withLastRun(`SELECT ` + jobColumns + ` FROM jobs WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2)`)
 
 // GetJob returns a job of owner (or of anyone, for AnyOwner); another owner's
 // job is ErrNotFound, as if it did not exist.
 func (s *Store) GetJob(ctx context.Context, owner, id uuid.UUID) (*job.Job, error) {
-	j, err := scanJob(s.pool.QueryRow(ctx, getJobSQL, id, owner))
+	j, err := scanJobWithLastRun(s.pool.QueryRow(ctx, getJobSQL, id, owner))
 	if err != nil {
 		return nil, fmt.Errorf("get job %s: %w", id, translate(err))
 	}
@@ -132,13 +238,14 @@ type JobFilter struct {
 	Limit  int
 }
 
-const listJobsSQL = `SELECT ` + jobColumns + ` FROM jobs
+var listJobsSQL = withLastRun(`SELECT `+jobColumns+` FROM jobs
 WHERE ($1 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $1)
   AND ($2 = '' OR status = $2::job_status)
   AND ($3 = '' OR type = $3::job_type)
   AND ($4 = '00000000-0000-0000-0000-000000000000'::uuid OR id < $4)
 ORDER BY id DESC
-LIMIT $5`
+LIMIT $5`) + `
+ORDER BY j.id DESC`
 
 // ListJobs returns jobs newest first, at most f.Limit of them.
 func (s *Store) ListJobs(ctx context.Context, f JobFilter) ([]*job.Job, error) {
@@ -146,7 +253,7 @@ func (s *Store) ListJobs(ctx context.Context, f JobFilter) ([]*job.Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", translate(err))
 	}
-	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*job.Job, error) { return scanJob(r) })
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*job.Job, error) { return scanJobWithLastRun(r) })
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", translate(err))
 	}
@@ -171,10 +278,10 @@ RETURNING ` + jobColumns
 // so occurrences already in Redis are dropped by the worker). The caller removes the job's
 // member from Redis afterwards; a worker that still receives it finds the job
 // cancelled and drops it.
-func (s *Store) CancelJob(ctx context.Context, owner, id uuid.UUID, now time.Time) (*job.Job, error) {
+func (s *Store) CancelJob(ctx context.Context, owner, id uuid.UUID, now time.Time, a Audit) (*job.Job, error) {
 	var out *job.Job
 	err := retrySerialization(ctx, func() error {
-		return s.cancelJob(ctx, owner, id, now, &out)
+		return s.cancelJob(ctx, owner, id, now, a, &out)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cancel job %s: %w", id, err)
@@ -182,7 +289,7 @@ func (s *Store) CancelJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 	return out, nil
 }
 
-func (s *Store) cancelJob(ctx context.Context, owner, id uuid.UUID, now time.Time, out **job.Job) error {
+func (s *Store) cancelJob(ctx context.Context, owner, id uuid.UUID, now time.Time, a Audit, out **job.Job) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var status job.Status
 		if err := tx.QueryRow(ctx, lockJobSQL, id, owner).Scan(&status); err != nil {
@@ -196,7 +303,7 @@ func (s *Store) cancelJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 			return translate(err)
 		}
 		*out = j
-		return nil
+		return record(ctx, tx, a, now, TargetJob, id, map[string]any{"status": map[string]any{"from": status, "to": j.Status}})
 	})
 }
 

@@ -85,7 +85,7 @@ func TestCreateJobs(t *testing.T) {
 	t.Run("NothingIsANoOp", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		require.NoError(t, b.st.CreateJobs(b.ctx, nil))
+		require.NoError(t, b.st.CreateJobs(b.ctx, nil, store.Create{}))
 	})
 
 	t.Run("DuplicateIsConflict", func(t *testing.T) {
@@ -93,9 +93,9 @@ func TestCreateJobs(t *testing.T) {
 		b := setup(t)
 		j := newJob(ownerA, time.Date(2030, 1, 15, 14, 0, 0, 0, time.UTC))
 		b.create(t, j)
-		require.ErrorIs(t, b.st.CreateJobs(b.ctx, []*job.Job{j}), job.ErrConflict)
+		require.ErrorIs(t, b.st.CreateJobs(b.ctx, []*job.Job{j}, store.Create{}), job.ErrConflict)
 		other := newJob(ownerA, j.RunAt)
-		require.ErrorIs(t, b.st.CreateJobs(b.ctx, []*job.Job{other, j}), job.ErrConflict, "in a COPY too")
+		require.ErrorIs(t, b.st.CreateJobs(b.ctx, []*job.Job{other, j}, store.Create{}), job.ErrConflict, "in a COPY too")
 		_, err := b.st.GetJob(b.ctx, store.AnyOwner, other.ID)
 		require.ErrorIs(t, err, job.ErrNotFound, "a failed batch stores nothing")
 	})
@@ -217,7 +217,7 @@ func TestCancelJob(t *testing.T) {
 		j := newJob(ownerA, b.now.Add(time.Hour))
 		b.create(t, j)
 
-		got, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now)
+		got, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{})
 		require.NoError(t, err)
 		require.Equal(t, job.StatusCancelled, got.Status)
 		require.True(t, got.DueAt.IsZero())
@@ -235,7 +235,7 @@ func TestCancelJob(t *testing.T) {
 		occs := b.claim(t, b.now, b.now.Add(time.Hour), 10)
 		require.Len(t, occs, 1)
 
-		_, err := b.st.CancelJob(b.ctx, store.AnyOwner, j.ID, b.now)
+		_, err := b.st.CancelJob(b.ctx, store.AnyOwner, j.ID, b.now, store.Audit{})
 		require.NoError(t, err, "an administrator cancels anyone's job")
 		require.Empty(t, b.start(t, occs...), "a worker that still receives it starts nothing")
 	})
@@ -247,7 +247,7 @@ func TestCancelJob(t *testing.T) {
 		b.create(t, j)
 		require.Len(t, b.start(t, firstAttempt(j)), 1)
 
-		_, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now)
+		_, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{})
 		require.ErrorIs(t, err, job.ErrConflict)
 		require.Equal(t, job.StatusScheduled, b.job(t, j.ID).Status)
 	})
@@ -257,9 +257,9 @@ func TestCancelJob(t *testing.T) {
 		b := setup(t)
 		j := newJob(ownerA, b.now.Add(time.Hour))
 		b.create(t, j)
-		_, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now)
+		_, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{})
 		require.NoError(t, err)
-		_, err = b.st.CancelJob(b.ctx, ownerA, j.ID, b.now)
+		_, err = b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{})
 		require.ErrorIs(t, err, job.ErrConflict)
 	})
 
@@ -269,11 +269,11 @@ func TestCancelJob(t *testing.T) {
 		j := newJob(ownerA, b.now.Add(time.Hour))
 		b.create(t, j)
 
-		_, err := b.st.CancelJob(b.ctx, ownerB, j.ID, b.now)
+		_, err := b.st.CancelJob(b.ctx, ownerB, j.ID, b.now, store.Audit{})
 		require.ErrorIs(t, err, job.ErrNotFound)
 		require.Equal(t, job.StatusScheduled, b.job(t, j.ID).Status)
 
-		_, err = b.st.CancelJob(b.ctx, ownerA, job.NewID(), b.now)
+		_, err = b.st.CancelJob(b.ctx, ownerA, job.NewID(), b.now, store.Audit{})
 		require.ErrorIs(t, err, job.ErrNotFound)
 	})
 }
@@ -306,7 +306,7 @@ func TestReleaseClaim(t *testing.T) {
 		b := setup(t)
 		unclaimed, cancelled := newJob(ownerA, b.now.Add(time.Hour)), newJob(ownerA, b.now.Add(time.Hour))
 		b.create(t, unclaimed, cancelled)
-		_, err := b.st.CancelJob(b.ctx, ownerA, cancelled.ID, b.now)
+		_, err := b.st.CancelJob(b.ctx, ownerA, cancelled.ID, b.now, store.Audit{})
 		require.NoError(t, err)
 
 		require.NoError(t, b.st.ReleaseClaim(b.ctx, unclaimed.ID))

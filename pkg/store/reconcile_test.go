@@ -27,7 +27,7 @@ func TestUnstartedClaims(t *testing.T) {
 		require.Len(t, b.claim(t, time.Time{}, b.now, 100), 5)
 		b.create(t, unclaimed) // created after the claim: still in its hour partition
 		require.Len(t, b.start(t, firstAttempt(started)), 1)
-		_, err := b.st.CancelJob(b.ctx, ownerA, cancelled.ID, b.now)
+		_, err := b.st.CancelJob(b.ctx, ownerA, cancelled.ID, b.now, store.Audit{})
 		require.NoError(t, err)
 
 		olderThan := b.now.Add(-5 * time.Minute)

@@ -128,7 +128,7 @@ func TestStartRuns(t *testing.T) {
 		b := setup(t)
 		j := newJob(ownerA, b.now)
 		occs := b.claimed(t, j)
-		_, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now)
+		_, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{})
 		require.NoError(t, err)
 
 		require.Empty(t, b.start(t, occs...))

@@ -54,7 +54,7 @@ func newJob(owner uuid.UUID, runAt time.Time, mods ...func(*job.Job)) *job.Job {
 
 func (b *bundle) create(t *testing.T, jobs ...*job.Job) {
 	t.Helper()
-	require.NoError(t, b.st.CreateJobs(b.ctx, jobs))
+	require.NoError(t, b.st.CreateJobs(b.ctx, jobs, store.Create{}))
 }
 
 // claim runs ClaimDue and returns what it handed to enqueue.

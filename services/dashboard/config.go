@@ -9,6 +9,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/config"
 	"github.com/tockhq/tock/pkg/outbound"
+	"github.com/tockhq/tock/services/dashboard/api"
 )
 
 // minTokenLen keeps the admin token out of reach of guessing.
@@ -29,6 +30,8 @@ type Config struct {
 	// Targets is the workers' outbound policy: a job URL they would refuse
 	// to call is refused at creation.
 	Targets outbound.Options
+	// Quotas are every user's rate limits and cap on active jobs.
+	Quotas api.Quotas
 }
 
 // readConfig reads the settings and reports every problem at once. No error
@@ -43,6 +46,13 @@ func readConfig(e *config.Env) (Config, error) {
 		MaxPayloadBytes:  e.Int("TOCK_MAX_PAYLOAD_BYTES", 64<<10, 1, 16<<20),
 		MaxBodyBytes:     e.Int("TOCK_MAX_BODY_BYTES", 1<<20, 1, 64<<20),
 		Targets:          config.ReadTargets(e),
+		Quotas: api.Quotas{
+			RequestsPerMinute: e.Int("TOCK_LIMIT_REQUESTS_PER_MINUTE", api.DefaultQuotas.RequestsPerMinute, 0, 10_000_000),
+			RequestBurst:      e.Int("TOCK_LIMIT_REQUEST_BURST", api.DefaultQuotas.RequestBurst, 0, 10_000_000),
+			JobsPerMinute:     e.Int("TOCK_LIMIT_JOBS_PER_MINUTE", api.DefaultQuotas.JobsPerMinute, 0, 10_000_000),
+			JobBurst:          e.Int("TOCK_LIMIT_JOB_BURST", api.DefaultQuotas.JobBurst, 0, 10_000_000),
+			MaxActiveJobs:     e.Int("TOCK_LIMIT_MAX_ACTIVE_JOBS", api.DefaultQuotas.MaxActiveJobs, 0, 1_000_000_000),
+		},
 	}
 	if c.AdminToken != "" && len(c.AdminToken) < minTokenLen {
 		e.Check(fmt.Errorf("TOCK_ADMIN_TOKEN must be at least %d characters", minTokenLen))

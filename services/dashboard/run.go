@@ -47,6 +47,7 @@ func run(ctx context.Context) error {
 		Limits:           jobspec.Limits{MaxPayloadBytes: cfg.MaxPayloadBytes, Targets: cfg.Targets},
 		MaxBodyBytes:     int64(cfg.MaxBodyBytes),
 		Ready:            gate.Check,
+		Quotas:           &cfg.Quotas,
 	})
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {

@@ -165,7 +165,7 @@ func claimed(j *job.Job) { j.DueAt = time.Time{} }
 
 func (b *bundle) create(t *testing.T, jobs ...*job.Job) {
 	t.Helper()
-	require.NoError(t, b.st.CreateJobs(b.ctx, jobs))
+	require.NoError(t, b.st.CreateJobs(b.ctx, jobs, store.Create{}))
 }
 
 func (b *bundle) job(t *testing.T, id uuid.UUID) *job.Job {

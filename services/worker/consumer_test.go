@@ -173,7 +173,7 @@ func TestConsumer(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		j := b.claimedJob(func(j *job.Job) { j.MaxRetries = 2 })
-		require.NoError(t, b.st.CreateJobs(b.ctx, []*job.Job{j}))
+		require.NoError(t, b.st.CreateJobs(b.ctx, []*job.Job{j}, store.Create{}))
 		// Another worker ran the first attempt and recorded it failed, then
 		// died before its retry reached the due set or its entry was acked.
 		first := firstAttempt(j)
@@ -202,7 +202,7 @@ func TestConsumer(t *testing.T) {
 		b := setup(t)
 		j := b.claimedJob()
 		b.create(t, j)
-		_, err := b.st.CancelJob(b.ctx, owner, j.ID, time.Now())
+		_, err := b.st.CancelJob(b.ctx, owner, j.ID, time.Now(), store.Audit{})
 		require.NoError(t, err)
 		require.Equal(t, 1, b.publish(t), "the member was still in the due set")
 
@@ -309,7 +309,7 @@ func TestConsumer(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		leased, next := b.claimedJob(), b.claimedJob()
-		require.NoError(t, b.st.CreateJobs(b.ctx, []*job.Job{leased, next}))
+		require.NoError(t, b.st.CreateJobs(b.ctx, []*job.Job{leased, next}, store.Create{}))
 		// Another live worker holds the lease of leased's attempt; a copy of
 		// its entry arrives first, then next's.
 		b.start(t, time.Now(), time.Minute, firstAttempt(leased))

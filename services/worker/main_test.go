@@ -161,7 +161,7 @@ func firstAttempt(j *job.Job) job.Occurrence {
 // create stores jobs and puts their first attempts into the due set.
 func (b *bundle) create(t *testing.T, jobs ...*job.Job) {
 	t.Helper()
-	require.NoError(t, b.st.CreateJobs(b.ctx, jobs))
+	require.NoError(t, b.st.CreateJobs(b.ctx, jobs, store.Create{}))
 	entries := make([]queue.Entry, len(jobs))
 	for i, j := range jobs {
 		entries[i] = queue.Entry{Occurrence: firstAttempt(j), DueAt: j.RunAt}

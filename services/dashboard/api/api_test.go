@@ -64,7 +64,7 @@ func setup(t *testing.T, opts ...func(*api.Deps)) *bundle {
 	for _, o := range opts {
 		o(&d)
 	}
-	b.h = api.New(d).Handler()
+	b.h = validated(t, api.New(d).Handler())
 	return b
 }
 
@@ -244,7 +244,7 @@ func TestCreateJob(t *testing.T) {
 			require.Regexp(t, wireTime, raw[k], k)
 		}
 		require.ElementsMatch(t, []string{"id", "name", "type", "status", "payload", "priority", "max_retries",
-			"timeout", "run_at", "timezone", "next_run_at", "created_at", "updated_at", "owner"}, keys(raw))
+			"timeout", "run_at", "timezone", "next_run_at", "created_at", "updated_at", "owner", "last_run"}, keys(raw))
 		require.Equal(t, "UTC", raw["timezone"])
 	})
 

@@ -47,3 +47,20 @@ func parseRunCursor(s string) (*store.RunCursor, error) {
 	}
 	return &store.RunCursor{ScheduledFor: time.UnixMilli(ms).UTC(), Attempt: attempt}, nil
 }
+
+// auditCursor is the position after an audit entry in the newest-first log.
+func auditCursor(id int64) string {
+	return cursorEncoding.EncodeToString([]byte(strconv.FormatInt(id, 10)))
+}
+
+func parseAuditCursor(s string) (int64, error) {
+	b, err := cursorEncoding.DecodeString(s)
+	if err != nil {
+		return 0, fmt.Errorf("bad audit cursor")
+	}
+	id, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil || id < 1 {
+		return 0, fmt.Errorf("bad audit cursor")
+	}
+	return id, nil
+}

@@ -55,7 +55,7 @@ func decodeError(err error, raw []byte, target reflect.Type) error {
 		if typeErr.Field == "" {
 			return invalid("", "the body must be a JSON object")
 		}
-		return invalid(typeErr.Field, "must be "+jsonKind(typeErr.Type))
+		return invalid(jsonPath(typeErr.Field, target), "must be "+jsonKind(typeErr.Type))
 	case errors.As(err, &timeErr), strings.HasPrefix(err.Error(), "Time.UnmarshalJSON"):
 		// The decoder does not say which time failed: look for it.
 		field, _ := locate(raw, target)
@@ -74,6 +74,26 @@ func decodeError(err error, raw []byte, target reflect.Type) error {
 		return invalid(field, "is not a known field")
 	}
 	return invalid("", "the body is not valid JSON")
+}
+
+// jsonPath drops from a field path that encoding/json reports the names of
+// embedded structs ("Spec.priority"), which are not part of the JSON.
+func jsonPath(field string, target reflect.Type) string {
+	for target.Kind() == reflect.Pointer {
+		target = target.Elem()
+	}
+	if target.Kind() != reflect.Struct {
+		return field
+	}
+	for f := range target.Fields() {
+		if !f.Anonymous || f.Tag.Get("json") != "" {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(field, f.Name+"."); ok {
+			return jsonPath(rest, f.Type)
+		}
+	}
+	return field
 }
 
 var (

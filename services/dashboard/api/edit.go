@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
+	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
@@ -31,7 +33,7 @@ func (s *Server) patchJob(c *echo.Context) error {
 		return err
 	}
 	now := s.now()
-	return s.edit(c, id, now, func(j *job.Job, started bool) error { return p.Apply(j, started, now, s.limits) })
+	return s.edit(c, id, now, store.ActionJobUpdate, func(j *job.Job, started bool) error { return p.Apply(j, started, now, s.limits) })
 }
 
 // pauseJob stops a scheduled job from running until it is resumed. What the
@@ -41,7 +43,7 @@ func (s *Server) pauseJob(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.edit(c, id, s.now(), jobspec.Pause)
+	return s.edit(c, id, s.now(), store.ActionJobPause, jobspec.Pause)
 }
 
 // resumeJob schedules a paused job again from now and, when it is due within
@@ -52,7 +54,7 @@ func (s *Server) resumeJob(c *echo.Context) error {
 		return err
 	}
 	now := s.now()
-	return s.edit(c, id, now, jobspec.Resume(now))
+	return s.edit(c, id, now, store.ActionJobResume, jobspec.Resume(now))
 }
 
 // now reads the clock at tock's precision: UTC milliseconds.
@@ -60,13 +62,13 @@ func (s *Server) now() time.Time { return s.clock().UTC().Truncate(time.Millisec
 
 // edit applies e to a job of the caller's under its row lock, moves its due
 // set entries after the commit, and answers with the job as it now is.
-func (s *Server) edit(c *echo.Context, id uuid.UUID, now time.Time, e store.Edit) error {
+func (s *Server) edit(c *echo.Context, id uuid.UUID, now time.Time, action string, e store.Edit) error {
 	ctx := c.Request().Context()
 	var refused error
 	before, after, err := s.store.UpdateJob(ctx, caller(c).scope(), id, now, func(j *job.Job, started bool) error {
 		refused = e(j, started)
 		return refused
-	})
+	}, caller(c).audit(action))
 	if err != nil {
 		return editError(err, refused)
 	}
@@ -135,6 +137,13 @@ func (s *Server) triggerJob(c *echo.Context) error {
 	occ := job.Occurrence{JobID: j.ID, ScheduledFor: now, Attempt: 1, Priority: j.Priority, Generation: j.Generation}
 	if err := s.queue.Enqueue(ctx, []queue.Entry{{Occurrence: occ, DueAt: now}}); err != nil {
 		return dependency(fmt.Errorf("trigger job %s: %w", j.ID, err))
+	}
+	// The occurrence is in Redis and will run: the answer is 202 even if the
+	// audit entry cannot be written, which is logged instead.
+	change, _ := json.Marshal(map[string]any{"scheduled_for": now, "idempotency_key": occ.Key()})
+	entry := store.AuditEntry{At: now, Actor: caller(c).user, Action: store.ActionJobTrigger, TargetType: store.TargetJob, TargetID: j.ID, Change: change}
+	if err := s.store.RecordAudit(context.WithoutCancel(ctx), entry); err != nil {
+		s.log.Error("audit_failed", zap.String("action", entry.Action), zap.Stringer("job_id", j.ID), zap.Error(err))
 	}
 	return writeJSON(c, http.StatusAccepted, Triggered{JobID: j.ID, ScheduledFor: Time{now}, IdempotencyKey: occ.Key()})
 }

@@ -17,10 +17,13 @@ import (
 const (
 	CodeInvalid          = "invalid"
 	CodeUnauthorized     = "unauthorized"
+	CodeForbidden        = "forbidden"
 	CodeNotFound         = "not_found"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeConflict         = "conflict"
 	CodeTooLarge         = "too_large"
+	CodeRateLimited      = "rate_limited"
+	CodeQuotaExceeded    = "quota_exceeded"
 	CodeUnavailable      = "unavailable"
 	CodeInternal         = "internal"
 )

@@ -37,13 +37,20 @@ const afterCommitTimeout = 5 * time.Second
 // the loader would, so its occurrences within the horizon are in Redis
 // before the answer.
 func (s *Server) createJob(c *echo.Context) error {
-	var spec jobspec.Spec
-	if err := decodeJSON(c, &spec); err != nil {
+	var req createRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	owner, err := s.owner(c, req.Owner)
+	if err != nil {
 		return err
 	}
 	now := s.clock()
-	j, err := spec.Build(caller(c).user, now, s.limits)
+	j, err := req.Build(owner.ID, now, s.limits)
 	if err != nil {
+		return err
+	}
+	if err := s.allowJobs(c, 1); err != nil {
 		return err
 	}
 	shortNotice := !j.Recurring() && j.RunAt.Before(now.Add(s.horizon))
@@ -51,8 +58,9 @@ func (s *Server) createJob(c *echo.Context) error {
 		j.DueAt = time.Time{}
 	}
 	ctx := c.Request().Context()
-	if err := s.store.CreateJobs(ctx, []*job.Job{j}); err != nil {
-		return dependency(err)
+	create := store.Create{Audit: caller(c).audit(store.ActionJobCreate), MaxActive: s.maxActive(owner)}
+	if err := s.store.CreateJobs(ctx, []*job.Job{j}, create); err != nil {
+		return createError(err)
 	}
 	switch {
 	case shortNotice:
@@ -61,6 +69,56 @@ func (s *Server) createJob(c *echo.Context) error {
 		s.load(context.WithoutCancel(ctx), j.ID, now)
 	}
 	return writeJSON(c, http.StatusCreated, s.jobView(j, now))
+}
+
+// createRequest is the body of POST /api/v1/jobs: a job, and for an
+// administrator, the user it is created for.
+type createRequest struct {
+	jobspec.Spec
+	Owner string `json:"owner"`
+}
+
+// owner resolves whom a new job belongs to: the caller, or the user an
+// administrator names. A user naming anyone but themself is refused.
+func (s *Server) owner(c *echo.Context, named string) (*store.User, error) {
+	p := caller(c)
+	var id uuid.UUID
+	if named != "" {
+		var err error
+		if id, err = uuid.Parse(named); err != nil {
+			return nil, invalid("owner", "must be a user id (a UUID)")
+		}
+	}
+	if named == "" || id == p.user {
+		role := store.RoleUser
+		if p.admin {
+			role = store.RoleAdmin
+		}
+		return &store.User{ID: p.user, Role: role, Limits: p.limits}, nil
+	}
+	if !p.admin {
+		return nil, newError(http.StatusForbidden, CodeForbidden, "owner", "only an administrator can create a job for another user")
+	}
+	u, err := s.store.GetUser(c.Request().Context(), id)
+	if errors.Is(err, job.ErrNotFound) {
+		return nil, invalid("owner", "is not a user")
+	}
+	if err != nil {
+		return nil, dependency(err)
+	}
+	if !u.DisabledAt.IsZero() {
+		return nil, invalid("owner", "is a disabled user")
+	}
+	return u, nil
+}
+
+// createError maps a failed creation.
+func createError(err error) error {
+	var qe *store.QuotaError
+	if errors.As(err, &qe) {
+		return quotaError(qe)
+	}
+	return dependency(err)
 }
 
 // enqueueCreated puts a claimed job's first attempt in the due set, or, when
@@ -117,11 +175,15 @@ func (s *Server) getJob(c *echo.Context) error {
 	return writeJSON(c, http.StatusOK, s.jobView(j, s.clock()))
 }
 
-// listJobs pages through the caller's jobs, newest first, optionally by
+// listJobs pages through the caller's jobs (an administrator's: everyone's).
+func (s *Server) listJobs(c *echo.Context) error {
+	return s.pageJobs(c, store.JobFilter{Owner: caller(c).scope()})
+}
+
+// pageJobs pages through the jobs f selects, newest first, optionally by
 // status and type. It asks for one job more than the page to learn whether
 // another page follows.
-func (s *Server) listJobs(c *echo.Context) error {
-	f := store.JobFilter{Owner: caller(c).scope()}
+func (s *Server) pageJobs(c *echo.Context, f store.JobFilter) error {
 	if v := c.QueryParam("status"); v != "" {
 		f.Status = job.Status(v)
 		if !validStatus(f.Status) {
@@ -172,7 +234,7 @@ func (s *Server) cancelJob(c *echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	j, err := s.store.CancelJob(ctx, caller(c).scope(), id, s.clock())
+	j, err := s.store.CancelJob(ctx, caller(c).scope(), id, s.clock(), caller(c).audit(store.ActionJobCancel))
 	if errors.Is(err, job.ErrConflict) {
 		return newError(http.StatusConflict, CodeConflict, "", "the job has started or finished; only a one-off job that has not started, or a recurring job, can be cancelled")
 	}

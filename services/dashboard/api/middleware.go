@@ -1,61 +1,14 @@
 package api
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"net/http"
 	"runtime/debug"
-	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
 	"go.uber.org/zap"
-
-	"github.com/tockhq/tock/pkg/store"
 )
-
-// principal is who a request acts for.
-type principal struct {
-	user  uuid.UUID
-	admin bool
-}
-
-// scope is the owner to filter queries by: an administrator sees every owner.
-func (p principal) scope() uuid.UUID {
-	if p.admin {
-		return store.AnyOwner
-	}
-	return p.user
-}
-
-const principalKey = "tock.principal"
-
-func caller(c *echo.Context) principal {
-	p, _ := c.Get(principalKey).(principal)
-	return p
-}
-
-// authenticate admits a request carrying "Authorization: Bearer <token>" with
-// the admin token. Both sides are hashed before the constant-time compare so
-// that neither the content nor the length of the token leaks through timing.
-func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
-	want := sha256.Sum256(s.token)
-	return func(c *echo.Context) error {
-		scheme, token, _ := strings.Cut(c.Request().Header.Get("Authorization"), " ")
-		token = strings.TrimSpace(token)
-		got := sha256.Sum256([]byte(token))
-		ok := len(s.token) > 0 && token != "" && strings.EqualFold(scheme, "Bearer") &&
-			subtle.ConstantTimeCompare(got[:], want[:]) == 1
-		if !ok {
-			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="tock"`)
-			return errUnauthorized
-		}
-		c.Set(principalKey, principal{user: AdminID, admin: true})
-		return next(c)
-	}
-}
 
 // logRequests logs one line per request once its error, if any, has been
 // turned into a response, so the status logged is the status sent. It logs

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/labstack/echo/v5"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -22,7 +22,7 @@ import (
 
 // AdminID is the bootstrap administrator that the first migration creates and
 // that TOCK_ADMIN_TOKEN authenticates as.
-var AdminID = uuid.MustParse("00000000-0000-0000-0000-000000000001")
+var AdminID = store.BootstrapAdmin
 
 // Defaults for the Deps fields left zero.
 const (
@@ -57,6 +57,8 @@ type Deps struct {
 	// Ready reports whether start-up preparation (migrations) is done; until
 	// then /readyz is 503 and the API answers 503. Nil means ready.
 	Ready probe.Check
+	// Quotas are the per-user rate limits and cap; nil means DefaultQuotas.
+	Quotas *Quotas
 }
 
 // Server is the dashboard's HTTP API.
@@ -72,6 +74,8 @@ type Server struct {
 	limits  jobspec.Limits
 	maxBody int64
 	ready   probe.Check
+	quotas  Quotas
+	limiter *limiter
 	echo    *echo.Echo
 }
 
@@ -108,6 +112,13 @@ func New(d Deps) *Server {
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
+	s.quotas = DefaultQuotas
+	if d.Quotas != nil {
+		s.quotas = *d.Quotas
+	}
+	if s.redis != nil && s.queue != nil {
+		s.limiter = &limiter{rl: redis_rate.NewLimiter(s.redis), prefix: s.queue.Keys().Prefix, log: s.log.Named("limits")}
+	}
 	if s.limits.MaxPayloadBytes <= 0 {
 		s.limits.MaxPayloadBytes = jobspec.DefaultLimits.MaxPayloadBytes
 	}
@@ -132,7 +143,9 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 
-	v1 := e.Group("/api/v1", s.authenticate, s.whenReady)
+	e.GET("/api/v1/openapi.json", s.openapiDoc)
+
+	v1 := e.Group("/api/v1", s.authenticate, s.whenReady, s.rateLimit)
 	v1.POST("/jobs", s.createJob)
 	v1.GET("/jobs", s.listJobs)
 	v1.GET("/jobs/:id", s.getJob)
@@ -145,5 +158,18 @@ func (s *Server) routes() *echo.Echo {
 	v1.GET("/jobs/:id/runs", s.listRuns)
 	v1.POST("/schedules/preview", s.previewSchedule)
 	v1.GET("/signing-secret", s.signingSecret)
+
+	v1.GET("/me", s.me)
+	v1.POST("/users", s.createUser, adminOnly)
+	v1.GET("/users", s.listUsers, adminOnly)
+	v1.GET("/users/:id", s.getUser)
+	v1.PATCH("/users/:id", s.patchUser, adminOnly)
+	v1.POST("/users/:id/disable", s.disableUser, adminOnly)
+	v1.POST("/users/:id/enable", s.enableUser, adminOnly)
+	v1.GET("/users/:id/jobs", s.userJobs, adminOnly)
+	v1.POST("/users/:id/keys", s.createKey)
+	v1.GET("/users/:id/keys", s.listKeys)
+	v1.DELETE("/keys/:id", s.revokeKey)
+	v1.GET("/audit", s.listAudit, adminOnly)
 	return e
 }

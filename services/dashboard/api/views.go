@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/store"
 )
 
 // TimeFormat is how the API writes instants: RFC 3339 in UTC with
@@ -70,6 +71,18 @@ type Job struct {
 	CreatedAt    Time      `json:"created_at"`
 	UpdatedAt    Time      `json:"updated_at"`
 	Owner        uuid.UUID `json:"owner"`
+	// LastRun is the latest attempt and its outcome; null if it never ran.
+	LastRun *LastRun `json:"last_run"`
+}
+
+// LastRun is a job's latest attempt, shown with the job.
+type LastRun struct {
+	Status       job.RunStatus `json:"status"`
+	Attempt      int           `json:"attempt"`
+	ScheduledFor Time          `json:"scheduled_for"`
+	StartedAt    Time          `json:"started_at"`
+	FinishedAt   Time          `json:"finished_at"`
+	Error        string        `json:"error"`
 }
 
 // jobView shows j as of now. A stored schedule that no longer compiles
@@ -99,6 +112,10 @@ func (s *Server) jobView(j *job.Job, now time.Time) Job {
 	}
 	if v.Timezone == "" {
 		v.Timezone = "UTC"
+	}
+	if r := j.LastRun; r != nil {
+		v.LastRun = &LastRun{Status: r.Status, Attempt: r.Attempt, ScheduledFor: Time{r.ScheduledFor},
+			StartedAt: Time{r.StartedAt}, FinishedAt: Time{r.FinishedAt}, Error: r.Error}
 	}
 	if len(next) > 0 {
 		v.NextRunAt = Time{next[0]}
@@ -178,4 +195,94 @@ type Triggered struct {
 	JobID          uuid.UUID `json:"job_id"`
 	ScheduledFor   Time      `json:"scheduled_for"`
 	IdempotencyKey string    `json:"idempotency_key"`
+}
+
+// Limits are per-user limits as the API shows and takes them; see Quotas.
+type Limits struct {
+	RequestsPerMinute *int `json:"requests_per_minute,omitempty"`
+	RequestBurst      *int `json:"request_burst,omitempty"`
+	JobsPerMinute     *int `json:"jobs_per_minute,omitempty"`
+	JobBurst          *int `json:"job_burst,omitempty"`
+	MaxActiveJobs     *int `json:"max_active_jobs,omitempty"`
+}
+
+// EffectiveLimits are the limits that hold for a user: their own over the
+// operator's. A rate of 0 is unlimited, as is a max_active_jobs of 0.
+type EffectiveLimits struct {
+	RequestsPerMinute int `json:"requests_per_minute"`
+	RequestBurst      int `json:"request_burst"`
+	JobsPerMinute     int `json:"jobs_per_minute"`
+	JobBurst          int `json:"job_burst"`
+	MaxActiveJobs     int `json:"max_active_jobs"`
+}
+
+// User is a user as the API shows it.
+type User struct {
+	ID              uuid.UUID       `json:"id"`
+	Name            string          `json:"name"`
+	Role            string          `json:"role"`
+	CreatedAt       Time            `json:"created_at"`
+	DisabledAt      Time            `json:"disabled_at"`
+	Limits          Limits          `json:"limits"`
+	EffectiveLimits EffectiveLimits `json:"effective_limits"`
+}
+
+func (s *Server) userView(u *store.User) User {
+	q := s.quotas.effective(u.Limits, u.Role == store.RoleAdmin)
+	return User{
+		ID:         u.ID,
+		Name:       u.Name,
+		Role:       u.Role,
+		CreatedAt:  Time{u.CreatedAt},
+		DisabledAt: Time{u.DisabledAt},
+		Limits:     Limits(u.Limits),
+		EffectiveLimits: EffectiveLimits{RequestsPerMinute: q.RequestsPerMinute, RequestBurst: q.RequestBurst,
+			JobsPerMinute: q.JobsPerMinute, JobBurst: q.JobBurst, MaxActiveJobs: q.MaxActiveJobs},
+	}
+}
+
+// UserList is one page of GET /api/v1/users. NextCursor is "" on the last page.
+type UserList struct {
+	Users      []User `json:"users"`
+	NextCursor string `json:"next_cursor"`
+}
+
+// Key is an API key as the API shows it. Key, the key itself, is only in
+// the answer that created it; tock cannot show it again.
+type Key struct {
+	ID         uuid.UUID `json:"id"`
+	UserID     uuid.UUID `json:"user_id"`
+	Name       string    `json:"name"`
+	Prefix     string    `json:"prefix"`
+	CreatedAt  Time      `json:"created_at"`
+	LastUsedAt Time      `json:"last_used_at"`
+	RevokedAt  Time      `json:"revoked_at"`
+	Key        string    `json:"key,omitempty"`
+}
+
+func keyView(k *store.Key) Key {
+	return Key{ID: k.ID, UserID: k.UserID, Name: k.Name, Prefix: k.Prefix, CreatedAt: Time{k.CreatedAt},
+		LastUsedAt: Time{k.LastUsedAt}, RevokedAt: Time{k.RevokedAt}}
+}
+
+// KeyList is the answer of GET /api/v1/users/{id}/keys.
+type KeyList struct {
+	Keys []Key `json:"keys"`
+}
+
+// AuditEntry is one change recorded in the audit log.
+type AuditEntry struct {
+	ID         int64           `json:"id"`
+	At         Time            `json:"at"`
+	Actor      uuid.UUID       `json:"actor"`
+	Action     string          `json:"action"`
+	TargetType string          `json:"target_type"`
+	TargetID   uuid.UUID       `json:"target_id"`
+	Change     json.RawMessage `json:"change"`
+}
+
+// AuditList is one page of GET /api/v1/audit. NextCursor is "" on the last page.
+type AuditList struct {
+	Entries    []AuditEntry `json:"entries"`
+	NextCursor string       `json:"next_cursor"`
 }

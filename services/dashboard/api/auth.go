@@ -1,0 +1,166 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base32"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v5"
+	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/store"
+)
+
+// principal is who a request acts for.
+type principal struct {
+	user  uuid.UUID
+	admin bool
+	// limits are the caller's own overrides of the global limits.
+	limits store.Limits
+}
+
+// scope is the owner to filter queries by: an administrator sees every owner.
+func (p principal) scope() uuid.UUID {
+	if p.admin {
+		return store.AnyOwner
+	}
+	return p.user
+}
+
+// audit is the audit context of a change the caller makes.
+func (p principal) audit(action string) store.Audit {
+	return store.Audit{Actor: p.user, Action: action}
+}
+
+const principalKey = "tock.principal"
+
+func caller(c *echo.Context) principal {
+	p, _ := c.Get(principalKey).(principal)
+	return p
+}
+
+// An API key reads tock_<prefix>_<secret>: the prefix (13 characters of
+// lower-case base32) is public and finds the key's row; the secret is 32
+// random bytes, base64url. Only the SHA-256 of the whole key is stored: the
+// key is random enough that a slow hash would add nothing but latency.
+const keyScheme = "tock_"
+
+var prefixEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// newKey returns a fresh key, its prefix and its hash.
+func newKey() (key, prefix string, hash []byte) {
+	var p [8]byte
+	var secret [32]byte
+	_, _ = rand.Read(p[:]) // crypto/rand.Read never fails
+	_, _ = rand.Read(secret[:])
+	prefix = strings.ToLower(prefixEncoding.EncodeToString(p[:]))
+	key = keyScheme + prefix + "_" + base64.RawURLEncoding.EncodeToString(secret[:])
+	sum := sha256.Sum256([]byte(key))
+	return key, prefix, sum[:]
+}
+
+// splitKey returns the prefix of a string shaped like a key.
+func splitKey(token string) (prefix string, ok bool) {
+	rest, ok := strings.CutPrefix(token, keyScheme)
+	if !ok {
+		return "", false
+	}
+	prefix, secret, ok := strings.Cut(rest, "_")
+	if !ok || len(prefix) != 13 || secret == "" {
+		return "", false
+	}
+	return prefix, true
+}
+
+// authenticate admits a request carrying "Authorization: Bearer <token>"
+// where the token is the bootstrap admin token or a live API key of an
+// enabled user. Every comparison is of SHA-256 digests in constant time, so
+// that neither a token's content nor its length leaks through timing. Every
+// failure looks the same to the client: 401, saying nothing of which check
+// failed.
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	admin := sha256.Sum256(s.token)
+	return func(c *echo.Context) error {
+		scheme, token, _ := strings.Cut(c.Request().Header.Get("Authorization"), " ")
+		token = strings.TrimSpace(token)
+		if token == "" || !strings.EqualFold(scheme, "Bearer") {
+			return unauthorized(c)
+		}
+		got := sha256.Sum256([]byte(token))
+		if len(s.token) > 0 && subtle.ConstantTimeCompare(got[:], admin[:]) == 1 {
+			c.Set(principalKey, principal{user: store.BootstrapAdmin, admin: true})
+			return next(c)
+		}
+		p, err := s.keyPrincipal(c.Request().Context(), token, got[:])
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			return unauthorized(c)
+		}
+		c.Set(principalKey, *p)
+		return next(c)
+	}
+}
+
+// keyPrincipal authenticates an API key: nil if it is not one, unknown,
+// revoked, or its user is disabled.
+func (s *Server) keyPrincipal(ctx context.Context, token string, hash []byte) (*principal, error) {
+	prefix, ok := splitKey(token)
+	if !ok {
+		return nil, nil
+	}
+	cred, err := s.store.Credential(ctx, prefix)
+	if errors.Is(err, job.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, dependency(err)
+	}
+	if subtle.ConstantTimeCompare(hash, cred.Hash) != 1 || !cred.Key.RevokedAt.IsZero() || !cred.User.DisabledAt.IsZero() {
+		return nil, nil
+	}
+	now := s.clock()
+	if now.Sub(cred.Key.LastUsedAt) >= store.KeyTouchInterval {
+		if err := s.store.TouchKey(ctx, cred.Key.ID, now); err != nil {
+			// The key is valid; a missed last_used_at refresh is not worth a failed request.
+			s.log.Warn("touch_key_failed", zap.Stringer("key_id", cred.Key.ID), zap.Error(err))
+		}
+	}
+	return &principal{user: cred.User.ID, admin: cred.User.Role == store.RoleAdmin, limits: cred.User.Limits}, nil
+}
+
+func unauthorized(c *echo.Context) error {
+	c.Response().Header().Set("WWW-Authenticate", `Bearer realm="tock"`)
+	return errUnauthorized
+}
+
+// adminOnly refuses a route to callers who are not administrators.
+func adminOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		if !caller(c).admin {
+			return errForbidden
+		}
+		return next(c)
+	}
+}
+
+// selfOrAdmin lets an administrator act on any user, and a user on
+// themself only. Another user is a 403: users are not secret from each
+// other's existence the way jobs are, but they are not theirs to manage.
+func selfOrAdmin(c *echo.Context, user uuid.UUID) error {
+	if p := caller(c); p.admin || p.user == user {
+		return nil
+	}
+	return errForbidden
+}
+
+var errForbidden = newError(http.StatusForbidden, CodeForbidden, "", "this needs an administrator")

@@ -1,0 +1,153 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v5"
+	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
+)
+
+// Quotas are the operator's limits for every user (TOCK_LIMIT_*). A user's
+// own limits, set by an administrator, override them field by field.
+// Administrators are held only to the limits set on them: they are the
+// operators, and bulk tools run as them.
+type Quotas struct {
+	// RequestsPerMinute is the sustained rate of API calls per user, and
+	// RequestBurst how many may come at once (GCRA).
+	RequestsPerMinute int
+	RequestBurst      int
+	// JobsPerMinute is the sustained rate of job creation per user, counted
+	// in jobs (a batch counts each of its jobs), and JobBurst the most at once.
+	JobsPerMinute int
+	JobBurst      int
+	// MaxActiveJobs caps the jobs a user may have that can still run
+	// (scheduled or paused); 0 means no cap.
+	MaxActiveJobs int
+}
+
+// DefaultQuotas are the limits when the operator sets none.
+var DefaultQuotas = Quotas{
+	RequestsPerMinute: 1200,
+	RequestBurst:      100,
+	JobsPerMinute:     6000,
+	JobBurst:          1000,
+	MaxActiveJobs:     100000,
+}
+
+// effective resolves the limits that hold for a user with overrides l and
+// the given role. A zero rate means unlimited.
+func (q Quotas) effective(l store.Limits, admin bool) Quotas {
+	if admin {
+		q = Quotas{}
+	}
+	pick := func(dst *int, v *int) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	pick(&q.RequestsPerMinute, l.RequestsPerMinute)
+	pick(&q.RequestBurst, l.RequestBurst)
+	pick(&q.JobsPerMinute, l.JobsPerMinute)
+	pick(&q.JobBurst, l.JobBurst)
+	pick(&q.MaxActiveJobs, l.MaxActiveJobs)
+	if q.RequestsPerMinute > 0 && q.RequestBurst <= 0 {
+		q.RequestBurst = q.RequestsPerMinute
+	}
+	if q.JobsPerMinute > 0 && q.JobBurst <= 0 {
+		q.JobBurst = q.JobsPerMinute
+	}
+	return q
+}
+
+// limiter holds the per-user GCRA buckets in Redis (go-redis/redis_rate), so
+// every dashboard instance shares them.
+type limiter struct {
+	rl     *redis_rate.Limiter
+	prefix string
+	log    *zap.Logger
+}
+
+// allow takes n tokens from one of a user's buckets. A refusal is a 429 with
+// Retry-After in whole seconds, rounded up. When Redis fails the request is
+// let through: the limits protect tock from a user, and refusing everyone
+// while Redis is away would protect nothing.
+func (l *limiter) allow(c *echo.Context, bucket string, user uuid.UUID, perMinute, burst, n int) error {
+	if perMinute <= 0 || l == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), time.Second)
+	defer cancel()
+	limit := redis_rate.Limit{Rate: perMinute, Burst: burst, Period: time.Minute}
+	res, err := l.rl.AllowN(ctx, queue.RateKey(l.prefix, bucket, user), limit, n)
+	if err != nil {
+		l.log.Warn("rate_limit_unavailable", zap.String("bucket", bucket), zap.Error(err))
+		return nil
+	}
+	h := c.Response().Header()
+	if bucket == bucketRequests {
+		h.Set("X-RateLimit-Limit", strconv.Itoa(perMinute))
+		h.Set("X-RateLimit-Remaining", strconv.Itoa(res.Remaining))
+	}
+	if res.Allowed >= n {
+		return nil
+	}
+	retry := res.RetryAfter
+	if n > burst {
+		// More than the bucket holds can never pass at once.
+		return newError(http.StatusTooManyRequests, CodeRateLimited, "",
+			fmt.Sprintf("%d jobs at once is more than your burst of %d; send smaller batches", n, burst))
+	}
+	h.Set("Retry-After", strconv.Itoa(int(math.Ceil(max(retry, time.Second).Seconds()))))
+	what := "API requests"
+	if bucket == bucketJobs {
+		what = "job creations"
+	}
+	return newError(http.StatusTooManyRequests, CodeRateLimited, "",
+		fmt.Sprintf("too many %s: the limit is %d a minute with bursts of %d; retry after %s", what, perMinute, burst, retry.Round(time.Millisecond)))
+}
+
+// Buckets of the limiter.
+const (
+	bucketRequests = "requests"
+	bucketJobs     = "jobs"
+)
+
+// rateLimit holds every authenticated request to the caller's request rate.
+func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		p := caller(c)
+		q := s.quotas.effective(p.limits, p.admin)
+		if err := s.limiter.allow(c, bucketRequests, p.user, q.RequestsPerMinute, q.RequestBurst, 1); err != nil {
+			return err
+		}
+		return next(c)
+	}
+}
+
+// allowJobs takes n jobs from the caller's creation rate.
+func (s *Server) allowJobs(c *echo.Context, n int) error {
+	p := caller(c)
+	q := s.quotas.effective(p.limits, p.admin)
+	return s.limiter.allow(c, bucketJobs, p.user, q.JobsPerMinute, q.JobBurst, n)
+}
+
+// maxActive is the cap on active jobs of an owner: their own limits and role,
+// whoever creates the job for them.
+func (s *Server) maxActive(owner *store.User) int {
+	return s.quotas.effective(owner.Limits, owner.Role == store.RoleAdmin).MaxActiveJobs
+}
+
+func quotaError(e *store.QuotaError) error {
+	return newError(http.StatusTooManyRequests, CodeQuotaExceeded, "",
+		fmt.Sprintf("the owner has %d active jobs and may have at most %d; cancel some, or ask an administrator to raise max_active_jobs", e.Active, e.Max))
+}

@@ -1,0 +1,268 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v5"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/store"
+)
+
+// maxUserNameLen bounds a user's or a key's name, in characters.
+const maxUserNameLen = 200
+
+var (
+	errUserNotFound = newError(http.StatusNotFound, CodeNotFound, "", "user not found")
+	errKeyNotFound  = newError(http.StatusNotFound, CodeNotFound, "", "key not found")
+)
+
+// userRequest is the body of POST /api/v1/users.
+type userRequest struct {
+	Name   string  `json:"name"`
+	Role   string  `json:"role"`
+	Limits *Limits `json:"limits"`
+}
+
+// userPatch is the body of PATCH /api/v1/users/{id}: the fields given change;
+// limits, when given, replace the user's limits as a whole ({} clears them).
+type userPatch struct {
+	Name   *string `json:"name"`
+	Limits *Limits `json:"limits"`
+}
+
+func checkName(field, name string, required bool) (string, error) {
+	name = strings.TrimSpace(name)
+	switch {
+	case name == "" && required:
+		return "", invalid(field, "is required")
+	case utf8.RuneCountInString(name) > maxUserNameLen:
+		return "", invalid(field, fmt.Sprintf("is longer than %d characters", maxUserNameLen))
+	case strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+		return "", invalid(field, "must not contain control characters")
+	}
+	return name, nil
+}
+
+// checkLimits validates limits given for a user.
+func checkLimits(l *Limits) (store.Limits, error) {
+	if l == nil {
+		return store.Limits{}, nil
+	}
+	positive := []struct {
+		field string
+		v     *int
+	}{
+		{"limits.requests_per_minute", l.RequestsPerMinute},
+		{"limits.request_burst", l.RequestBurst},
+		{"limits.jobs_per_minute", l.JobsPerMinute},
+		{"limits.job_burst", l.JobBurst},
+	}
+	for _, p := range positive {
+		if p.v != nil && (*p.v < 1 || *p.v > 10_000_000) {
+			return store.Limits{}, invalid(p.field, "must be an integer from 1 to 10000000")
+		}
+	}
+	if l.MaxActiveJobs != nil && (*l.MaxActiveJobs < 0 || *l.MaxActiveJobs > 1_000_000_000) {
+		return store.Limits{}, invalid("limits.max_active_jobs", "must be an integer from 0 (no cap) to 1000000000")
+	}
+	return store.Limits(*l), nil
+}
+
+// createUser adds a user (admin only).
+func (s *Server) createUser(c *echo.Context) error {
+	var req userRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	name, err := checkName("name", req.Name, true)
+	if err != nil {
+		return err
+	}
+	if req.Role != store.RoleAdmin && req.Role != store.RoleUser {
+		return invalid("role", "must be admin or user")
+	}
+	limits, err := checkLimits(req.Limits)
+	if err != nil {
+		return err
+	}
+	u := &store.User{ID: job.NewID(), Name: name, Role: req.Role, CreatedAt: s.now(), Limits: limits}
+	out, err := s.store.CreateUser(c.Request().Context(), u, caller(c).audit(store.ActionUserCreate))
+	if err != nil {
+		return dependency(err)
+	}
+	return writeJSON(c, http.StatusCreated, s.userView(out))
+}
+
+// listUsers pages through every user, oldest first (admin only).
+func (s *Server) listUsers(c *echo.Context) error {
+	limit, err := pageSize(c)
+	if err != nil {
+		return err
+	}
+	var after uuid.UUID
+	if v := c.QueryParam("cursor"); v != "" {
+		if after, err = parseJobCursor(v); err != nil {
+			return invalid("cursor", "is not a cursor this API returned")
+		}
+	}
+	users, err := s.store.ListUsers(c.Request().Context(), after, limit+1)
+	if err != nil {
+		return dependency(err)
+	}
+	out := UserList{Users: make([]User, 0, min(len(users), limit))}
+	if len(users) > limit {
+		users = users[:limit]
+		out.NextCursor = jobCursor(users[limit-1].ID)
+	}
+	for _, u := range users {
+		out.Users = append(out.Users, s.userView(u))
+	}
+	return writeJSON(c, http.StatusOK, out)
+}
+
+// me answers who the caller is, with the limits that hold for them.
+func (s *Server) me(c *echo.Context) error {
+	u, err := s.store.GetUser(c.Request().Context(), caller(c).user)
+	if err != nil {
+		return dependency(err)
+	}
+	return writeJSON(c, http.StatusOK, s.userView(u))
+}
+
+// userID parses the :id path parameter of the users routes; a malformed id
+// names no user.
+func userID(c *echo.Context) (uuid.UUID, error) {
+	id, err := uuid.Parse(c.Param("id"))
+	if err != nil {
+		return uuid.Nil, errUserNotFound
+	}
+	return id, nil
+}
+
+// userError maps a store error about a user.
+func userError(err error) error {
+	if errors.Is(err, job.ErrNotFound) {
+		return errUserNotFound
+	}
+	return dependency(err)
+}
+
+// getUser shows one user: to an administrator, or to the user themself.
+func (s *Server) getUser(c *echo.Context) error {
+	id, err := userID(c)
+	if err != nil {
+		return err
+	}
+	if err := selfOrAdmin(c, id); err != nil {
+		return err
+	}
+	u, err := s.store.GetUser(c.Request().Context(), id)
+	if err != nil {
+		return userError(err)
+	}
+	return writeJSON(c, http.StatusOK, s.userView(u))
+}
+
+// patchUser renames a user or sets their limits (admin only).
+func (s *Server) patchUser(c *echo.Context) error {
+	id, err := userID(c)
+	if err != nil {
+		return err
+	}
+	var p userPatch
+	if err := decodeJSON(c, &p); err != nil {
+		return err
+	}
+	var name string
+	if p.Name != nil {
+		if name, err = checkName("name", *p.Name, true); err != nil {
+			return err
+		}
+	}
+	limits, err := checkLimits(p.Limits)
+	if err != nil {
+		return err
+	}
+	return s.updateUser(c, id, store.ActionUserUpdate, func(u *store.User) error {
+		if p.Name != nil {
+			u.Name = name
+		}
+		if p.Limits != nil {
+			u.Limits = limits
+		}
+		return nil
+	})
+}
+
+// disableUser stops a user: their keys stop working at once and their
+// scheduled jobs are paused (admin only). The bootstrap administrator cannot
+// be disabled: TOCK_ADMIN_TOKEN is the way back in.
+func (s *Server) disableUser(c *echo.Context) error {
+	id, err := userID(c)
+	if err != nil {
+		return err
+	}
+	if id == store.BootstrapAdmin {
+		return newError(http.StatusConflict, CodeConflict, "", "the bootstrap administrator cannot be disabled")
+	}
+	now := s.now()
+	return s.updateUser(c, id, store.ActionUserDisable, func(u *store.User) error {
+		if !u.DisabledAt.IsZero() {
+			return fmt.Errorf("%w: the user is already disabled", job.ErrConflict)
+		}
+		u.DisabledAt = now
+		return nil
+	})
+}
+
+// enableUser lets a disabled user back in (admin only). Their paused jobs
+// stay paused until someone resumes them.
+func (s *Server) enableUser(c *echo.Context) error {
+	id, err := userID(c)
+	if err != nil {
+		return err
+	}
+	return s.updateUser(c, id, store.ActionUserEnable, func(u *store.User) error {
+		if u.DisabledAt.IsZero() {
+			return fmt.Errorf("%w: the user is not disabled", job.ErrConflict)
+		}
+		u.DisabledAt = time.Time{}
+		return nil
+	})
+}
+
+func (s *Server) updateUser(c *echo.Context, id uuid.UUID, action string, edit store.UserEdit) error {
+	var refused error
+	u, err := s.store.UpdateUser(c.Request().Context(), id, s.now(), func(u *store.User) error {
+		refused = edit(u)
+		return refused
+	}, caller(c).audit(action))
+	if err != nil {
+		if refused != nil && errors.Is(err, job.ErrConflict) {
+			msg, _ := strings.CutPrefix(refused.Error(), job.ErrConflict.Error()+": ")
+			return newError(http.StatusConflict, CodeConflict, "", msg)
+		}
+		return userError(err)
+	}
+	return writeJSON(c, http.StatusOK, s.userView(u))
+}
+
+// userJobs lists one user's jobs, finished ones included, newest first, each
+// with its next run and its last run's outcome (admin only).
+func (s *Server) userJobs(c *echo.Context) error {
+	id, err := userID(c)
+	if err != nil {
+		return err
+	}
+	if _, err := s.store.GetUser(c.Request().Context(), id); err != nil {
+		return userError(err)
+	}
+	return s.pageJobs(c, store.JobFilter{Owner: id})
+}
