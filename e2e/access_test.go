@@ -189,20 +189,36 @@ func TestAccess(t *testing.T) {
 	require.Contains(t, runs.Runs[0].Error, "not allowed")
 	require.Zero(t, target.Count(), "the private target received no request")
 
-	// The audit log holds alice's changes, with her as the actor.
-	a = call(t, base, admin, "GET", "/api/v1/audit?actor="+aliceID, nil)
-	require.Equal(t, 200, a.status, "%s", a.body)
-	var audit struct {
-		Entries []struct {
-			Actor, Action string
-		} `json:"entries"`
+	// Every other kind of change: alice's on her job, the admin's on a user.
+	for _, action := range []string{"pause", "resume", "trigger"} {
+		a := call(t, base, alice, "POST", "/api/v1/jobs/"+j.ID+"/"+action, nil)
+		require.Less(t, a.status, 300, "%s: %s", action, a.body)
 	}
-	a.decode(t, &audit)
-	var actions []string
-	for _, e := range audit.Entries {
-		require.Equal(t, aliceID, e.Actor)
-		actions = append(actions, e.Action)
+	require.Equal(t, 204, call(t, base, alice, "DELETE", "/api/v1/jobs/"+j.ID, nil).status)
+	carolID, _ := newUser("carol", nil)
+	require.Equal(t, 200, call(t, base, admin, "PATCH", "/api/v1/users/"+carolID, map[string]any{"limits": map[string]any{"max_active_jobs": 10}}).status)
+	require.Equal(t, 200, call(t, base, admin, "POST", "/api/v1/users/"+carolID+"/disable", nil).status)
+	require.Equal(t, 200, call(t, base, admin, "POST", "/api/v1/users/"+carolID+"/enable", nil).status)
+
+	// The audit log holds every action, each with its actor, and no key.
+	actions := func(actor string) []string {
+		a := call(t, base, admin, "GET", "/api/v1/audit?limit=500&actor="+actor, nil)
+		require.Equal(t, 200, a.status, "%s", a.body)
+		require.NotContains(t, string(a.body), alice, "no key in the audit log")
+		var audit struct {
+			Entries []struct{ Actor, Action string } `json:"entries"`
+		}
+		a.decode(t, &audit)
+		var out []string
+		for _, e := range audit.Entries {
+			require.Equal(t, actor, e.Actor)
+			out = append(out, e.Action)
+		}
+		return out
 	}
-	require.Equal(t, []string{"job.create", "job.update", "job.create"}, actions)
-	require.NotContains(t, string(a.body), alice, "no key in the audit log")
+	require.Equal(t, []string{"job.cancel", "job.trigger", "job.resume", "job.pause", "job.create", "job.update", "job.create"}, actions(aliceID))
+	adminActions := actions("00000000-0000-0000-0000-000000000001")
+	for _, want := range []string{"user.create", "key.create", "key.revoke", "user.update", "user.disable", "user.enable"} {
+		require.Contains(t, adminActions, want)
+	}
 }
