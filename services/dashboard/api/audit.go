@@ -47,11 +47,9 @@ func (s *Server) listAudit(c *echo.Context) error {
 	if err != nil {
 		return dependency(err)
 	}
-	out := AuditList{Entries: make([]AuditEntry, 0, min(len(entries), limit))}
-	if len(entries) > limit {
-		entries = entries[:limit]
-		out.NextCursor = auditCursor(entries[limit-1].ID)
-	}
+	var out AuditList
+	entries, out.NextCursor = page(entries, limit, func(e store.AuditEntry) string { return auditCursor(e.ID) })
+	out.Entries = make([]AuditEntry, 0, len(entries))
 	for _, e := range entries {
 		out.Entries = append(out.Entries, AuditEntry{ID: e.ID, At: Time{e.At}, Actor: e.Actor, Action: e.Action,
 			TargetType: e.TargetType, TargetID: e.TargetID, Change: e.Change})

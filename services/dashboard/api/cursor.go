@@ -64,3 +64,14 @@ func parseAuditCursor(s string) (int64, error) {
 	}
 	return id, nil
 }
+
+// page trims a listing that was fetched with one item more than limit, to
+// learn whether another page follows, and returns the cursor of the next
+// page: "" on the last one.
+func page[T any](items []T, limit int, cursor func(T) string) ([]T, string) {
+	if len(items) <= limit {
+		return items, ""
+	}
+	items = items[:limit]
+	return items, cursor(items[limit-1])
+}

@@ -210,11 +210,9 @@ func (s *Server) pageJobs(c *echo.Context, f store.JobFilter) error {
 	if err != nil {
 		return dependency(err)
 	}
-	out := JobList{Jobs: make([]Job, 0, min(len(jobs), limit))}
-	if len(jobs) > limit {
-		jobs = jobs[:limit]
-		out.NextCursor = jobCursor(jobs[limit-1].ID)
-	}
+	var out JobList
+	jobs, out.NextCursor = page(jobs, limit, func(j *job.Job) string { return jobCursor(j.ID) })
+	out.Jobs = make([]Job, 0, len(jobs))
 	now := s.clock()
 	for _, j := range jobs {
 		out.Jobs = append(out.Jobs, s.jobView(j, now))

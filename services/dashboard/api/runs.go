@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/store"
 )
 
@@ -34,12 +35,9 @@ func (s *Server) listRuns(c *echo.Context) error {
 	if err != nil {
 		return dependency(err)
 	}
-	out := RunList{Runs: make([]Run, 0, min(len(runs), limit))}
-	if len(runs) > limit {
-		runs = runs[:limit]
-		last := runs[limit-1]
-		out.NextCursor = runCursor(last.ScheduledFor, last.Attempt)
-	}
+	var out RunList
+	runs, out.NextCursor = page(runs, limit, func(r job.Run) string { return runCursor(r.ScheduledFor, r.Attempt) })
+	out.Runs = make([]Run, 0, len(runs))
 	for i := range runs {
 		out.Runs = append(out.Runs, runView(&runs[i]))
 	}

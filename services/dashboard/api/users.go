@@ -116,11 +116,9 @@ func (s *Server) listUsers(c *echo.Context) error {
 	if err != nil {
 		return dependency(err)
 	}
-	out := UserList{Users: make([]User, 0, min(len(users), limit))}
-	if len(users) > limit {
-		users = users[:limit]
-		out.NextCursor = jobCursor(users[limit-1].ID)
-	}
+	var out UserList
+	users, out.NextCursor = page(users, limit, func(u *store.User) string { return jobCursor(u.ID) })
+	out.Users = make([]User, 0, len(users))
 	for _, u := range users {
 		out.Users = append(out.Users, s.userView(u))
 	}
