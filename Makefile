@@ -2,12 +2,12 @@
 SERVICES := dashboard scheduler worker
 MODULES  := $(shell go list -m -f '{{.Dir}}')
 # Every package of every workspace module (a module may have none yet).
-PKGS     := $(shell go list $(addsuffix /...,$(MODULES)) 2>/dev/null | grep -v /e2e/chaos)
+PKGS     := $(shell go list $(addsuffix /...,$(MODULES)) 2>/dev/null | grep -v -e /e2e/chaos)
 FUZZTIME ?= 10s
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: build run test lint unit e2e fuzz clean chaos
+.PHONY: build run test lint unit e2e fuzz clean chaos browser
 
 ## build: compile bin/dashboard, bin/scheduler, bin/worker
 build:
@@ -30,7 +30,7 @@ lint:
 
 ## unit: the fast tests only (no end-to-end)
 unit:
-	go test -count=1 $(filter-out %/e2e,$(PKGS))
+	go test -count=1 $(filter-out %/e2e %/e2e/browser,$(PKGS))
 
 ## e2e: the end-to-end tests only, verbose, with their lateness figures
 e2e:
@@ -44,6 +44,10 @@ fuzz:
 	cd pkg && go test -run='^$$' -fuzz='^FuzzSpecBuild$$' -fuzztime=$(FUZZTIME) ./jobspec/
 	cd pkg && go test -run='^$$' -fuzz='^FuzzCheckURL$$' -fuzztime=$(FUZZTIME) ./jobspec/
 	cd services/dashboard && go test -run='^$$' -fuzz='^FuzzDecodeJob$$' -fuzztime=$(FUZZTIME) ./api/
+
+## browser: the dashboard's pages in headless Chromium (/usr/bin/chromium) on the real services; TOCK_SCREENSHOTS_DIR keeps the PNGs
+browser:
+	go test -count=1 -v -timeout 10m ./e2e/browser/...
 
 ## chaos: the fault suite on private Postgres and Redis: kills, stalls and restarts under load, one row per fault
 chaos:

@@ -1,6 +1,7 @@
-// Package web holds the browser dashboard's assets. They are embedded so the
-// dashboard binary serves them with no files on disk and no separate deploy;
-// for now the only asset is a placeholder page pointing at the JSON API.
+// Package web holds the browser dashboard's assets: one HTML page, its
+// script and its stylesheet, with no build step and no third-party code.
+// They are embedded so the dashboard binary serves them with no files on
+// disk and no separate deploy.
 package web
 
 import (
@@ -8,7 +9,7 @@ import (
 	"io/fs"
 )
 
-//go:embed index.html
+//go:embed index.html app.js app.css
 var assets embed.FS
 
 // FS returns the assets, rooted so that "index.html" is the home page.

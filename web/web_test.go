@@ -10,14 +10,36 @@ import (
 
 func TestFS(t *testing.T) {
 	t.Parallel()
-	t.Run("ServesPlaceholderIndex", func(t *testing.T) {
-		t.Parallel()
-		b, err := fs.ReadFile(web.FS(), "index.html")
+	read := func(t *testing.T, name string) string {
+		t.Helper()
+		b, err := fs.ReadFile(web.FS(), name)
 		if err != nil {
-			t.Fatalf("read index.html: %v", err)
+			t.Fatalf("read %s: %v", name, err)
 		}
-		if !strings.Contains(string(b), "/api/v1") {
-			t.Fatalf("index.html does not point at the API: %s", b)
+		return string(b)
+	}
+	t.Run("IndexLoadsScriptAndStyle", func(t *testing.T) {
+		t.Parallel()
+		index := read(t, "index.html")
+		for _, want := range []string{"/ui/app.js", "/ui/app.css", "/api/v1"} {
+			if !strings.Contains(index, want) {
+				t.Fatalf("index.html does not mention %s", want)
+			}
+		}
+	})
+	t.Run("ScriptUsesTheAPIWithTheCSRFHeader", func(t *testing.T) {
+		t.Parallel()
+		js := read(t, "app.js")
+		for _, want := range []string{"/api/v1/", "X-Tock-CSRF", "/ui/session"} {
+			if !strings.Contains(js, want) {
+				t.Fatalf("app.js does not mention %s", want)
+			}
+		}
+		// The session lives in an HttpOnly cookie, never in script-readable storage.
+		for _, banned := range []string{"localStorage", "sessionStorage", "document.cookie", "innerHTML"} {
+			if strings.Contains(js, banned) {
+				t.Fatalf("app.js uses %s", banned)
+			}
 		}
 	})
 }

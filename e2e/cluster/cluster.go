@@ -55,10 +55,13 @@ type Proc struct {
 	Name    string
 	Service string
 	Addr    string // HTTP (dashboard) or metrics (others) address
-	Env     []string
-	cmd     *exec.Cmd
-	log     *os.File
-	done    chan struct{}
+	// MetricsAddr serves /metrics: the dashboard's own listener, the same
+	// as Addr for the others.
+	MetricsAddr string
+	Env         []string
+	cmd         *exec.Cmd
+	log         *os.File
+	done        chan struct{}
 }
 
 // Build compiles the three services into dir with the workspace's toolchain.
@@ -138,13 +141,19 @@ func (c *Cluster) StartProc(ctx context.Context, service, name string, extraEnv 
 	c.mu.Lock()
 	old := c.procs[name]
 	c.mu.Unlock()
-	addr := ""
+	addr, metricsAddr := "", ""
 	if old != nil {
-		addr = old.Addr
+		addr, metricsAddr = old.Addr, old.MetricsAddr
 	} else {
 		var err error
 		if addr, err = FreeAddr(); err != nil {
 			return nil, err
+		}
+		metricsAddr = addr
+		if service == "dashboard" {
+			if metricsAddr, err = FreeAddr(); err != nil {
+				return nil, err
+			}
 		}
 	}
 	env := append(os.Environ(),
@@ -157,9 +166,8 @@ func (c *Cluster) StartProc(ctx context.Context, service, name string, extraEnv 
 	)
 	if service == "dashboard" {
 		env = append(env, "TOCK_HTTP_ADDR="+addr)
-	} else {
-		env = append(env, "TOCK_METRICS_ADDR="+addr)
 	}
+	env = append(env, "TOCK_METRICS_ADDR="+metricsAddr)
 	env = append(env, c.opts.Env...)
 	if service == "worker" {
 		env = append(env, "TOCK_WORKER_NAME="+name, "TOCK_SHUTDOWN_GRACE=5s")
@@ -176,7 +184,7 @@ func (c *Cluster) StartProc(ctx context.Context, service, name string, extraEnv 
 		logf.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &Proc{Name: name, Service: service, Addr: addr, Env: env, cmd: cmd, log: logf, done: make(chan struct{})}
+	p := &Proc{Name: name, Service: service, Addr: addr, MetricsAddr: metricsAddr, Env: env, cmd: cmd, log: logf, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); logf.Close(); close(p.done) }()
 	c.mu.Lock()
 	c.procs[name] = p

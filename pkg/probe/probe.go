@@ -1,6 +1,7 @@
-// Package probe serves the health endpoints of the services that have no API of
-// their own (scheduler, worker): /healthz says the process is alive, /readyz
-// says its dependencies answer. Metrics join them on the same listener.
+// Package probe serves the health endpoints on each service's metrics listener
+// (the scheduler's and worker's only one, the dashboard's beside its API):
+// /healthz says the process is alive, /readyz says its dependencies answer.
+// /metrics joins them on the same listener.
 package probe
 
 import (

@@ -236,6 +236,10 @@ type JobFilter struct {
 	Type   job.Type
 	Before uuid.UUID // keyset cursor: ids older than this one
 	Limit  int
+	// ID, if set, selects only the job with this id.
+	ID uuid.UUID
+	// Name, if set, selects the jobs whose name contains it, ignoring case.
+	Name string
 }
 
 var listJobsSQL = withLastRun(`SELECT `+jobColumns+` FROM jobs
@@ -243,13 +247,15 @@ WHERE ($1 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $1)
   AND ($2 = '' OR status = $2::job_status)
   AND ($3 = '' OR type = $3::job_type)
   AND ($4 = '00000000-0000-0000-0000-000000000000'::uuid OR id < $4)
+  AND ($6 = '00000000-0000-0000-0000-000000000000'::uuid OR id = $6)
+  AND ($7 = '' OR strpos(lower(name), lower($7)) > 0)
 ORDER BY id DESC
 LIMIT $5`) + `
 ORDER BY j.id DESC`
 
 // ListJobs returns jobs newest first, at most f.Limit of them.
 func (s *Store) ListJobs(ctx context.Context, f JobFilter) ([]*job.Job, error) {
-	rows, err := s.pool.Query(ctx, listJobsSQL, f.Owner, string(f.Status), string(f.Type), f.Before, f.Limit)
+	rows, err := s.pool.Query(ctx, listJobsSQL, f.Owner, string(f.Status), string(f.Type), f.Before, f.Limit, f.ID, f.Name)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", translate(err))
 	}

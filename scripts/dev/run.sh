@@ -35,7 +35,7 @@ stop() {
 }
 trap stop EXIT INT TERM
 
-./bin/dashboard > .run/logs/dashboard.log 2>&1 & pids+=($!)
+TOCK_METRICS_ADDR=127.0.0.1:9090 ./bin/dashboard > .run/logs/dashboard.log 2>&1 & pids+=($!)
 wait_ready "http://$TOCK_HTTP_ADDR/readyz" dashboard .run/logs/dashboard.log
 TOCK_METRICS_ADDR=127.0.0.1:9091 ./bin/scheduler > .run/logs/scheduler.log 2>&1 & pids+=($!)
 TOCK_METRICS_ADDR=127.0.0.1:9092 ./bin/worker > .run/logs/worker.log 2>&1 & pids+=($!)

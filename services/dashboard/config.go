@@ -18,9 +18,12 @@ const minTokenLen = 16
 // Config is the dashboard's settings, read once from the environment.
 type Config struct {
 	config.Common
-	HTTPAddr   string
-	AdminToken string
-	Horizon    time.Duration
+	HTTPAddr string
+	// MetricsAddr serves /metrics and /healthz apart from the public API, so
+	// metrics never reach the API's clients.
+	MetricsAddr string
+	AdminToken  string
+	Horizon     time.Duration
 	// MisfireThreshold judges misfires when the dashboard loads a recurring
 	// job right after creating or editing it; the scheduler reads the same
 	// variable for its loader.
@@ -40,6 +43,7 @@ func readConfig(e *config.Env) (Config, error) {
 	c := Config{
 		Common:           config.ReadCommon(e),
 		HTTPAddr:         e.String("TOCK_HTTP_ADDR", "127.0.0.1:8080"),
+		MetricsAddr:      e.String("TOCK_METRICS_ADDR", "127.0.0.1:9090"),
 		AdminToken:       e.Required("TOCK_ADMIN_TOKEN", fmt.Sprintf("the administrator's bearer token, at least %d characters", minTokenLen)),
 		Horizon:          e.Duration("TOCK_LOAD_HORIZON", 10*time.Minute),
 		MisfireThreshold: e.Duration("TOCK_MISFIRE_THRESHOLD", time.Minute),
@@ -59,6 +63,11 @@ func readConfig(e *config.Env) (Config, error) {
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		e.Check(fmt.Errorf("TOCK_HTTP_ADDR=%q is not host:port", c.HTTPAddr))
+	}
+	if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+		e.Check(fmt.Errorf("TOCK_METRICS_ADDR=%q is not host:port", c.MetricsAddr))
+	} else if c.MetricsAddr == c.HTTPAddr {
+		e.Check(fmt.Errorf("TOCK_METRICS_ADDR=%q must differ from TOCK_HTTP_ADDR: metrics stay off the public port", c.MetricsAddr))
 	}
 	if c.Horizon < time.Second {
 		e.Check(fmt.Errorf("TOCK_LOAD_HORIZON=%s must be at least 1s", c.Horizon))

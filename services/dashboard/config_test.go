@@ -17,6 +17,7 @@ func TestReadConfig(t *testing.T) {
 		c, err := readConfig(config.FromMap(map[string]string{"TOCK_ADMIN_TOKEN": "0123456789abcdef"}))
 		require.NoError(t, err)
 		require.Equal(t, "127.0.0.1:8080", c.HTTPAddr)
+		require.Equal(t, "127.0.0.1:9090", c.MetricsAddr)
 		require.Equal(t, 10*time.Minute, c.Horizon)
 		require.Equal(t, time.Minute, c.MisfireThreshold)
 		require.Equal(t, 65536, c.MaxPayloadBytes)
@@ -30,6 +31,7 @@ func TestReadConfig(t *testing.T) {
 		c, err := readConfig(config.FromMap(map[string]string{
 			"TOCK_ADMIN_TOKEN":       "0123456789abcdef-longer",
 			"TOCK_HTTP_ADDR":         "0.0.0.0:9000",
+			"TOCK_METRICS_ADDR":      "0.0.0.0:9100",
 			"TOCK_LOAD_HORIZON":      "5m",
 			"TOCK_MISFIRE_THRESHOLD": "30s",
 			"TOCK_MAX_PAYLOAD_BYTES": "1024",
@@ -39,6 +41,7 @@ func TestReadConfig(t *testing.T) {
 		}))
 		require.NoError(t, err)
 		require.Equal(t, "0.0.0.0:9000", c.HTTPAddr)
+		require.Equal(t, "0.0.0.0:9100", c.MetricsAddr)
 		require.Equal(t, 5*time.Minute, c.Horizon)
 		require.Equal(t, 30*time.Second, c.MisfireThreshold)
 		require.Equal(t, 1024, c.MaxPayloadBytes)
@@ -52,6 +55,7 @@ func TestReadConfig(t *testing.T) {
 		_, err := readConfig(config.FromMap(map[string]string{
 			"TOCK_ADMIN_TOKEN":       "s3cret-short",
 			"TOCK_HTTP_ADDR":         "8080",
+			"TOCK_METRICS_ADDR":      "9090",
 			"TOCK_LOAD_HORIZON":      "soon",
 			"TOCK_MISFIRE_THRESHOLD": "0s",
 			"TOCK_MAX_BODY_BYTES":    "100",
@@ -59,11 +63,21 @@ func TestReadConfig(t *testing.T) {
 		}))
 		require.Error(t, err)
 		msg := err.Error()
-		for _, want := range []string{"TOCK_ADMIN_TOKEN must be at least 16 characters", "TOCK_HTTP_ADDR", "TOCK_LOAD_HORIZON",
+		for _, want := range []string{"TOCK_ADMIN_TOKEN must be at least 16 characters", "TOCK_HTTP_ADDR", "TOCK_METRICS_ADDR", "TOCK_LOAD_HORIZON",
 			"TOCK_MISFIRE_THRESHOLD", "TOCK_MAX_BODY_BYTES", "TOCK_LOG_LEVEL"} {
 			require.Contains(t, msg, want)
 		}
 		require.NotContains(t, msg, "s3cret")
+	})
+
+	t.Run("KeepsMetricsOffThePublicPort", func(t *testing.T) {
+		t.Parallel()
+		_, err := readConfig(config.FromMap(map[string]string{
+			"TOCK_ADMIN_TOKEN":  "0123456789abcdef",
+			"TOCK_HTTP_ADDR":    "127.0.0.1:8080",
+			"TOCK_METRICS_ADDR": "127.0.0.1:8080",
+		}))
+		require.ErrorContains(t, err, "TOCK_METRICS_ADDR")
 	})
 
 	t.Run("RequiresAdminToken", func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/config"
 	"github.com/tockhq/tock/pkg/jobspec"
+	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/probe"
 	"github.com/tockhq/tock/pkg/service"
 	"github.com/tockhq/tock/services/dashboard/api"
@@ -34,6 +35,7 @@ func run(ctx context.Context) error {
 	defer base.Close()
 	log, st, rdb, q := base.Log, base.Store, base.Redis, base.Queue
 
+	reg := metrics.NewRegistry()
 	var gate probe.Gate
 	srv := api.New(api.Deps{
 		Store:            st,
@@ -48,7 +50,18 @@ func run(ctx context.Context) error {
 		MaxBodyBytes:     int64(cfg.MaxBodyBytes),
 		Ready:            gate.Check,
 		Quotas:           &cfg.Quotas,
+		Metrics:          metrics.NewAPI(reg),
 	})
+	mux := probe.Handler(map[string]probe.Check{
+		"startup":  gate.Check,
+		"postgres": st.Ping,
+		"redis":    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+	})
+	mux.Handle("GET /metrics", metrics.Handler(reg))
+	ms, err := probe.Listen(cfg.MetricsAddr, mux)
+	if err != nil {
+		return fmt.Errorf("listen on TOCK_METRICS_ADDR: %w", err)
+	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on TOCK_HTTP_ADDR: %w", err)
@@ -63,6 +76,8 @@ func run(ctx context.Context) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	merrc := make(chan error, 1)
+	go func() { merrc <- ms.Serve() }()
 	// Serve /healthz at once; the API answers 503 until Postgres is prepared.
 	go func() {
 		err := probe.Retry(ctx, log, "migrate", func(ctx context.Context) error {
@@ -77,13 +92,19 @@ func run(ctx context.Context) error {
 			gate.Open()
 		}
 	}()
-	log.Info("dashboard_started", zap.String("addr", ln.Addr().String()),
+	log.Info("dashboard_started", zap.String("addr", ln.Addr().String()), zap.String("metrics_addr", cfg.MetricsAddr),
 		zap.Duration("horizon", cfg.Horizon), zap.Duration("misfire_threshold", cfg.MisfireThreshold), zap.String("redis_prefix", cfg.RedisPrefix))
 
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = ms.Shutdown(sctx)
 		return fmt.Errorf("serve http: %w", err)
+	case err := <-merrc:
+		_ = hs.Close()
+		return fmt.Errorf("serve metrics: %w", err)
 	}
 	// Stop accepting, let in-flight requests finish, then force what is left.
 	log.Info("dashboard_stopping")
@@ -96,6 +117,8 @@ func run(ctx context.Context) error {
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve http: %w", err)
 	}
+	// The metrics listener goes last, so the drain can still be scraped.
+	_ = ms.Shutdown(sctx)
 	log.Info("dashboard_stopped")
 	return nil
 }

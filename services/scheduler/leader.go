@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 )
@@ -24,6 +25,8 @@ type Leader struct {
 	log    *zap.Logger
 	clock  func() time.Time
 	cfg    Config
+	// metrics counts the occurrences the loader claims.
+	metrics *metrics.Scheduler
 
 	// watermark is the lower bound of the next loader window: everything due
 	// before it was claimed by an earlier round of this leadership.
@@ -122,6 +125,7 @@ func (l *Leader) load(ctx context.Context) {
 			return
 		}
 		total += c.Occurrences
+		l.metrics.Claimed.Add(float64(c.Occurrences))
 		skipped += c.Skipped
 		if c.Jobs < l.cfg.LoadBatch {
 			break

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest/observer"
@@ -71,6 +72,9 @@ func TestLeader(t *testing.T) {
 		waitUntil(t, 5*time.Second, func() bool { return b.loaded(t, fresh) }, "a job created during the leadership was not loaded")
 		require.False(t, b.scheduled(t, firstAttempt(beyond)))
 		require.Equal(t, 1, count(logs, "leadership_gained"))
+		// The round counts its claims once ClaimDue returns, just after the ZADD.
+		waitUntil(t, 5*time.Second, func() bool { return testutil.ToFloat64(l.metrics.Claimed) == 4 },
+			"tock_loader_claimed_total does not count the four occurrences loaded")
 	})
 
 	t.Run("OnlyOneInstanceHoldsTheLockUntilItStops", func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bsm/redislock"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -18,6 +19,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/pkg/testenv"
@@ -99,7 +101,8 @@ func (b *bundle) leader(clock func() time.Time, mods ...func(*Config)) (*Leader,
 		clock = time.Now
 	}
 	log, logs := observed()
-	return &Leader{store: b.st, queue: b.q, locker: redislock.New(b.rdb), log: log, clock: clock, cfg: cfg}, logs
+	return &Leader{store: b.st, queue: b.q, locker: redislock.New(b.rdb), log: log, clock: clock, cfg: cfg,
+		metrics: metrics.NewScheduler(prometheus.NewRegistry())}, logs
 }
 
 // goRun runs fn in a goroutine until stop is called or the test ends. stop

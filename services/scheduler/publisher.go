@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/queue"
 )
 
@@ -18,6 +19,8 @@ type Publisher struct {
 	log   *zap.Logger
 	batch int
 	tick  time.Duration
+	// metrics counts the members moved.
+	metrics *metrics.Scheduler
 }
 
 // Run publishes until ctx ends.
@@ -57,6 +60,7 @@ func (p *Publisher) Run(ctx context.Context) {
 			}
 		}
 		if res.Moved > 0 {
+			p.metrics.Moved.Add(float64(res.Moved))
 			p.log.Debug("published", zap.Int("moved", res.Moved))
 		}
 		timer.Reset(wait)

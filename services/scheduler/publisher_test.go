@@ -5,10 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/queue"
 )
 
@@ -19,7 +22,8 @@ func occurrence(at time.Time, prio int) job.Occurrence {
 }
 
 func (b *bundle) publisher(batch int) *Publisher {
-	return &Publisher{queue: b.q, log: zap.NewNop(), batch: batch, tick: 50 * time.Millisecond}
+	return &Publisher{queue: b.q, log: zap.NewNop(), batch: batch, tick: 50 * time.Millisecond,
+		metrics: metrics.NewScheduler(prometheus.NewRegistry())}
 }
 
 func TestPublisher(t *testing.T) {
@@ -36,7 +40,8 @@ func TestPublisher(t *testing.T) {
 			{Occurrence: later, DueAt: later.ScheduledFor},
 		}))
 
-		stop, done := goRun(t, b.publisher(100).Run)
+		p := b.publisher(100)
+		stop, done := goRun(t, p.Run)
 		waitUntil(t, 5*time.Second, func() bool { return len(b.stream(t)) >= 2 }, "the two due members were not published")
 
 		entries := b.stream(t)
@@ -57,6 +62,7 @@ func TestPublisher(t *testing.T) {
 		default:
 			t.Fatal("Run did not return after its context ended")
 		}
+		require.Equal(t, 2.0, testutil.ToFloat64(p.metrics.Moved), "tock_publisher_moved_total counts the members moved")
 	})
 
 	t.Run("PublishesMemberAddedWhileAsleep", func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/config"
+	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/probe"
 	"github.com/tockhq/tock/pkg/service"
 )
@@ -27,18 +28,23 @@ func run(ctx context.Context) error {
 	defer base.Close()
 	log, st, rdb, q := base.Log, base.Store, base.Redis, base.Queue
 
+	reg := metrics.NewRegistry()
+	m := metrics.NewScheduler(reg)
+	reg.MustRegister(metrics.NewQueueCollector(q.Stats))
 	var gate probe.Gate
-	srv, err := probe.Listen(cfg.MetricsAddr, probe.Handler(map[string]probe.Check{
+	mux := probe.Handler(map[string]probe.Check{
 		"startup":  gate.Check,
 		"postgres": st.Ping,
 		"redis":    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-	}))
+	})
+	mux.Handle("GET /metrics", metrics.Handler(reg))
+	srv, err := probe.Listen(cfg.MetricsAddr, mux)
 	if err != nil {
 		return fmt.Errorf("listen on TOCK_METRICS_ADDR: %w", err)
 	}
 
-	leader := &Leader{store: st, queue: q, locker: redislock.New(rdb), log: log.Named("loader"), clock: time.Now, cfg: cfg}
-	pub := &Publisher{queue: q, log: log.Named("publisher"), batch: cfg.PublishBatch, tick: cfg.PublishTick}
+	leader := &Leader{store: st, queue: q, locker: redislock.New(rdb), log: log.Named("loader"), clock: time.Now, cfg: cfg, metrics: m}
+	pub := &Publisher{queue: q, log: log.Named("publisher"), batch: cfg.PublishBatch, tick: cfg.PublishTick, metrics: m}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

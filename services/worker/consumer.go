@@ -11,9 +11,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/schedule"
 	"github.com/tockhq/tock/pkg/store"
@@ -56,6 +58,9 @@ type Consumer struct {
 	// AutoPauseAfter pauses a recurring job whose last this many occurrences
 	// all failed permanently; 0 never does.
 	AutoPauseAfter int
+	// Metrics receives each attempt's lateness when it starts and its outcome
+	// once recorded.
+	Metrics *metrics.Worker
 
 	slots   chan struct{}
 	results chan result
@@ -74,6 +79,9 @@ type result struct {
 // running after the grace period are abandoned unrecorded and unacknowledged:
 // their lease expires and another worker takes them over.
 func (c *Consumer) Run(ctx context.Context) {
+	if c.Metrics == nil {
+		c.Metrics = metrics.NewWorker(prometheus.NewRegistry()) // counted, not served
+	}
 	c.slots = make(chan struct{}, c.Concurrency)
 	c.results = make(chan result, c.Concurrency)
 	// exec outlives ctx by the grace period, so in-flight attempts can finish.
@@ -155,6 +163,9 @@ func (c *Consumer) fetch(ctx, execCtx context.Context, running *sync.WaitGroup, 
 			continue
 		}
 		failing = false
+		if reclaim && len(msgs) > 0 {
+			c.Metrics.Reclaimed.Add(float64(len(msgs)))
+		}
 		c.release(n - len(msgs))
 		if len(msgs) > 0 {
 			c.handle(ctx, execCtx, msgs, running)
@@ -226,6 +237,9 @@ func (c *Consumer) handle(ctx, execCtx context.Context, msgs []queue.Message, ru
 			continue
 		}
 		delete(byMember, key)
+		// Every attempt started counts, a skipped misfire too: its lateness
+		// is what made it one. A clock skewed behind Redis's counts as on time.
+		c.Metrics.Lateness.Observe(max(st.Run.Lateness().Seconds(), 0))
 		if reason := c.misfired(st, now); reason != "" {
 			c.results <- result{msg: m, started: st, at: now, skip: reason}
 			<-c.slots
@@ -394,18 +408,16 @@ func (c *Consumer) flush(ctx context.Context, batch []result) {
 			res.Status = job.RunPermanentlyFailed
 		}
 		results[i], ids[i] = res, r.msg.ID
-		c.Log.Info("run_finished",
-			zap.String("job_id", occ.JobID.String()), zap.String("owner", r.started.Run.Owner.String()),
-			zap.Int("attempt", occ.Attempt), zap.String("status", string(res.Status)),
-			zap.Int64("lateness_ms", r.started.Run.Lateness().Milliseconds()),
-			zap.Int64("duration_ms", r.at.Sub(r.started.Run.StartedAt).Milliseconds()),
-			zap.Int("status_code", r.outcome.StatusCode))
 	}
 	if _, err := retryPG(ctx, c.Log, func() (struct{}, error) {
 		return struct{}{}, c.Store.FinishRuns(ctx, results, c.Clock())
 	}); err != nil {
-		return // shutting down: unacknowledged entries are reclaimed later
+		if ctx.Err() == nil {
+			c.Log.Error("finish_runs_refused", zap.Int("runs", len(results)), zap.Error(err))
+		}
+		return // unacknowledged entries are reclaimed later and retried
 	}
+	c.observe(batch, results)
 	c.autoPause(ctx, batch, results)
 	for attempt := 0; ; attempt++ {
 		err := c.Queue.Settle(ctx, ids, retries)
@@ -414,6 +426,28 @@ func (c *Consumer) flush(ctx context.Context, batch []result) {
 		}
 		c.Log.Warn("settle_failed", zap.Error(err))
 		sleep(ctx, backoffStep(attempt))
+	}
+}
+
+// observe logs one line per recorded outcome and counts it. It runs only
+// once the outcomes are in Postgres, so an outcome that a shutdown left
+// unrecorded (and another worker will redo) is neither logged nor counted.
+// The line carries ids and figures only: never the payload, the output, the
+// error text (a target may echo a URL with its token) or the signing secret.
+func (c *Consumer) observe(batch []result, results []store.Result) {
+	for i, r := range batch {
+		run, res := r.started.Run, results[i]
+		typ := string(r.started.Type)
+		dur := r.at.Sub(run.StartedAt)
+		c.Metrics.Runs.WithLabelValues(typ, string(res.Status)).Inc()
+		if r.skip == "" {
+			c.Metrics.Duration.WithLabelValues(typ).Observe(max(dur.Seconds(), 0))
+		}
+		c.Log.Info("run_finished",
+			zap.String("job_id", run.JobID.String()), zap.String("owner", run.Owner.String()),
+			zap.String("type", typ), zap.Int("attempt", run.Attempt), zap.String("status", string(res.Status)),
+			zap.Int64("lateness_ms", run.Lateness().Milliseconds()), zap.Int64("duration_ms", dur.Milliseconds()),
+			zap.Int("status_code", r.outcome.StatusCode))
 	}
 }
 

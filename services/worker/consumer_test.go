@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -39,6 +42,14 @@ func (b *bundle) redeliver(t *testing.T, o job.Occurrence, due time.Time) {
 		Stream: b.keys.Ready(),
 		Values: []any{"m", o.Member(), "d", strconv.FormatInt(due.UnixMilli(), 10)},
 	}).Err())
+}
+
+// histogramCount is how many observations h holds.
+func histogramCount(t *testing.T, h prometheus.Histogram) int {
+	t.Helper()
+	var m dto.Metric
+	require.NoError(t, h.Write(&m))
+	return int(m.GetHistogram().GetSampleCount())
 }
 
 // start begins attempts the way another worker would: a running row leased
@@ -117,10 +128,28 @@ func TestConsumer(t *testing.T) {
 
 		r := newRunner()
 		r.outcome = failing
-		goRun(t, b.consumer(r).Run)
+		c := b.consumer(r)
+		goRun(t, c.Run)
 		waitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" }, "the job did not finish")
 		require.Equal(t, job.StatusPermanentlyFailed, b.job(t, j.ID).Status)
 		waitUntil(t, 5*time.Second, func() bool { return b.settled(t) }, "entries were not acknowledged and deleted")
+
+		// One log line and one count per recorded outcome; lateness per start.
+		lines := b.logs.FilterMessage("run_finished").AllUntimed()
+		require.Len(t, lines, 3)
+		for i, want := range []job.RunStatus{job.RunFailed, job.RunFailed, job.RunPermanentlyFailed} {
+			f := lines[i].ContextMap()
+			require.Equal(t, j.ID.String(), f["job_id"])
+			require.Equal(t, owner.String(), f["owner"])
+			require.Equal(t, string(job.TypePing), f["type"])
+			require.EqualValues(t, i+1, f["attempt"])
+			require.Equal(t, string(want), f["status"])
+			require.Contains(t, f, "lateness_ms")
+			require.Contains(t, f, "duration_ms")
+		}
+		require.Equal(t, 2.0, testutil.ToFloat64(c.Metrics.Runs.WithLabelValues("ping", "failed")))
+		require.Equal(t, 1.0, testutil.ToFloat64(c.Metrics.Runs.WithLabelValues("ping", "permanently_failed")))
+		require.Equal(t, 3, histogramCount(t, c.Metrics.Lateness), "one lateness per attempt started")
 
 		runs := b.runs(t, j.ID)
 		require.Len(t, runs, 3, "the first attempt and max_retries retries")
@@ -425,6 +454,21 @@ func TestConsumerReclaim(t *testing.T) {
 		runs := b.runs(t, j.ID)
 		require.Len(t, runs, 1)
 		require.Equal(t, job.RunCompleted, runs[0].Status)
+	})
+
+	t.Run("CountsReclaimedEntries", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.claimedJob()
+		b.create(t, j)
+		b.publish(t)
+		readAsDead(t, b)
+
+		c := b.consumer(newRunner(), withVisibility)
+		goRun(t, c.Run)
+		waitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the entry was not reclaimed")
+		require.Equal(t, 1.0, testutil.ToFloat64(c.Metrics.Reclaimed))
+		require.Equal(t, 1.0, testutil.ToFloat64(c.Metrics.Runs.WithLabelValues("ping", "completed")))
 	})
 
 	t.Run("TakesOverAttemptPastItsLease", func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -16,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/pkg/testenv"
@@ -64,6 +66,7 @@ func (b *bundle) consumer(r Runner, mods ...func(*Consumer)) *Consumer {
 		Name: "consumer-" + job.NewID().String()[24:], Concurrency: 4, Batch: 4, Block: 50 * time.Millisecond,
 		Visibility: 30 * time.Second, LeaseMargin: time.Second,
 		BackoffBase: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond, Grace: 5 * time.Second,
+		Metrics: metrics.NewWorker(prometheus.NewRegistry()),
 	}
 	for _, mod := range mods {
 		mod(c)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/config"
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/outbound"
 	"github.com/tockhq/tock/pkg/probe"
 	"github.com/tockhq/tock/pkg/service"
@@ -46,12 +47,15 @@ func run(ctx context.Context) error {
 		return q.EnsureGroup(ctx)
 	}
 
+	reg := metrics.NewRegistry()
 	var gate probe.Gate
-	srv, err := probe.Listen(cfg.MetricsAddr, probe.Handler(map[string]probe.Check{
+	mux := probe.Handler(map[string]probe.Check{
 		"startup":  gate.Check,
 		"postgres": st.Ping,
 		"redis":    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-	}))
+	})
+	mux.Handle("GET /metrics", metrics.Handler(reg))
+	srv, err := probe.Listen(cfg.MetricsAddr, mux)
 	if err != nil {
 		return fmt.Errorf("listen on TOCK_METRICS_ADDR: %w", err)
 	}
@@ -66,7 +70,7 @@ func run(ctx context.Context) error {
 		Store: st, Queue: q, Runner: executor.NewRegistry(client, version, executor.WithSlack(), executor.WithEmail(cfg.SMTP)), Log: log.Named("consumer"), Clock: time.Now,
 		Name: name, Concurrency: cfg.Concurrency, Batch: cfg.Batch, Block: cfg.Block, Visibility: cfg.Visibility,
 		LeaseMargin: cfg.LeaseMargin, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Grace: cfg.Grace,
-		MisfireThreshold: cfg.Misfire, AutoPauseAfter: cfg.AutoPause,
+		MisfireThreshold: cfg.Misfire, AutoPauseAfter: cfg.AutoPause, Metrics: metrics.NewWorker(reg),
 	}
 
 	var wg sync.WaitGroup

@@ -82,24 +82,29 @@ func splitKey(token string) (prefix string, ok bool) {
 
 // authenticate admits a request carrying "Authorization: Bearer <token>"
 // where the token is the bootstrap admin token or a live API key of an
-// enabled user. Every comparison is of SHA-256 digests in constant time, so
-// that neither a token's content nor its length leaks through timing. Every
-// failure looks the same to the client: 401, saying nothing of which check
-// failed.
+// enabled user, or, from the browser dashboard, the same token in the
+// session cookie (see session.go). Every failure looks the same to the
+// client: 401, saying nothing of which check failed.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
-	admin := sha256.Sum256(s.token)
 	return func(c *echo.Context) error {
-		scheme, token, _ := strings.Cut(c.Request().Header.Get("Authorization"), " ")
-		token = strings.TrimSpace(token)
-		if token == "" || !strings.EqualFold(scheme, "Bearer") {
-			return unauthorized(c)
+		r := c.Request()
+		var token string
+		if h := r.Header.Get("Authorization"); h != "" {
+			scheme, t, _ := strings.Cut(h, " ")
+			if !strings.EqualFold(scheme, "Bearer") {
+				return unauthorized(c)
+			}
+			token = strings.TrimSpace(t)
+		} else if t, ok := sessionToken(r); ok {
+			// A cookie rides along with any request the browser makes, a
+			// cross-site form's included: a change must also carry a header
+			// that only the dashboard's own scripts can set.
+			if !safeMethod(r.Method) && r.Header.Get(csrfHeader) != "1" {
+				return unauthorized(c)
+			}
+			token = t
 		}
-		got := sha256.Sum256([]byte(token))
-		if len(s.token) > 0 && subtle.ConstantTimeCompare(got[:], admin[:]) == 1 {
-			c.Set(principalKey, principal{user: store.BootstrapAdmin, admin: true})
-			return next(c)
-		}
-		p, err := s.keyPrincipal(c.Request().Context(), token, got[:])
+		p, err := s.credential(r.Context(), token)
 		if err != nil {
 			return err
 		}
@@ -109,6 +114,23 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Set(principalKey, *p)
 		return next(c)
 	}
+}
+
+// credential is the one check of a token, shared by the API and the sign-in
+// of the browser dashboard: nil if it is neither the admin token nor a live
+// key of an enabled user. Every comparison is of SHA-256 digests in
+// constant time, so that neither a token's content nor its length leaks
+// through timing.
+func (s *Server) credential(ctx context.Context, token string) (*principal, error) {
+	if token == "" {
+		return nil, nil
+	}
+	got := sha256.Sum256([]byte(token))
+	admin := sha256.Sum256(s.token)
+	if len(s.token) > 0 && subtle.ConstantTimeCompare(got[:], admin[:]) == 1 {
+		return &principal{user: store.BootstrapAdmin, admin: true}, nil
+	}
+	return s.keyPrincipal(ctx, token, got[:])
 }
 
 // keyPrincipal authenticates an API key: nil if it is not one, unknown,

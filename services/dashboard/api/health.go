@@ -8,15 +8,11 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/tockhq/tock/pkg/probe"
-	"github.com/tockhq/tock/web"
 )
 
 // readyTimeout bounds one readiness check, so a hung dependency fails the
 // probe instead of hanging it.
 const readyTimeout = 2 * time.Second
-
-// index serves the browser dashboard's home page.
-func (s *Server) index(c *echo.Context) error { return c.FileFS("index.html", web.FS()) }
 
 // healthz says the process is alive; it checks nothing else.
 func (s *Server) healthz(c *echo.Context) error {

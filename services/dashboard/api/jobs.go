@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -176,8 +177,29 @@ func (s *Server) getJob(c *echo.Context) error {
 }
 
 // listJobs pages through the caller's jobs (an administrator's: everyone's).
+// q finds a job by its exact id, or the jobs whose name contains it
+// (ignoring case); owner narrows an administrator's listing to one user.
 func (s *Server) listJobs(c *echo.Context) error {
-	return s.pageJobs(c, store.JobFilter{Owner: caller(c).scope()})
+	p := caller(c)
+	f := store.JobFilter{Owner: p.scope()}
+	if v := c.QueryParam("owner"); v != "" {
+		owner, err := uuid.Parse(v)
+		if err != nil {
+			return invalid("owner", "must be a user id")
+		}
+		if !p.admin && owner != p.user {
+			return errForbidden
+		}
+		f.Owner = owner
+	}
+	if v := strings.TrimSpace(c.QueryParam("q")); v != "" {
+		if id, err := uuid.Parse(v); err == nil {
+			f.ID = id
+		} else {
+			f.Name = v
+		}
+	}
+	return s.pageJobs(c, f)
 }
 
 // pageJobs pages through the jobs f selects, newest first, optionally by

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/jobspec"
+	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/probe"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
@@ -59,6 +60,8 @@ type Deps struct {
 	Ready probe.Check
 	// Quotas are the per-user rate limits and cap; nil means DefaultQuotas.
 	Quotas *Quotas
+	// Metrics counts requests by route, method and code; nil counts nothing.
+	Metrics *metrics.API
 }
 
 // Server is the dashboard's HTTP API.
@@ -76,6 +79,7 @@ type Server struct {
 	ready   probe.Check
 	quotas  Quotas
 	limiter *limiter
+	metrics *metrics.API
 	echo    *echo.Echo
 }
 
@@ -93,6 +97,7 @@ func New(d Deps) *Server {
 		limits:  d.Limits,
 		maxBody: d.MaxBodyBytes,
 		ready:   d.Ready,
+		metrics: d.Metrics,
 	}
 	if s.ready == nil {
 		s.ready = func(context.Context) error { return nil }
@@ -137,6 +142,7 @@ func (s *Server) routes() *echo.Echo {
 		// an unknown path is a plain 404 with or without a token.
 		NoGroupAutoRegister404Routes: true,
 	})
+	e.Use(s.countRequests)
 	e.Use(s.logRequests, s.recoverPanics, s.limitBody)
 
 	e.GET("/", s.index)
@@ -171,5 +177,11 @@ func (s *Server) routes() *echo.Echo {
 	v1.GET("/users/:id/keys", s.listKeys)
 	v1.DELETE("/keys/:id", s.revokeKey)
 	v1.GET("/audit", s.listAudit, adminOnly)
+	v1.GET("/system", s.system, adminOnly)
+
+	e.POST("/ui/session", s.signIn)
+	e.DELETE("/ui/session", s.signOut)
+	e.POST("/ui/session/logout", s.signOut)
+	e.GET("/ui/:file", s.asset)
 	return e
 }

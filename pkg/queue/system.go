@@ -1,0 +1,74 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Consumer is one worker as the ready stream's group knows it.
+type Consumer struct {
+	Name string
+	// Pending is how many entries it holds unacknowledged.
+	Pending int64
+	// Idle is how long since it last read or claimed.
+	Idle time.Duration
+}
+
+// Consumers lists the workers that ever read through the group, with how
+// long each has been idle: a live worker polls, so a long idle means a gone
+// one. No group yet is no consumers.
+func (q *Queue) Consumers(ctx context.Context) ([]Consumer, error) {
+	infos, err := q.rdb.XInfoConsumers(ctx, q.keys.Ready(), Group).Result()
+	if err != nil {
+		if errors.Is(err, redis.Nil) || strings.HasPrefix(err.Error(), "NOGROUP") || strings.Contains(err.Error(), "no such key") {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list consumers: %w", err)
+	}
+	out := make([]Consumer, len(infos))
+	for i, c := range infos {
+		out[i] = Consumer{Name: c.Name, Pending: c.Pending, Idle: c.Idle}
+	}
+	return out, nil
+}
+
+// LoaderLockTTL says whether a scheduler holds the loader lock and for how
+// much longer unless it renews it. The lock's value is a random token, not
+// the holder's name, so that is all Redis can tell.
+func (q *Queue) LoaderLockTTL(ctx context.Context) (held bool, ttl time.Duration, err error) {
+	d, err := q.rdb.PTTL(ctx, q.keys.LoaderLock()).Result()
+	if err != nil {
+		return false, 0, fmt.Errorf("loader lock ttl: %w", err)
+	}
+	// PTTL answers -2 (as a negative duration) for a missing key.
+	if d < 0 {
+		return false, 0, nil
+	}
+	return true, d, nil
+}
+
+// DuePerMinute counts the due set's members in each of the minutes minutes
+// from from (truncated to the minute), in one round trip of ZCOUNTs: each
+// is a range count, so the cost does not grow with the set.
+func (q *Queue) DuePerMinute(ctx context.Context, from time.Time, minutes int) ([]int64, error) {
+	start := from.Truncate(time.Minute).UnixMilli()
+	pipe := q.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, minutes)
+	for i := range cmds {
+		lo := start + int64(i)*time.Minute.Milliseconds()
+		cmds[i] = pipe.ZCount(ctx, q.keys.Due(), fmt.Sprint(lo), fmt.Sprintf("(%d", lo+time.Minute.Milliseconds()))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("count due per minute: %w", err)
+	}
+	out := make([]int64, minutes)
+	for i, c := range cmds {
+		out[i] = c.Val()
+	}
+	return out, nil
+}
