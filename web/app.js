@@ -335,10 +335,27 @@ function detailView(j, next, runs, redraw) {
   const nextList = h('ol', {class: 'next', id: 'next-runs'},
     next.length ? next.map((n) => h('li', null, n.at, h('span', {class: 'hint'}, ' · ' + fmtTime(n.utc) + ' here'))) : h('li', {class: 'empty'}, 'none'));
 
+  // Runs come newest first: the first row of an occurrence is its last attempt,
+  // the one a retry follows.
+  const seen = new Set();
   const runRows = runs.runs.map((r) => {
     const dur = r.finished_at ? new Date(r.finished_at) - new Date(r.started_at) : null;
-    return h('tr', {class: 'run', 'data-status': r.status},
-      h('td', null, r.attempt), h('td', null, badge(r.status)), h('td', null, fmtTime(r.scheduled_for)),
+    const last = !seen.has(r.scheduled_for);
+    seen.add(r.scheduled_for);
+    const retry = last && r.status === 'permanently_failed' && j.status !== 'cancelled' && j.status !== 'paused'
+      ? h('button', {type: 'button', class: 'retry', onclick: async () => {
+        msg.hidden = true;
+        try {
+          await api('POST', `/api/v1/jobs/${j.id}/retry`, {scheduled_for: r.scheduled_for});
+          await redraw();
+        } catch (e) {
+          msg.textContent = e.message;
+          msg.hidden = false;
+        }
+      }}, 'Retry')
+      : null;
+    return h('tr', {class: 'run', 'data-status': r.status, 'data-attempt': r.attempt},
+      h('td', null, r.attempt), h('td', null, badge(r.status), retry ? ' ' : null, retry), h('td', null, fmtTime(r.scheduled_for)),
       h('td', null, fmtTime(r.started_at)), h('td', null, fmtMS(r.lateness_ms)), h('td', null, dur === null ? 'running' : fmtMS(dur)),
       h('td', {class: 'output'}, r.error ? h('span', {class: 'error-text'}, r.error) : (r.output || '')));
   });

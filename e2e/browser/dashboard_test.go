@@ -166,6 +166,29 @@ func TestDashboard(t *testing.T) {
 		)
 	})
 
+	t.Run("RetryAPermanentlyFailedRun", func(t *testing.T) {
+		// A ping of a path the dashboard does not serve answers 404: with
+		// no retries the first attempt ends permanently_failed.
+		within(t, ctx, 20*time.Second,
+			page(base, "#/new"),
+			chromedp.WaitVisible(chromedp.CSS("#job-form")),
+			setField("#name", "browser failing"),
+			setField("#type", "ping"),
+			setField("#max_retries", "0"),
+			setField("#payload", fmt.Sprintf(`{"url": %q}`, base+"/no-such-page")),
+			eval(`(() => { const el = document.querySelector('#run_at'); el.value = localInput(new Date(Date.now() + 2000));
+				el.dispatchEvent(new Event('input', {bubbles: true})); return null; })()`, new(any)),
+			chromedp.Click(chromedp.CSS("#save")),
+			chromedp.WaitVisible(chromedp.CSS("#detail #job-title")),
+		)
+		within(t, ctx, 45*time.Second,
+			chromedp.WaitVisible(chromedp.CSS(`#runs tr.run[data-status="permanently_failed"] button.retry`)),
+			chromedp.Click(chromedp.CSS(`#runs tr.run[data-status="permanently_failed"] button.retry`)),
+			chromedp.WaitVisible(chromedp.CSS(`#runs tr.run[data-attempt="2"][data-status="permanently_failed"]`)),
+			shot(t, dir, "retried.png"),
+		)
+	})
+
 	var recurringURL string
 	t.Run("RecurringWithPreview", func(t *testing.T) {
 		var previews int

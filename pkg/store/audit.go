@@ -22,6 +22,7 @@ const (
 	ActionJobResume   = "job.resume"
 	ActionJobCancel   = "job.cancel"
 	ActionJobTrigger  = "job.trigger"
+	ActionJobRetry    = "job.retry"
 	ActionUserCreate  = "user.create"
 	ActionUserUpdate  = "user.update"
 	ActionUserDisable = "user.disable"

@@ -147,3 +147,45 @@ func (s *Server) triggerJob(c *echo.Context) error {
 	}
 	return writeJSON(c, http.StatusAccepted, Triggered{JobID: j.ID, ScheduledFor: Time{now}, IdempotencyKey: occ.Key()})
 }
+
+// retryRequest is the optional body of POST /api/v1/jobs/{id}/retry.
+type retryRequest struct {
+	// ScheduledFor picks the occurrence; absent, the latest that failed
+	// permanently.
+	ScheduledFor Time `json:"scheduled_for"`
+}
+
+// Retried is the answer of POST /api/v1/jobs/{id}/retry: the attempt that
+// was put in the due set, due now, under its occurrence's idempotency key.
+type Retried struct {
+	JobID          uuid.UUID `json:"job_id"`
+	ScheduledFor   Time      `json:"scheduled_for"`
+	Attempt        int       `json:"attempt"`
+	IdempotencyKey string    `json:"idempotency_key"`
+}
+
+// retryJob gives a permanently failed occurrence one more attempt, now. A
+// one-off job that ended permanently_failed is scheduled again until that
+// attempt ends; a recurring job keeps its schedule.
+func (s *Server) retryJob(c *echo.Context) error {
+	id, err := jobID(c)
+	if err != nil {
+		return err
+	}
+	var req retryRequest
+	if c.Request().ContentLength != 0 {
+		if err := decodeJSON(c, &req); err != nil {
+			return err
+		}
+	}
+	now := s.now()
+	ctx := c.Request().Context()
+	occ, err := s.store.RetryOccurrence(ctx, caller(c).scope(), id, req.ScheduledFor.Time, now, caller(c).audit(store.ActionJobRetry),
+		func(ctx context.Context, occ job.Occurrence) error {
+			return s.queue.Enqueue(ctx, []queue.Entry{{Occurrence: occ, DueAt: now}})
+		})
+	if err != nil {
+		return editError(err, errors.Unwrap(err))
+	}
+	return writeJSON(c, http.StatusAccepted, Retried{JobID: occ.JobID, ScheduledFor: Time{occ.ScheduledFor}, Attempt: occ.Attempt, IdempotencyKey: occ.Key()})
+}

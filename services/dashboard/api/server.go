@@ -160,6 +160,7 @@ func (s *Server) routes() *echo.Echo {
 	v1.POST("/jobs/:id/pause", s.pauseJob)
 	v1.POST("/jobs/:id/resume", s.resumeJob)
 	v1.POST("/jobs/:id/trigger", s.triggerJob)
+	v1.POST("/jobs/:id/retry", s.retryJob)
 	v1.GET("/jobs/:id/next", s.nextRuns)
 	v1.GET("/jobs/:id/runs", s.listRuns)
 	v1.POST("/schedules/preview", s.previewSchedule)
