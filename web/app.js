@@ -560,6 +560,14 @@ function systemView(sys) {
       h('td', null, w.name), h('td', null, w.idle_ms < 30000 ? badge('live') : badge('gone')),
       h('td', null, w.pending), h('td', null, fmtMS(w.idle_ms)))) : h('tr', null, h('td', {colspan: 4, class: 'empty'}, 'No workers have joined the group.'))));
 
+  const ago = (iso) => new Date(sys.generated_at) - new Date(iso);
+  const schedulers = h('table', {class: 'workers', id: 'schedulers'},
+    h('thead', null, h('tr', null, ['Scheduler', 'State', 'Role', 'Last heartbeat'].map((t) => h('th', null, t)))),
+    h('tbody', null, sys.schedulers.length ? sys.schedulers.map((s) => h('tr', null,
+      h('td', null, s.name), h('td', null, ago(s.last_seen) < 5000 ? badge('live') : badge('gone')),
+      h('td', null, s.leader ? 'loader (lock holder)' : 'publisher'), h('td', null, fmtMS(ago(s.last_seen)) + ' ago')))
+      : h('tr', null, h('td', {colspan: 4, class: 'empty'}, 'No scheduler has reported in the last hour.'))));
+
   return [cards,
     h('section', {class: 'chart'}, h('h2', null, 'Jobs due in the next hour, per minute'),
       barChart(ahead.map((m) => ({minute: m, values: {due: due[m] || 0}})), ['due'], {due: '#1565c0'}, 'chart-due')),
@@ -569,9 +577,9 @@ function systemView(sys) {
       lineChart(behind.map((m) => ({minute: m, values: late[m] ? {p50: late[m].p50_ms, p99: late[m].p99_ms} : null})), ['p50', 'p99'],
         {p50: '#2e7d32', p99: '#c62828'}, 'chart-lateness'), legend(['p50', 'p99'], {p50: '#2e7d32', p99: '#c62828'})),
     h('h2', null, 'Instances'),
-    h('p', null, 'Scheduler: the loader lock is ', h('strong', null, lock),
-      '. Only the lock holder loads from Postgres; the others wait to take over. The lock does not name its holder.'),
-    workers];
+    h('p', null, 'Every scheduler publishes due jobs; only the loader lock holder loads from Postgres, and the others wait to take over. The lock is ',
+      h('strong', null, lock), '.'),
+    schedulers, workers];
 }
 
 const W = 720, H = 180, PAD = {l: 44, r: 8, t: 8, b: 24};

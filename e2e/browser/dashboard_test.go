@@ -260,6 +260,7 @@ func TestDashboard(t *testing.T) {
 			page(base, "#/system"),
 			chromedp.WaitVisible(chromedp.CSS("#chart-runs")),
 			chromedp.WaitVisible(chromedp.CSS("#workers")),
+			chromedp.WaitVisible(chromedp.CSS(`#schedulers tbody tr td .st-live`)),
 			shot(t, dir, "system.png"),
 		)
 	})

@@ -31,6 +31,14 @@ func (k Keys) Dead() string { return k.key("dead") }
 // LoaderLock is the lock held by the scheduler instance that loads from Postgres.
 func (k Keys) LoaderLock() string { return k.key("loader-lock") }
 
+// Schedulers is the sorted set of scheduler instances: member = name, score =
+// the unix ms of its last heartbeat. The dashboard's system page reads it.
+func (k Keys) Schedulers() string { return k.key("schedulers") }
+
+// LoaderHolder names the scheduler instance that holds the loader lock; it
+// expires with the lock unless renewed.
+func (k Keys) LoaderHolder() string { return k.key("loader-holder") }
+
 // Marker exists while Redis still holds what tock put there; its absence tells
 // the reconciler that Redis lost its data (FLUSHALL, a restart without
 // persistence) and the window must be rebuilt from Postgres.

@@ -72,3 +72,47 @@ func (q *Queue) DuePerMinute(ctx context.Context, from time.Time, minutes int) (
 	}
 	return out, nil
 }
+
+// Instance is one scheduler instance as its heartbeats tell it.
+type Instance struct {
+	Name     string
+	LastSeen time.Time
+	// Leader says it holds the loader lock.
+	Leader bool
+}
+
+// instanceMemory is how long a silent instance stays listed, as gone.
+const instanceMemory = time.Hour
+
+// Heartbeat records that the scheduler instance name is alive at now, and,
+// when it leads, that it holds the loader lock for ttl more. One round trip;
+// instances silent for an hour are forgotten.
+func (q *Queue) Heartbeat(ctx context.Context, name string, now time.Time, leader bool, ttl time.Duration) error {
+	pipe := q.rdb.Pipeline()
+	pipe.ZAdd(ctx, q.keys.Schedulers(), redis.Z{Score: float64(now.UnixMilli()), Member: name})
+	pipe.ZRemRangeByScore(ctx, q.keys.Schedulers(), "-inf", fmt.Sprint(now.Add(-instanceMemory).UnixMilli()))
+	if leader {
+		pipe.Set(ctx, q.keys.LoaderHolder(), name, ttl)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("heartbeat %s: %w", name, err)
+	}
+	return nil
+}
+
+// Schedulers lists the scheduler instances heard from in the last hour, the
+// most recent first, with the one that holds the loader lock marked.
+func (q *Queue) Schedulers(ctx context.Context) ([]Instance, error) {
+	pipe := q.rdb.Pipeline()
+	members := pipe.ZRevRangeWithScores(ctx, q.keys.Schedulers(), 0, 99)
+	holder := pipe.Get(ctx, q.keys.LoaderHolder())
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("list schedulers: %w", err)
+	}
+	out := make([]Instance, 0, len(members.Val()))
+	for _, z := range members.Val() {
+		name, _ := z.Member.(string)
+		out = append(out, Instance{Name: name, LastSeen: time.UnixMilli(int64(z.Score)).UTC(), Leader: name == holder.Val()})
+	}
+	return out, nil
+}

@@ -22,12 +22,15 @@ type Config struct {
 	RunRetention      time.Duration
 	PartitionsAhead   time.Duration
 	Misfire           time.Duration
+	// Name identifies this instance on the dashboard's system page.
+	Name string
 }
 
 func readConfig(e *config.Env) (Config, error) {
 	c := Config{
 		Common:            config.ReadCommon(e),
 		MetricsAddr:       e.String("TOCK_METRICS_ADDR", "127.0.0.1:9091"),
+		Name:              e.String("TOCK_SCHEDULER_NAME", ""),
 		Horizon:           e.Duration("TOCK_LOAD_HORIZON", 10*time.Minute),
 		LoadInterval:      e.Duration("TOCK_LOAD_INTERVAL", time.Second),
 		LoadBatch:         e.Int("TOCK_LOAD_BATCH", 5000, 1, 100000),

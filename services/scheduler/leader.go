@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -31,7 +32,12 @@ type Leader struct {
 	// watermark is the lower bound of the next loader window: everything due
 	// before it was claimed by an earlier round of this leadership.
 	watermark time.Time
+	// leading is true while this instance holds the loader lock.
+	leading atomic.Bool
 }
+
+// Leading says whether this instance holds the loader lock now.
+func (l *Leader) Leading() bool { return l.leading.Load() }
 
 // Run competes for leadership until ctx ends.
 func (l *Leader) Run(ctx context.Context) {
@@ -58,7 +64,9 @@ func (l *Leader) lead(parent context.Context, lock *redislock.Lock) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	l.log.Info("leadership_gained")
+	l.leading.Store(true)
 	defer func() {
+		l.leading.Store(false)
 		// Release with a fresh context: the parent may be ending (shutdown).
 		rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer rcancel()

@@ -63,6 +63,7 @@ func run(ctx context.Context) error {
 		gate.Open()
 		wg.Go(func() { leader.Run(ctx) })
 		wg.Go(func() { pub.Run(ctx) })
+		wg.Go(func() { heartbeat(ctx, q, instanceName(cfg.Name), leader, cfg.LockTTL, log.Named("heartbeat")) })
 	})
 	log.Info("scheduler_started", zap.String("metrics_addr", cfg.MetricsAddr),
 		zap.Duration("horizon", cfg.Horizon), zap.Duration("lock_ttl", cfg.LockTTL))

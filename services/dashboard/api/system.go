@@ -46,6 +46,14 @@ type SchedulerStatus struct {
 	LoaderLockTTLMS int64 `json:"loader_lock_ttl_ms"`
 }
 
+// Scheduler is one scheduler instance, as its heartbeats (every second) tell it.
+type Scheduler struct {
+	Name     string `json:"name"`
+	LastSeen Time   `json:"last_seen"`
+	// Leader says it holds the loader lock: it loads from Postgres.
+	Leader bool `json:"leader"`
+}
+
 // Worker is one consumer of the ready stream's group.
 type Worker struct {
 	Name    string `json:"name"`
@@ -62,6 +70,7 @@ type System struct {
 	Runs        []MinuteRuns     `json:"runs"`
 	Lateness    []MinuteLateness `json:"lateness"`
 	Scheduler   SchedulerStatus  `json:"scheduler"`
+	Schedulers  []Scheduler      `json:"schedulers"`
 	Workers     []Worker         `json:"workers"`
 }
 
@@ -90,6 +99,10 @@ func (s *Server) system(c *echo.Context) error {
 	if err != nil {
 		return dependency(err)
 	}
+	schedulers, err := s.queue.Schedulers(ctx)
+	if err != nil {
+		return dependency(err)
+	}
 	out := System{
 		GeneratedAt: Time{now},
 		DueNextHour: []MinuteCount{},
@@ -97,7 +110,11 @@ func (s *Server) system(c *echo.Context) error {
 		Runs:        []MinuteRuns{},
 		Lateness:    make([]MinuteLateness, 0, len(pg.Lateness)),
 		Scheduler:   SchedulerStatus{LoaderLockHeld: held, LoaderLockTTLMS: ttl.Milliseconds()},
+		Schedulers:  make([]Scheduler, 0, len(schedulers)),
 		Workers:     make([]Worker, 0, len(consumers)),
+	}
+	for _, i := range schedulers {
+		out.Schedulers = append(out.Schedulers, Scheduler{Name: i.Name, LastSeen: Time{i.LastSeen}, Leader: i.Leader})
 	}
 	// An occurrence is either loaded into the due set or still in Postgres
 	// as a job's due_at, never both: the loader advances due_at as it loads.
