@@ -314,13 +314,14 @@ func (s *Store) cancelJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 }
 
 const releaseClaimSQL = `UPDATE jobs SET due_at = run_at, due_hour = extract(hour FROM run_at AT TIME ZONE 'UTC')::smallint
-WHERE id = $1 AND due_hour = -1 AND status = 'scheduled' AND run_at IS NOT NULL`
+WHERE id = ANY($1) AND due_hour = -1 AND status = 'scheduled' AND run_at IS NOT NULL`
 
-// ReleaseClaim hands a claimed one-off job back to the loader, for when the
-// caller could not put its occurrence into Redis after all.
-func (s *Store) ReleaseClaim(ctx context.Context, id uuid.UUID) error {
-	if _, err := s.pool.Exec(ctx, releaseClaimSQL, id); err != nil {
-		return fmt.Errorf("release claim %s: %w", id, translate(err))
+// ReleaseClaim hands claimed one-off jobs back to the loader, in one
+// statement, for when the caller could not put their occurrences into Redis
+// after all.
+func (s *Store) ReleaseClaim(ctx context.Context, ids ...uuid.UUID) error {
+	if _, err := s.pool.Exec(ctx, releaseClaimSQL, ids); err != nil {
+		return fmt.Errorf("release claims of %d jobs: %w", len(ids), translate(err))
 	}
 	return nil
 }

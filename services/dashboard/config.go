@@ -30,6 +30,8 @@ type Config struct {
 	MisfireThreshold time.Duration
 	MaxPayloadBytes  int
 	MaxBodyBytes     int
+	// MaxBatchBodyBytes caps the body of a bulk create.
+	MaxBatchBodyBytes int
 	// Targets is the workers' outbound policy: a job URL they would refuse
 	// to call is refused at creation.
 	Targets outbound.Options
@@ -41,15 +43,16 @@ type Config struct {
 // message carries the token's value.
 func readConfig(e *config.Env) (Config, error) {
 	c := Config{
-		Common:           config.ReadCommon(e),
-		HTTPAddr:         e.String("TOCK_HTTP_ADDR", "127.0.0.1:8080"),
-		MetricsAddr:      e.String("TOCK_METRICS_ADDR", "127.0.0.1:9090"),
-		AdminToken:       e.Required("TOCK_ADMIN_TOKEN", fmt.Sprintf("the administrator's bearer token, at least %d characters", minTokenLen)),
-		Horizon:          e.Duration("TOCK_LOAD_HORIZON", 10*time.Minute),
-		MisfireThreshold: e.Duration("TOCK_MISFIRE_THRESHOLD", time.Minute),
-		MaxPayloadBytes:  e.Int("TOCK_MAX_PAYLOAD_BYTES", 64<<10, 1, 16<<20),
-		MaxBodyBytes:     e.Int("TOCK_MAX_BODY_BYTES", 1<<20, 1, 64<<20),
-		Targets:          config.ReadTargets(e),
+		Common:            config.ReadCommon(e),
+		HTTPAddr:          e.String("TOCK_HTTP_ADDR", "127.0.0.1:8080"),
+		MetricsAddr:       e.String("TOCK_METRICS_ADDR", "127.0.0.1:9090"),
+		AdminToken:        e.Required("TOCK_ADMIN_TOKEN", fmt.Sprintf("the administrator's bearer token, at least %d characters", minTokenLen)),
+		Horizon:           e.Duration("TOCK_LOAD_HORIZON", 10*time.Minute),
+		MisfireThreshold:  e.Duration("TOCK_MISFIRE_THRESHOLD", time.Minute),
+		MaxPayloadBytes:   e.Int("TOCK_MAX_PAYLOAD_BYTES", 64<<10, 1, 16<<20),
+		MaxBodyBytes:      e.Int("TOCK_MAX_BODY_BYTES", 1<<20, 1, 64<<20),
+		MaxBatchBodyBytes: e.Int("TOCK_MAX_BATCH_BODY_BYTES", 32<<20, 1, 1<<30),
+		Targets:           config.ReadTargets(e),
 		Quotas: api.Quotas{
 			RequestsPerMinute: e.Int("TOCK_LIMIT_REQUESTS_PER_MINUTE", api.DefaultQuotas.RequestsPerMinute, 0, 10_000_000),
 			RequestBurst:      e.Int("TOCK_LIMIT_REQUEST_BURST", api.DefaultQuotas.RequestBurst, 0, 10_000_000),

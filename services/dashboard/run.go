@@ -38,19 +38,20 @@ func run(ctx context.Context) error {
 	reg := metrics.NewRegistry()
 	var gate probe.Gate
 	srv := api.New(api.Deps{
-		Store:            st,
-		Queue:            q,
-		Redis:            rdb,
-		Logger:           log.Named("api"),
-		Clock:            time.Now,
-		AdminToken:       cfg.AdminToken,
-		Horizon:          cfg.Horizon,
-		MisfireThreshold: cfg.MisfireThreshold,
-		Limits:           jobspec.Limits{MaxPayloadBytes: cfg.MaxPayloadBytes, Targets: cfg.Targets},
-		MaxBodyBytes:     int64(cfg.MaxBodyBytes),
-		Ready:            gate.Check,
-		Quotas:           &cfg.Quotas,
-		Metrics:          metrics.NewAPI(reg),
+		Store:             st,
+		Queue:             q,
+		Redis:             rdb,
+		Logger:            log.Named("api"),
+		Clock:             time.Now,
+		AdminToken:        cfg.AdminToken,
+		Horizon:           cfg.Horizon,
+		MisfireThreshold:  cfg.MisfireThreshold,
+		Limits:            jobspec.Limits{MaxPayloadBytes: cfg.MaxPayloadBytes, Targets: cfg.Targets},
+		MaxBodyBytes:      int64(cfg.MaxBodyBytes),
+		MaxBatchBodyBytes: int64(cfg.MaxBatchBodyBytes),
+		Ready:             gate.Check,
+		Quotas:            &cfg.Quotas,
+		Metrics:           metrics.NewAPI(reg),
 	})
 	mux := probe.Handler(map[string]probe.Check{
 		"startup":  gate.Check,

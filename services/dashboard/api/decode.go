@@ -29,6 +29,12 @@ func decodeJSON(c *echo.Context, v any) error {
 		}
 		return invalid("", "the body could not be read")
 	}
+	return decodeRaw(raw, v)
+}
+
+// decodeRaw decodes one JSON value strictly, as decodeJSON does, from bytes
+// already read: one item of a batch, say.
+func decodeRaw(raw []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -65,7 +65,7 @@ func (s *Server) createJob(c *echo.Context) error {
 	}
 	switch {
 	case shortNotice:
-		s.enqueueCreated(context.WithoutCancel(ctx), j)
+		s.enqueueClaimed(context.WithoutCancel(ctx), []*job.Job{j})
 	case j.Recurring() && j.DueAt.Before(now.Add(s.horizon)):
 		s.load(context.WithoutCancel(ctx), j.ID, now)
 	}
@@ -120,26 +120,6 @@ func createError(err error) error {
 		return quotaError(qe)
 	}
 	return dependency(err)
-}
-
-// enqueueCreated puts a claimed job's first attempt in the due set, or, when
-// Redis fails, releases the claim so the loader picks the job up. Neither
-// outcome changes the answer: the job is committed and will run.
-func (s *Server) enqueueCreated(ctx context.Context, j *job.Job) {
-	ctx, cancel := context.WithTimeout(ctx, afterCommitTimeout)
-	defer cancel()
-	occ := job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority, Generation: j.Generation}
-	err := s.queue.Enqueue(ctx, []queue.Entry{{Occurrence: occ, DueAt: j.RunAt}})
-	if err == nil {
-		return
-	}
-	log := s.log.With(zap.Stringer("job_id", j.ID), zap.Time("run_at", j.RunAt))
-	if rerr := s.store.ReleaseClaim(ctx, j.ID); rerr != nil {
-		// The reconciler finds claimed jobs that never started and requeues them.
-		log.Error("release_claim_failed", zap.NamedError("enqueue_error", err), zap.Error(rerr))
-		return
-	}
-	log.Warn("enqueue_failed_claim_released", zap.Error(err))
 }
 
 // load hands a job's occurrences due within the horizon to Redis right away,

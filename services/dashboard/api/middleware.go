@@ -58,11 +58,15 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		req := c.Request()
-		if req.ContentLength > s.maxBody {
+		limit := s.maxBody
+		if c.Path() == batchRoute {
+			limit = s.maxBatchBody
+		}
+		if req.ContentLength > limit {
 			return errTooLarge
 		}
 		if req.Body != nil && req.Body != http.NoBody {
-			req.Body = http.MaxBytesReader(c.Response(), req.Body, s.maxBody)
+			req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)
 		}
 		return next(c)
 	}

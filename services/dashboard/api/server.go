@@ -7,6 +7,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -29,6 +30,8 @@ var AdminID = store.BootstrapAdmin
 const (
 	DefaultHorizon      = 10 * time.Minute
 	DefaultMaxBodyBytes = 1 << 20
+	// DefaultMaxBatchBodyBytes holds 10,000 jobs of about 3 KiB each.
+	DefaultMaxBatchBodyBytes = 32 << 20
 )
 
 // Deps is everything the API needs, built once by the service's run function.
@@ -55,6 +58,9 @@ type Deps struct {
 	Limits jobspec.Limits
 	// MaxBodyBytes caps every request body; larger ones get 413.
 	MaxBodyBytes int64
+	// MaxBatchBodyBytes caps the body of POST /api/v1/jobs:batch instead;
+	// zero means DefaultMaxBatchBodyBytes.
+	MaxBatchBodyBytes int64
 	// Ready reports whether start-up preparation (migrations) is done; until
 	// then /readyz is 503 and the API answers 503. Nil means ready.
 	Ready probe.Check
@@ -76,11 +82,13 @@ type Server struct {
 	misfire time.Duration
 	limits  jobspec.Limits
 	maxBody int64
-	ready   probe.Check
-	quotas  Quotas
-	limiter *limiter
-	metrics *metrics.API
-	echo    *echo.Echo
+	// maxBatchBody caps the bulk create's body.
+	maxBatchBody int64
+	ready        probe.Check
+	quotas       Quotas
+	limiter      *limiter
+	metrics      *metrics.API
+	echo         *echo.Echo
 }
 
 // New builds the API on d, filling defaults for the zero fields.
@@ -116,6 +124,10 @@ func New(d Deps) *Server {
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
+	}
+	s.maxBatchBody = max(d.MaxBatchBodyBytes, s.maxBody)
+	if d.MaxBatchBodyBytes <= 0 {
+		s.maxBatchBody = max(DefaultMaxBatchBodyBytes, s.maxBody)
 	}
 	s.quotas = DefaultQuotas
 	if d.Quotas != nil {
@@ -153,6 +165,7 @@ func (s *Server) routes() *echo.Echo {
 
 	v1 := e.Group("/api/v1", s.authenticate, s.whenReady, s.rateLimit)
 	v1.POST("/jobs", s.createJob)
+	v1.POST(strings.TrimPrefix(batchRoute, "/api/v1"), s.createBatch)
 	v1.GET("/jobs", s.listJobs)
 	v1.GET("/jobs/:id", s.getJob)
 	v1.PATCH("/jobs/:id", s.patchJob)

@@ -1,0 +1,164 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v5"
+	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobspec"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
+)
+
+// batchRoute is the bulk create. Echo reads ":" as the start of a path
+// parameter, so the route escapes it.
+const batchRoute = `/api/v1/jobs\:batch`
+
+// MaxBatchJobs is the most jobs one bulk create may hold.
+const MaxBatchJobs = 10_000
+
+// batchRequest is the body of POST /api/v1/jobs:batch: jobs as for POST
+// /api/v1/jobs, all for one owner (the caller, or the user an administrator
+// names). Each job is kept raw until it is decoded on its own, so that its
+// errors carry its index.
+type batchRequest struct {
+	Owner string            `json:"owner"`
+	Jobs  []json.RawMessage `json:"jobs"`
+}
+
+// BatchCreated is the answer of a bulk create: the new jobs' ids, in the
+// order the jobs were given.
+type BatchCreated struct {
+	Created int         `json:"created"`
+	IDs     []uuid.UUID `json:"ids"`
+}
+
+// ItemError is what is wrong with one job of a bulk create.
+type ItemError struct {
+	Index   int    `json:"index"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+}
+
+// BatchErrorBody is the 400 of a bulk create with invalid jobs: the usual
+// error, and every invalid job's error. Nothing was created.
+type BatchErrorBody struct {
+	Error  ErrorDetail `json:"error"`
+	Errors []ItemError `json:"errors"`
+}
+
+// createBatch validates every job of a bulk create and inserts them all in
+// one transaction (COPY), or none. One-off jobs due within the horizon are
+// stored claimed and put in the due set after the commit in one pipeline, as
+// a single create does; recurring ones are left to the loader's next round
+// (TOCK_LOAD_INTERVAL) rather than loaded one by one here.
+func (s *Server) createBatch(c *echo.Context) error {
+	var req batchRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	switch {
+	case len(req.Jobs) == 0:
+		return invalid("jobs", "must hold at least one job")
+	case len(req.Jobs) > MaxBatchJobs:
+		return invalid("jobs", fmt.Sprintf("holds %d jobs; at most %d go in one request", len(req.Jobs), MaxBatchJobs))
+	}
+	owner, err := s.owner(c, req.Owner)
+	if err != nil {
+		return err
+	}
+	now := s.clock()
+	jobs := make([]*job.Job, len(req.Jobs))
+	var problems []ItemError
+	for i, raw := range req.Jobs {
+		var spec jobspec.Spec
+		err := decodeRaw(raw, &spec)
+		if err == nil {
+			jobs[i], err = spec.Build(owner.ID, now, s.limits)
+		}
+		if err != nil {
+			problems = append(problems, itemError(i, err))
+		}
+	}
+	if len(problems) > 0 {
+		return writeJSON(c, http.StatusBadRequest, BatchErrorBody{
+			Error: ErrorDetail{Code: CodeInvalid, Field: "jobs",
+				Message: fmt.Sprintf("%d of %d jobs are invalid; nothing was created", len(problems), len(jobs))},
+			Errors: problems,
+		})
+	}
+	if err := s.allowJobs(c, len(jobs)); err != nil {
+		return err
+	}
+	horizon := now.Add(s.horizon)
+	var soon []*job.Job
+	for _, j := range jobs {
+		if !j.Recurring() && j.RunAt.Before(horizon) {
+			j.DueAt = time.Time{} // stored claimed: enqueued below
+			soon = append(soon, j)
+		}
+	}
+	ctx := c.Request().Context()
+	create := store.Create{Audit: caller(c).audit(store.ActionJobCreate), MaxActive: s.maxActive(owner)}
+	if err := s.store.CreateJobs(ctx, jobs, create); err != nil {
+		return createError(err)
+	}
+	if len(soon) > 0 {
+		s.enqueueClaimed(context.WithoutCancel(ctx), soon)
+	}
+	out := BatchCreated{Created: len(jobs), IDs: make([]uuid.UUID, len(jobs))}
+	for i, j := range jobs {
+		out.IDs[i] = j.ID
+	}
+	return writeJSON(c, http.StatusCreated, out)
+}
+
+// itemError says what is wrong with job i, with the field when known.
+func itemError(i int, err error) ItemError {
+	var ae *apiError
+	var fe *job.FieldError
+	switch {
+	case errors.As(err, &ae):
+		return ItemError{Index: i, Field: ae.detail.Field, Message: ae.detail.Message}
+	case errors.As(err, &fe):
+		return ItemError{Index: i, Field: fe.Field, Message: fe.Message}
+	}
+	return ItemError{Index: i, Message: "job " + strconv.Itoa(i) + " is invalid"}
+}
+
+// enqueueClaimed puts claimed one-off jobs' first attempts in the due set in
+// one pipeline or, when Redis fails, hands the claims back to the loader in
+// one statement. Neither outcome changes the answer: the jobs are committed
+// and will run.
+func (s *Server) enqueueClaimed(ctx context.Context, jobs []*job.Job) {
+	ctx, cancel := context.WithTimeout(ctx, afterCommitTimeout)
+	defer cancel()
+	entries := make([]queue.Entry, len(jobs))
+	for i, j := range jobs {
+		occ := job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority, Generation: j.Generation}
+		entries[i] = queue.Entry{Occurrence: occ, DueAt: j.RunAt}
+	}
+	err := s.queue.Enqueue(ctx, entries)
+	if err == nil {
+		return
+	}
+	ids := make([]uuid.UUID, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	if rerr := s.store.ReleaseClaim(ctx, ids...); rerr != nil {
+		// The reconciler finds claimed jobs that never started and requeues them.
+		s.log.Error("release_claims_failed", zap.Int("jobs", len(jobs)), zap.NamedError("enqueue_error", err), zap.Error(rerr))
+		return
+	}
+	s.log.Warn("enqueue_failed_claims_released", zap.Int("jobs", len(jobs)), zap.Error(err))
+}
