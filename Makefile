@@ -7,7 +7,7 @@ FUZZTIME ?= 10s
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: build run test lint unit e2e fuzz clean chaos browser
+.PHONY: build run test lint unit e2e fuzz clean chaos browser bench bench-quick
 
 ## build: compile bin/dashboard, bin/scheduler, bin/worker
 build:
@@ -52,6 +52,15 @@ browser:
 ## chaos: the fault suite on private Postgres and Redis: kills, stalls and restarts under load, one row per fault
 chaos:
 	go test -count=1 -v -timeout 15m ./e2e/chaos/...
+
+## bench: the benchmark on the real services and the local Postgres and Redis; writes bench/results/latest.json (ARGS=-quick, -workers 4...)
+bench: build
+	@bash -c 'source scripts/dev/services.sh && ensure_postgres && ensure_redis'
+	go run ./scripts/bench -bin bin $(ARGS)
+
+## bench-quick: the benchmark's small version (about a minute), as CI runs it
+bench-quick:
+	$(MAKE) bench ARGS=-quick
 
 clean:
 	rm -rf bin

@@ -1,0 +1,154 @@
+// Command bench is tock's benchmark (`make bench`): it starts the real
+// services on the local Postgres and Redis, in a database and key prefix of
+// their own, aims webhook jobs at a fast HTTP target inside this process, and
+// measures ingest, a burst of jobs due at one instant, a steady stream of
+// jobs each due at its own millisecond, storage per job and CPU per job.
+//
+// It prints a table and writes the figures as JSON (-out). It fails (exit 1)
+// when a job is lost or starts before it is due, never on a speed figure:
+// CI runs it with -quick so that the command keeps working, and people run
+// the full version to read the figures.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// config is what to run, from the command line.
+type config struct {
+	quick       bool
+	workers     int
+	schedulers  int
+	burst       int
+	steadyRate  int
+	steadyFor   time.Duration
+	bulk        int
+	bulkBatch   int
+	bulkConc    int
+	single      int
+	clients     int
+	out         string
+	keep        bool
+	binDir      string
+	databaseURL string
+	redisURL    string
+}
+
+// errFailed says the run finished but found lost or early jobs; the figures
+// were still written.
+var errFailed = errors.New("benchmark found lost or early jobs")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:])
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	cfg, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	b, err := newBench(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	res, runErr := b.run(ctx)
+	b.close(runErr != nil || len(res.Failures) > 0)
+	if res != nil {
+		res.print(os.Stdout)
+		if err := res.write(cfg.out); err != nil {
+			return err
+		}
+		fmt.Printf("\nwrote %s\n", cfg.out)
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if len(res.Failures) > 0 {
+		return fmt.Errorf("%w: %v", errFailed, res.Failures)
+	}
+	return nil
+}
+
+// parseFlags reads the command line. -quick changes the defaults of the sizes
+// it governs; a size given explicitly wins over it.
+func parseFlags(args []string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.BoolVar(&c.quick, "quick", false, "small sizes for CI: 10,000 burst jobs, 10 s of steady load")
+	fs.IntVar(&c.workers, "workers", 2, "worker processes")
+	fs.IntVar(&c.schedulers, "schedulers", 1, "scheduler processes")
+	fs.IntVar(&c.burst, "burst", 100_000, "webhook jobs due at one instant")
+	fs.IntVar(&c.steadyRate, "steady-rate", 1000, "steady jobs due per second")
+	fs.DurationVar(&c.steadyFor, "steady-for", 60*time.Second, "how long the steady load lasts")
+	fs.IntVar(&c.bulk, "ingest-bulk", 100_000, "jobs created through the bulk API")
+	fs.IntVar(&c.bulkBatch, "ingest-batch", 10_000, "jobs per bulk request")
+	fs.IntVar(&c.bulkConc, "ingest-bulk-concurrency", 4, "concurrent bulk requests")
+	fs.IntVar(&c.single, "ingest-single", 20_000, "jobs created one POST at a time")
+	fs.IntVar(&c.clients, "ingest-clients", 32, "concurrent clients of the single POSTs")
+	fs.StringVar(&c.out, "out", "bench/results/latest.json", "where the JSON figures go")
+	fs.BoolVar(&c.keep, "keep", false, "keep the database, the Redis keys and the service logs")
+	fs.StringVar(&c.binDir, "bin", "bin", "directory holding the dashboard, scheduler and worker binaries; built into a temporary one when they are missing")
+	fs.StringVar(&c.databaseURL, "database-url", envOr("TOCK_BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+		"Postgres URL with rights to CREATE DATABASE (TOCK_BENCH_DATABASE_URL)")
+	fs.StringVar(&c.redisURL, "redis-url", envOr("TOCK_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis URL (TOCK_BENCH_REDIS_URL)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %v", fs.Args())
+	}
+	if c.quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		quick := map[string]func(){
+			"burst":                   func() { c.burst = 10_000 },
+			"steady-for":              func() { c.steadyFor = 10 * time.Second },
+			"ingest-bulk":             func() { c.bulk = 20_000 },
+			"ingest-bulk-concurrency": func() { c.bulkConc = 2 },
+			"ingest-single":           func() { c.single = 2_000 },
+		}
+		for name, apply := range quick {
+			if !set[name] {
+				apply()
+			}
+		}
+	}
+	var problems []error
+	check := func(ok bool, msg string) {
+		if !ok {
+			problems = append(problems, errors.New(msg))
+		}
+	}
+	check(c.workers >= 1, "-workers must be at least 1")
+	check(c.schedulers >= 1, "-schedulers must be at least 1")
+	check(c.burst >= 1, "-burst must be at least 1")
+	check(c.steadyRate >= 1 && c.steadyRate <= 1_000_000, "-steady-rate must be 1..1000000")
+	check(c.steadyFor >= time.Second, "-steady-for must be at least 1s")
+	check(c.bulk >= 1, "-ingest-bulk must be at least 1")
+	check(c.bulkBatch >= 1 && c.bulkBatch <= 10_000, "-ingest-batch must be 1..10000")
+	check(c.bulkConc >= 1, "-ingest-bulk-concurrency must be at least 1")
+	check(c.single >= 1, "-ingest-single must be at least 1")
+	check(c.clients >= 1, "-ingest-clients must be at least 1")
+	check(c.out != "", "-out must name a file")
+	return c, errors.Join(problems...)
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

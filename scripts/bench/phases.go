@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ingest creates jobs due in a day, so that none runs: first through the
+// bulk API, then one POST at a time from concurrent clients. The bodies are
+// marshalled before the clock starts; the figures are the server's.
+func (b *bench) ingest(ctx context.Context) error {
+	cfg := b.cfg
+	due := time.Now().Add(24 * time.Hour).Truncate(time.Second)
+	specs := make([]jobSpec, cfg.bulk)
+	for i := range specs {
+		specs[i] = b.spec("ingest-bulk", i, due.Add(time.Duration(i%60_000)*time.Millisecond))
+	}
+	if p, err := json.Marshal(specs[0].Payload); err == nil {
+		b.res.PayloadBytes = len(p)
+	}
+	bodies, err := batchBodies(specs, cfg.bulkBatch)
+	if err != nil {
+		return err
+	}
+	before := snapshot(b.procs)
+	start := time.Now()
+	n, err := b.createBulk(ctx, bodies, cfg.bulkConc)
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	if n != cfg.bulk {
+		return fmt.Errorf("bulk API created %d of %d jobs", n, cfg.bulk)
+	}
+	b.bulkRate = float64(n) / elapsed.Seconds()
+	b.res.IngestBulkJobs, b.res.IngestBulkJobsPerS = n, round(b.bulkRate, 0)
+	b.res.PhaseSeconds["ingest_bulk"] = round(elapsed.Seconds(), 2)
+	logf("bulk: %d jobs in %s: %.0f jobs/s", n, elapsed.Round(time.Millisecond), b.bulkRate)
+
+	singles := make([][]byte, cfg.single)
+	for i := range singles {
+		if singles[i], err = json.Marshal(b.spec("ingest-single", i, due.Add(time.Duration(i%60_000)*time.Millisecond))); err != nil {
+			return err
+		}
+	}
+	var (
+		next     atomic.Int64
+		wg       sync.WaitGroup
+		firstErr error
+		errOnce  sync.Once
+	)
+	start = time.Now()
+	for range cfg.clients {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(singles) || ctx.Err() != nil {
+					return
+				}
+				code, out, err := b.post(ctx, "/api/v1/jobs", singles[i])
+				if err == nil && code != http.StatusCreated {
+					err = fmt.Errorf("POST /api/v1/jobs: status %d: %.300s", code, out)
+				}
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					next.Store(int64(len(singles)))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed = time.Since(start)
+	if firstErr != nil {
+		return firstErr
+	}
+	after := snapshot(b.procs)
+	b.res.IngestSingleJobs = cfg.single
+	b.res.IngestSingleJobsPerS = round(float64(cfg.single)/elapsed.Seconds(), 0)
+	b.res.PhaseSeconds["ingest_single"] = round(elapsed.Seconds(), 2)
+	b.res.CPU["ingest"], b.res.CPUByProcess["ingest"] = perThousand(b.procs, before, after, cfg.bulk+cfg.single)
+	logf("single: %d jobs in %s: %.0f jobs/s", cfg.single, elapsed.Round(time.Millisecond), b.res.IngestSingleJobsPerS)
+	return nil
+}
+
+// storage measures, on a database that holds only the ingest phase's pending
+// one-off jobs, Postgres bytes per job over every partition of jobs with its
+// indexes and TOAST, and checks that Redis holds none of those jobs: they are
+// beyond the horizon.
+func (b *bench) storage(ctx context.Context) error {
+	// Let the loader run a few rounds (TOCK_LOAD_INTERVAL is 1s) over the
+	// far-off jobs before looking at Redis.
+	settle := time.Now().Add(3 * time.Second)
+	if _, err := b.db.Exec(ctx, "VACUUM ANALYZE jobs"); err != nil {
+		return fmt.Errorf("vacuum: %w", err)
+	}
+	const sizeQ = `SELECT coalesce(sum(pg_total_relation_size(relid)), 0)::bigint FROM pg_partition_tree('jobs') WHERE isleaf`
+	if err := b.db.QueryRow(ctx, sizeQ).Scan(&b.res.PGJobsBytes); err != nil {
+		return fmt.Errorf("size of jobs: %w", err)
+	}
+	if err := b.db.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE status = 'scheduled'`).Scan(&b.res.PGPendingJobs); err != nil {
+		return fmt.Errorf("count jobs: %w", err)
+	}
+	if want := int64(b.cfg.bulk + b.cfg.single); b.res.PGPendingJobs != want {
+		b.res.fail("ingest: Postgres holds %d pending jobs, want %d", b.res.PGPendingJobs, want)
+	}
+	if b.res.PGPendingJobs > 0 {
+		b.res.PGBytesPerPendingJob = round(float64(b.res.PGJobsBytes)/float64(b.res.PGPendingJobs), 1)
+	}
+
+	time.Sleep(time.Until(settle))
+	card, err := b.rdb.ZCard(ctx, b.keys.Due()).Result()
+	if err != nil {
+		return fmt.Errorf("zcard: %w", err)
+	}
+	xlen, err := b.rdb.XLen(ctx, b.keys.Ready()).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("xlen: %w", err)
+	}
+	bytes, err := b.memoryUsage(ctx, b.keys.Due())
+	if err != nil {
+		return err
+	}
+	b.res.RedisJobsBeyondHorizon, b.res.RedisBytesBeyondHorizon = card+xlen, bytes
+	if card+xlen > 0 {
+		b.res.fail("storage: %d jobs due in a day are in Redis; the horizon should keep them out", card+xlen)
+	}
+	logf("storage: Postgres %d bytes for %d pending jobs; Redis holds %d of them in %d bytes",
+		b.res.PGJobsBytes, b.res.PGPendingJobs, card+xlen, bytes)
+	return nil
+}
+
+// memoryUsage is MEMORY USAGE key SAMPLES 0 (exact), 0 when key is absent.
+func (b *bench) memoryUsage(ctx context.Context, key string) (int64, error) {
+	n, err := b.rdb.MemoryUsage(ctx, key, 0).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("memory usage %s: %w", key, err)
+	}
+	return n, nil
+}
+
+// burst creates cfg.burst webhook jobs all due at one instant T, far enough
+// ahead to create them all, measures the due set holding them, and waits for
+// every one to run.
+func (b *bench) burst(ctx context.Context) error {
+	n := b.cfg.burst
+	lead := b.lead(n, 10*time.Second)
+	at := time.Now().Add(lead).Truncate(time.Millisecond)
+	b.res.BurstJobs, b.res.BurstLeadS = n, round(lead.Seconds(), 1)
+	specs := make([]jobSpec, n)
+	for i := range specs {
+		specs[i] = b.spec("burst", i, at)
+	}
+	bodies, err := batchBodies(specs, b.cfg.bulkBatch)
+	if err != nil {
+		return err
+	}
+	logf("burst: %d jobs due at %s (in %s)", n, at.UTC().Format(time.RFC3339Nano), time.Until(at).Round(time.Millisecond))
+	before := snapshot(b.procs)
+	start := time.Now()
+	created, err := b.createBulk(ctx, bodies, b.cfg.bulkConc)
+	if err != nil {
+		return err
+	}
+	b.res.PhaseSeconds["burst_create"] = round(time.Since(start).Seconds(), 2)
+	if created != n {
+		return fmt.Errorf("bulk API created %d of %d jobs", created, n)
+	}
+	if time.Now().After(at) {
+		return errOverran
+	}
+
+	// The window's cost in Redis: the due set holds the burst and nothing
+	// else (the ingest jobs are beyond the horizon).
+	var card int64
+	for time.Now().Before(at.Add(-200 * time.Millisecond)) {
+		if card, err = b.rdb.ZCard(ctx, b.keys.Due()).Result(); err != nil {
+			return fmt.Errorf("zcard: %w", err)
+		}
+		if card >= int64(n) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	bytes, err := b.memoryUsage(ctx, b.keys.Due())
+	if err != nil {
+		return err
+	}
+	b.res.RedisWindowJobs, b.res.RedisDueSetBytes = card, bytes
+	if card > 0 {
+		b.res.RedisBytesPerWindowJob = round(float64(bytes)/float64(card), 1)
+	}
+	if card < int64(n) {
+		b.res.fail("burst: the due set held %d of %d jobs before they were due", card, n)
+	}
+	logf("burst: due set holds %d jobs in %d bytes; waiting for %s", card, bytes, at.UTC().Format(time.RFC3339Nano))
+
+	deadline := at.Add(60*time.Second + time.Duration(n)*2*time.Millisecond)
+	st, err := b.waitDone(ctx, n, at, at.Add(time.Millisecond), deadline)
+	if err != nil {
+		return err
+	}
+	after := snapshot(b.procs)
+	b.res.CPU["burst"], b.res.CPUByProcess["burst"] = perThousand(b.procs, before, after, n)
+	b.res.PhaseSeconds["burst_run"] = round(time.Since(at).Seconds(), 2)
+
+	ps := analyse(b.target.take(b.cfg.steadyJobs()+1024), at, at.Add(time.Millisecond))
+	b.res.BurstLost = n - st.completed
+	b.res.BurstDuplicates, b.res.BurstEarlyStarts = ps.duplicates, ps.early
+	b.res.BurstLatenessP50MS, b.res.BurstLatenessP99MS, b.res.BurstLatenessMaxMS =
+		ps.lateness.quantile(0.5), ps.lateness.quantile(0.99), ps.lateness.quantile(1)
+	if !ps.lastAt.IsZero() {
+		b.res.BurstLastStartS = round(ps.lastAt.Sub(at).Seconds(), 3)
+	}
+	if !st.lastFinish.IsZero() {
+		b.res.BurstLastDoneS = round(st.lastFinish.Sub(at).Seconds(), 3)
+	}
+	if b.res.BurstLost > 0 || len(ps.lateness) < n {
+		b.res.fail("burst: %d of %d jobs completed and the target saw %d", st.completed, n, len(ps.lateness))
+	}
+	if ps.early > 0 {
+		b.res.fail("burst: %d deliveries before their due time", ps.early)
+	}
+	return nil
+}
+
+// steady creates jobs due at their own milliseconds, steadyRate a second for
+// steadyFor, and waits for every one to run.
+func (b *bench) steady(ctx context.Context) error {
+	n, rate := b.cfg.steadyJobs(), b.cfg.steadyRate
+	lead := b.lead(n, 5*time.Second)
+	t0 := time.Now().Add(lead).Truncate(time.Millisecond)
+	end := t0.Add(b.cfg.steadyFor)
+	b.res.SteadyJobs, b.res.SteadyRatePerS, b.res.SteadySeconds = n, rate, b.cfg.steadyFor.Seconds()
+	specs := make([]jobSpec, n)
+	for i := range specs {
+		specs[i] = b.spec("steady", i, t0.Add(time.Duration(i)*time.Second/time.Duration(rate)))
+	}
+	bodies, err := batchBodies(specs, b.cfg.bulkBatch)
+	if err != nil {
+		return err
+	}
+	logf("steady: %d jobs due from %s at %d/s (in %s)", n, t0.UTC().Format(time.RFC3339Nano), rate, time.Until(t0).Round(time.Millisecond))
+	before := snapshot(b.procs)
+	start := time.Now()
+	created, err := b.createBulk(ctx, bodies, b.cfg.bulkConc)
+	if err != nil {
+		return err
+	}
+	b.res.PhaseSeconds["steady_create"] = round(time.Since(start).Seconds(), 2)
+	if created != n {
+		return fmt.Errorf("bulk API created %d of %d jobs", created, n)
+	}
+	if time.Now().After(t0) {
+		return errOverran
+	}
+
+	st, err := b.waitDone(ctx, n, t0, end, end.Add(60*time.Second))
+	if err != nil {
+		return err
+	}
+	after := snapshot(b.procs)
+	b.res.CPU["steady"], b.res.CPUByProcess["steady"] = perThousand(b.procs, before, after, n)
+
+	ps := analyse(b.target.take(0), t0, end)
+	b.res.SteadyLost = n - st.completed
+	b.res.SteadyDuplicates, b.res.SteadyEarlyStarts = ps.duplicates, ps.early
+	b.res.SteadyLatenessP50MS, b.res.SteadyLatenessP99MS, b.res.SteadyLatenessMaxMS =
+		ps.lateness.quantile(0.5), ps.lateness.quantile(0.99), ps.lateness.quantile(1)
+	if !st.lastFinish.IsZero() {
+		b.res.SteadyLastDoneS = round(st.lastFinish.Sub(end).Seconds(), 3)
+	}
+	if b.res.SteadyLost > 0 || len(ps.lateness) < n {
+		b.res.fail("steady: %d of %d jobs completed and the target saw %d", st.completed, n, len(ps.lateness))
+	}
+	if ps.early > 0 {
+		b.res.fail("steady: %d deliveries before their due time", ps.early)
+	}
+	return nil
+}
