@@ -25,13 +25,14 @@ type Base struct {
 	Queue *queue.Queue
 }
 
-// Open builds the named service's logger, Postgres pool and Redis client.
-func Open(ctx context.Context, name string, c config.Common) (*Base, error) {
+// Open builds the named service's logger, Postgres pool (with opts) and
+// Redis client.
+func Open(ctx context.Context, name string, c config.Common, opts ...store.Option) (*Base, error) {
 	log, err := logging.New(name, c.LogLevel)
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(ctx, c.DatabaseURL, int32(c.DBMaxConns))
+	st, err := store.Open(ctx, c.DatabaseURL, int32(c.DBMaxConns), opts...)
 	if err != nil {
 		_ = log.Sync()
 		return nil, err

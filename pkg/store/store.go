@@ -28,15 +28,37 @@ type Store struct {
 	pool *pgxpool.Pool
 }
 
+// Option adjusts the connections Open makes.
+type Option func(*pgxpool.Config)
+
+// GenericPlans makes every connection plan its prepared statements once,
+// with partition pruning at execution (plan_cache_mode=force_generic_plan),
+// unless the URL sets plan_cache_mode itself. The worker's StartRuns and
+// FinishRuns run thousands of times a second over job_runs' day partitions:
+// planning them for each call costs more than running them (measured with
+// make bench: a 30,000-job burst ran in 3.6 s against 4.1 s). Queries with
+// optional filters (the dashboard's listings) want custom plans, so this is
+// for the hot paths only.
+func GenericPlans() Option {
+	return func(c *pgxpool.Config) {
+		if _, set := c.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
+			c.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+		}
+	}
+}
+
 // Open connects to Postgres. The URL may carry pool settings (pool_max_conns)
 // and a search_path, which tests use to give each test its own schema.
-func Open(ctx context.Context, url string, maxConns int32) (*Store, error) {
+func Open(ctx context.Context, url string, maxConns int32, opts ...Option) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
+	}
+	for _, o := range opts {
+		o(cfg)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/tockhq/tock/pkg/outbound"
 	"github.com/tockhq/tock/pkg/probe"
 	"github.com/tockhq/tock/pkg/service"
+	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/worker/executor"
 )
 
@@ -27,7 +28,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("config:\n%w", err)
 	}
-	base, err := service.Open(ctx, "worker", cfg.Common)
+	base, err := service.Open(ctx, "worker", cfg.Common, store.GenericPlans())
 	if err != nil {
 		return err
 	}
