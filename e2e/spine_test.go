@@ -3,10 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,11 +17,6 @@ import (
 
 	"github.com/tockhq/tock/e2e/cluster"
 )
-
-func isUnavailable(err error) bool {
-	var ne *net.OpError
-	return errors.As(err, &ne)
-}
 
 type createJob struct {
 	Name       string         `json:"name"`

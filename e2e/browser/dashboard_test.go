@@ -215,7 +215,7 @@ func TestDashboard(t *testing.T) {
 
 	t.Run("Cancel", func(t *testing.T) {
 		if recurringURL == "" {
-			t.Skip("no recurring job: RecurringWithPreview failed")
+			t.Fatal("no recurring job to cancel: RecurringWithPreview failed")
 		}
 		within(t, ctx, 20*time.Second,
 			page(base, recurringURL),

@@ -24,21 +24,7 @@ import (
 
 var binDir string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tock-chaos-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	if err := cluster.Build(context.Background(), dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(cluster.Main(m, &binDir)) }
 
 // fault is one thing that goes wrong. strike makes it happen; heal, after
 // hold, undoes what can be undone (a restart); both may be nil. extra adds
