@@ -6,7 +6,6 @@ package testenv
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -74,28 +73,26 @@ func SchemaURL(t testing.TB) string {
 		defer c.Close(ctx)
 		_, _ = c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
 	})
-	u, err := url.Parse(DatabaseURL())
-	if err != nil {
-		t.Fatalf("parse database url: %v", err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return withSearchPath(t, schema)
 }
 
-// Store returns a migrated store in a schema of t's own.
+// Store returns a migrated store in a schema of t's own. The schema comes
+// from a pool of this test binary's migrated schemas and goes back to it, reset
+// to its freshly migrated state, when t ends: migrating a new schema costs
+// hundreds of milliseconds under a lock every migrator in the database shares,
+// so every package's tests would otherwise queue behind each other's.
 func Store(t testing.TB) *store.Store {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, SchemaURL(t), 8)
+	s := schemas.take(t)
+	st, err := store.Open(ctx, s.url, 8)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
-	t.Cleanup(st.Close)
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
+	t.Cleanup(func() {
+		st.Close()
+		schemas.give(s)
+	})
 	now := time.Now()
 	if _, err := st.EnsureRunPartitions(ctx, now.Add(-48*time.Hour), now.Add(72*time.Hour)); err != nil {
 		t.Fatalf("ensure partitions: %v", err)
