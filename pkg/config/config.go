@@ -97,6 +97,15 @@ func (e *Env) Bool(name string, def bool) bool {
 	return b
 }
 
+// List returns the variable split at commas and spaces, or nil.
+func (e *Env) List(name string) []string {
+	v, ok := e.raw(name)
+	if !ok {
+		return nil
+	}
+	return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
+}
+
 // Check records err, if not nil, as a configuration problem.
 func (e *Env) Check(err error) {
 	if err != nil {
@@ -113,6 +122,13 @@ type Common struct {
 	DBMaxConns  int
 	RedisURL    string
 	RedisPrefix string
+	// RedisCluster treats RedisURL as a Redis Cluster node or configuration
+	// endpoint; RedisAddrs, when set, are the cluster's seed nodes.
+	RedisCluster bool
+	RedisAddrs   []string
+	// RedisShards is how many hash tags (each with its own due set and
+	// stream) the deployment spreads jobs over. All services must agree.
+	RedisShards int
 	LogLevel    string
 }
 
@@ -120,11 +136,14 @@ type Common struct {
 // Postgres and Redis of a development machine.
 func ReadCommon(e *Env) Common {
 	return Common{
-		DatabaseURL: e.String("TOCK_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
-		DBMaxConns:  e.Int("TOCK_DB_MAX_CONNS", 16, 1, 1000),
-		RedisURL:    e.String("TOCK_REDIS_URL", "redis://127.0.0.1:6379/0"),
-		RedisPrefix: e.String("TOCK_REDIS_PREFIX", "tock"),
-		LogLevel:    e.String("TOCK_LOG_LEVEL", "info"),
+		DatabaseURL:  e.String("TOCK_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+		DBMaxConns:   e.Int("TOCK_DB_MAX_CONNS", 16, 1, 1000),
+		RedisURL:     e.String("TOCK_REDIS_URL", "redis://127.0.0.1:6379/0"),
+		RedisPrefix:  e.String("TOCK_REDIS_PREFIX", "tock"),
+		RedisCluster: e.Bool("TOCK_REDIS_CLUSTER", false),
+		RedisAddrs:   e.List("TOCK_REDIS_ADDRS"),
+		RedisShards:  e.Int("TOCK_REDIS_SHARDS", 1, 1, 256),
+		LogLevel:     e.String("TOCK_LOG_LEVEL", "info"),
 	}
 }
 
@@ -133,7 +152,7 @@ func ReadCommon(e *Env) Common {
 // refuse, so both must read the same variables.
 func ReadTargets(e *Env) outbound.Options {
 	o := outbound.Options{AllowPrivate: e.Bool("TOCK_ALLOW_PRIVATE_TARGETS", false)}
-	for _, s := range strings.FieldsFunc(e.String("TOCK_ALLOWED_TARGET_CIDRS", ""), func(r rune) bool { return r == ',' || r == ' ' }) {
+	for _, s := range e.List("TOCK_ALLOWED_TARGET_CIDRS") {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
 			e.Check(fmt.Errorf("TOCK_ALLOWED_TARGET_CIDRS: %q is not a CIDR such as 10.1.0.0/16", s))

@@ -53,6 +53,7 @@ func TestEnv(t *testing.T) {
 			DBMaxConns:  16,
 			RedisURL:    "redis://127.0.0.1:6379/0",
 			RedisPrefix: "tock",
+			RedisShards: 1,
 			LogLevel:    "info",
 		}, got, "a blank variable counts as unset")
 	})
@@ -60,22 +61,28 @@ func TestEnv(t *testing.T) {
 	t.Run("ReadsValues", func(t *testing.T) {
 		t.Parallel()
 		e := config.FromMap(map[string]string{
-			"TOCK_DATABASE_URL": " postgres://db/tock ",
-			"TOCK_DB_MAX_CONNS": "1000",
-			"TOCK_REDIS_URL":    "rediss://cache:6380/1",
-			"TOCK_REDIS_PREFIX": "prod",
-			"TOCK_LOG_LEVEL":    "debug",
-			"TOCK_HORIZON":      "90s",
-			"TOCK_DEBUG":        "1",
-			"TOCK_ADMIN_TOKEN":  "s3cret",
+			"TOCK_DATABASE_URL":  " postgres://db/tock ",
+			"TOCK_DB_MAX_CONNS":  "1000",
+			"TOCK_REDIS_URL":     "rediss://cache:6380/1",
+			"TOCK_REDIS_PREFIX":  "prod",
+			"TOCK_REDIS_CLUSTER": "true",
+			"TOCK_REDIS_ADDRS":   "10.0.0.1:6379, 10.0.0.2:6379",
+			"TOCK_REDIS_SHARDS":  "8",
+			"TOCK_LOG_LEVEL":     "debug",
+			"TOCK_HORIZON":       "90s",
+			"TOCK_DEBUG":         "1",
+			"TOCK_ADMIN_TOKEN":   "s3cret",
 		})
 		got := config.ReadCommon(e)
 		require.Equal(t, config.Common{
-			DatabaseURL: "postgres://db/tock",
-			DBMaxConns:  1000,
-			RedisURL:    "rediss://cache:6380/1",
-			RedisPrefix: "prod",
-			LogLevel:    "debug",
+			DatabaseURL:  "postgres://db/tock",
+			DBMaxConns:   1000,
+			RedisURL:     "rediss://cache:6380/1",
+			RedisPrefix:  "prod",
+			RedisCluster: true,
+			RedisAddrs:   []string{"10.0.0.1:6379", "10.0.0.2:6379"},
+			RedisShards:  8,
+			LogLevel:     "debug",
 		}, got, "values are trimmed")
 		require.Equal(t, 90*time.Second, e.Duration("TOCK_HORIZON", time.Minute))
 		require.True(t, e.Bool("TOCK_DEBUG", false))

@@ -41,6 +41,15 @@ func (q *Queue) Enqueue(ctx context.Context, entries []Entry) error {
 		return nil
 	}
 	pipe := q.rdb.Pipeline()
+	q.zadd(ctx, pipe, entries)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("enqueue %d occurrences: %w", len(entries), err)
+	}
+	return nil
+}
+
+// zadd queues ZADDs of entries to the due set on pipe, zaddChunk at a time.
+func (q *Queue) zadd(ctx context.Context, pipe redis.Pipeliner, entries []Entry) {
 	for start := 0; start < len(entries); start += zaddChunk {
 		end := min(start+zaddChunk, len(entries))
 		zs := make([]redis.Z, 0, end-start)
@@ -49,10 +58,6 @@ func (q *Queue) Enqueue(ctx context.Context, entries []Entry) error {
 		}
 		pipe.ZAdd(ctx, q.keys.Due(), zs...)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("enqueue %d occurrences: %w", len(entries), err)
-	}
-	return nil
 }
 
 // Remove takes occurrences out of the due set, so an edited or cancelled job's
@@ -160,6 +165,8 @@ func (q *Queue) EnsureGroup(ctx context.Context) error {
 
 // Message is one stream entry handed to a worker.
 type Message struct {
+	// Shard is the shard whose stream the entry came from.
+	Shard      int
 	ID         string
 	Occurrence job.Occurrence
 	DueAt      time.Time
@@ -168,8 +175,8 @@ type Message struct {
 	Raw map[string]any
 }
 
-func decode(x redis.XMessage) Message {
-	m := Message{ID: x.ID, Raw: x.Values}
+func (q *Queue) decode(x redis.XMessage) Message {
+	m := Message{Shard: q.keys.Shard, ID: x.ID, Raw: x.Values}
 	member, _ := x.Values["m"].(string)
 	occ, err := job.ParseMember(member)
 	if err != nil {
@@ -208,7 +215,7 @@ func (q *Queue) Read(ctx context.Context, consumer string, count int, block time
 	var out []Message
 	for _, s := range res {
 		for _, x := range s.Messages {
-			out = append(out, decode(x))
+			out = append(out, q.decode(x))
 		}
 	}
 	return out, nil
@@ -228,7 +235,7 @@ func (q *Queue) Reclaim(ctx context.Context, consumer string, minIdle time.Durat
 	}
 	out := make([]Message, 0, len(msgs))
 	for _, x := range msgs {
-		out = append(out, decode(x))
+		out = append(out, q.decode(x))
 	}
 	return out, nil
 }
@@ -241,22 +248,19 @@ func (q *Queue) Settle(ctx context.Context, ids []string, retries []Entry) error
 		return nil
 	}
 	pipe := q.rdb.Pipeline()
-	for start := 0; start < len(retries); start += zaddChunk {
-		end := min(start+zaddChunk, len(retries))
-		zs := make([]redis.Z, 0, end-start)
-		for _, e := range retries[start:end] {
-			zs = append(zs, redis.Z{Score: float64(e.DueAt.UnixMilli()), Member: e.Occurrence.Member()})
-		}
-		pipe.ZAdd(ctx, q.keys.Due(), zs...)
-	}
-	if len(ids) > 0 {
-		pipe.XAck(ctx, q.keys.Ready(), Group, ids...)
-		pipe.XDel(ctx, q.keys.Ready(), ids...)
-	}
+	q.settle(ctx, pipe, ids, retries)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("settle %d entries: %w", len(ids), err)
 	}
 	return nil
+}
+
+func (q *Queue) settle(ctx context.Context, pipe redis.Pipeliner, ids []string, retries []Entry) {
+	q.zadd(ctx, pipe, retries)
+	if len(ids) > 0 {
+		pipe.XAck(ctx, q.keys.Ready(), Group, ids...)
+		pipe.XDel(ctx, q.keys.Ready(), ids...)
+	}
 }
 
 // SetAside moves poison entries to the dead stream and acknowledges them, so a
@@ -310,13 +314,27 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	return st, nil
 }
 
-// Connect opens a Redis client from a redis:// or rediss:// URL.
-func Connect(url string) (redis.UniversalClient, error) {
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("parse redis url: %w", err)
+// Connect opens a Redis client from a redis:// or rediss:// URL. With cluster
+// set, or seed addresses given, it opens a Redis Cluster client instead: the
+// URL's host (a cluster's configuration endpoint, or any node) and addrs seed
+// the node discovery, and the URL's credentials, TLS and options apply to
+// every node.
+func Connect(url string, cluster bool, addrs []string) (redis.UniversalClient, error) {
+	if !cluster && len(addrs) == 0 {
+		opt, err := redis.ParseURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("parse redis url: %w", err)
+		}
+		return redis.NewClient(opt), nil
 	}
-	return redis.NewClient(opt), nil
+	opt, err := redis.ParseClusterURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse redis cluster url: %w", err)
+	}
+	if len(addrs) > 0 {
+		opt.Addrs = addrs
+	}
+	return redis.NewClusterClient(opt), nil
 }
 
 // Intact reports whether the marker is present: false after Redis lost its data.

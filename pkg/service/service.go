@@ -22,7 +22,7 @@ type Base struct {
 	Log   *zap.Logger
 	Store *store.Store
 	Redis redis.UniversalClient
-	Queue *queue.Queue
+	Queue *queue.Ring
 }
 
 // Open builds the named service's logger, Postgres pool (with opts) and
@@ -37,13 +37,13 @@ func Open(ctx context.Context, name string, c config.Common, opts ...store.Optio
 		_ = log.Sync()
 		return nil, err
 	}
-	rdb, err := queue.Connect(c.RedisURL)
+	rdb, err := queue.Connect(c.RedisURL, c.RedisCluster, c.RedisAddrs)
 	if err != nil {
 		st.Close()
 		_ = log.Sync()
 		return nil, err
 	}
-	return &Base{Log: log, Store: st, Redis: rdb, Queue: queue.New(rdb, queue.Keys{Prefix: c.RedisPrefix, Shard: 0})}, nil
+	return &Base{Log: log, Store: st, Redis: rdb, Queue: queue.NewRing(rdb, c.RedisPrefix, c.RedisShards)}, nil
 }
 
 // Close releases the Redis client, the Postgres pool and the logger, in the

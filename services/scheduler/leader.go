@@ -21,7 +21,7 @@ import (
 // round in flight (its claim transaction rolls back).
 type Leader struct {
 	store  *store.Store
-	queue  *queue.Queue
+	queue  *queue.Ring
 	locker *redislock.Client
 	log    *zap.Logger
 	clock  func() time.Time
@@ -44,7 +44,7 @@ func (l *Leader) Run(ctx context.Context) {
 	retry := time.NewTicker(l.cfg.LockTTL / 4)
 	defer retry.Stop()
 	for {
-		lock, err := l.locker.Obtain(ctx, l.queue.Keys().LoaderLock(), l.cfg.LockTTL, nil)
+		lock, err := l.locker.Obtain(ctx, l.queue.Home().Keys().LoaderLock(), l.cfg.LockTTL, nil)
 		switch {
 		case err == nil:
 			l.lead(ctx, lock)

@@ -37,7 +37,8 @@ type bundle struct {
 	ctx  context.Context
 	st   *store.Store
 	rdb  redis.UniversalClient
-	q    *queue.Queue
+	ring *queue.Ring
+	q    *queue.Queue // the ring's one shard
 	keys queue.Keys
 	now  time.Time
 }
@@ -58,9 +59,9 @@ func setup(t *testing.T) *bundle {
 func setupRedis(t *testing.T) *bundle {
 	t.Helper()
 	rdb, prefix := testenv.Redis(t)
-	keys := queue.Keys{Prefix: prefix, Shard: 0}
+	ring := queue.NewRing(rdb, prefix, 1)
 	return &bundle{
-		ctx: t.Context(), rdb: rdb, q: queue.New(rdb, keys), keys: keys,
+		ctx: t.Context(), rdb: rdb, ring: ring, q: ring.Home(), keys: ring.Home().Keys(),
 		now: time.Now().UTC().Truncate(time.Millisecond),
 	}
 }
@@ -101,7 +102,7 @@ func (b *bundle) leader(clock func() time.Time, mods ...func(*Config)) (*Leader,
 		clock = time.Now
 	}
 	log, logs := observed()
-	return &Leader{store: b.st, queue: b.q, locker: redislock.New(b.rdb), log: log, clock: clock, cfg: cfg,
+	return &Leader{store: b.st, queue: b.ring, locker: redislock.New(b.rdb), log: log, clock: clock, cfg: cfg,
 		metrics: metrics.NewScheduler(prometheus.NewRegistry())}, logs
 }
 

@@ -27,10 +27,11 @@ type Runner interface {
 	Execute(ctx context.Context, t executor.Task) executor.Outcome
 }
 
-// Consumer reads the ready stream in batches and runs what it reads on a
-// bounded pool. A slot is taken before an entry is read, so the worker never
-// holds more entries than it can run, and entries it has not taken stay in the
-// stream, in priority order, for whichever worker frees a slot first.
+// Consumer reads the ready streams of every shard in batches and runs what it
+// reads on one bounded pool. A slot is taken before an entry is read, so the
+// worker never holds more entries than it can run, and entries it has not
+// taken stay in the stream, in priority order, for whichever worker frees a
+// slot first.
 //
 // Per batch it makes one Postgres round trip to start the attempts
 // (store.StartRuns) and, through the recorder, one to record their outcomes
@@ -38,7 +39,7 @@ type Runner interface {
 // retries and acknowledge (queue.Settle).
 type Consumer struct {
 	Store  *store.Store
-	Queue  *queue.Queue
+	Queue  *queue.Ring
 	Runner Runner
 	Log    *zap.Logger
 	Clock  func() time.Time
@@ -94,8 +95,12 @@ func (c *Consumer) Run(ctx context.Context) {
 		c.record(execCtx)
 		close(recorded)
 	}()
-	fetchers.Go(func() { c.fetch(ctx, execCtx, &running, false) })
-	fetchers.Go(func() { c.fetch(ctx, execCtx, &running, true) })
+	// Two fetchers per shard: one reads new entries, one reclaims.
+	shared := len(c.Queue.Shards()) > 1
+	for _, q := range c.Queue.Shards() {
+		fetchers.Go(func() { c.fetch(ctx, execCtx, &running, q, false, shared) })
+		fetchers.Go(func() { c.fetch(ctx, execCtx, &running, q, true, shared) })
+	}
 	fetchers.Wait()
 
 	// Past the grace period everything still in flight is abandoned: attempts
@@ -110,9 +115,11 @@ func (c *Consumer) Run(ctx context.Context) {
 	<-recorded
 }
 
-// fetch fills free slots from the stream, or, when reclaim is set, from
-// entries other consumers left pending past the visibility timeout.
-func (c *Consumer) fetch(ctx, execCtx context.Context, running *sync.WaitGroup, reclaim bool) {
+// fetch fills free slots from q's stream, or, when reclaim is set, from
+// entries other consumers left pending past the visibility timeout. When the
+// slots are shared with other shards' fetchers, a fetcher waiting on an empty
+// stream holds one slot, not a batch's worth, so it starves no other shard.
+func (c *Consumer) fetch(ctx, execCtx context.Context, running *sync.WaitGroup, q *queue.Queue, reclaim, shared bool) {
 	var tick *time.Ticker
 	if reclaim {
 		tick = time.NewTicker(max(c.Visibility/3, 100*time.Millisecond))
@@ -145,10 +152,18 @@ func (c *Consumer) fetch(ctx, execCtx context.Context, running *sync.WaitGroup, 
 		}
 		var msgs []queue.Message
 		var err error
-		if reclaim {
-			msgs, err = c.Queue.Reclaim(ctx, c.Name, c.Visibility, n)
-		} else {
-			msgs, err = c.Queue.Read(ctx, c.Name, n, c.Block)
+		switch {
+		case reclaim:
+			msgs, err = q.Reclaim(ctx, c.Name, c.Visibility, n)
+		case shared:
+			msgs, err = q.Read(ctx, c.Name, n, -1)
+			if err == nil && len(msgs) == 0 {
+				c.release(n - 1)
+				n = 1
+				msgs, err = q.Read(ctx, c.Name, n, c.Block)
+			}
+		default:
+			msgs, err = q.Read(ctx, c.Name, n, c.Block)
 		}
 		if err != nil {
 			c.release(n)
@@ -168,7 +183,7 @@ func (c *Consumer) fetch(ctx, execCtx context.Context, running *sync.WaitGroup, 
 		}
 		c.release(n - len(msgs))
 		if len(msgs) > 0 {
-			c.handle(ctx, execCtx, msgs, running)
+			c.handle(ctx, execCtx, q, msgs, running)
 		}
 	}
 }
@@ -183,7 +198,7 @@ func (c *Consumer) release(n int) {
 // Redis calls end with ctx (fetching stops at shutdown, leaving entries
 // pending); the attempts it starts run under execCtx, which outlives ctx by
 // the grace period.
-func (c *Consumer) handle(ctx, execCtx context.Context, msgs []queue.Message, running *sync.WaitGroup) {
+func (c *Consumer) handle(ctx, execCtx context.Context, q *queue.Queue, msgs []queue.Message, running *sync.WaitGroup) {
 	var poison []queue.Message
 	byMember := make(map[string]queue.Message, len(msgs))
 	starts := make([]store.Start, 0, len(msgs))
@@ -204,7 +219,7 @@ func (c *Consumer) handle(ctx, execCtx context.Context, msgs []queue.Message, ru
 	}
 	if len(poison) > 0 {
 		c.release(len(poison))
-		c.setAside(ctx, poison)
+		c.setAside(ctx, q, poison)
 	}
 	if len(starts) == 0 {
 		return
@@ -253,7 +268,7 @@ func (c *Consumer) handle(ctx, execCtx context.Context, msgs []queue.Message, ru
 	}
 	if len(byMember) > 0 {
 		c.release(len(byMember))
-		c.resolve(ctx, byMember)
+		c.resolve(ctx, q, byMember)
 	}
 }
 
@@ -287,7 +302,7 @@ func (c *Consumer) misfired(st store.Started, now time.Time) string {
 
 // setAside handles entries that must not run: undecodable ones go to the dead
 // stream; duplicates within a batch are only acknowledged.
-func (c *Consumer) setAside(ctx context.Context, msgs []queue.Message) {
+func (c *Consumer) setAside(ctx context.Context, q *queue.Queue, msgs []queue.Message) {
 	var dead []queue.Message
 	var ack []string
 	for _, m := range msgs {
@@ -298,10 +313,10 @@ func (c *Consumer) setAside(ctx context.Context, msgs []queue.Message) {
 			ack = append(ack, m.ID)
 		}
 	}
-	if err := c.Queue.SetAside(ctx, dead); err != nil {
+	if err := q.SetAside(ctx, dead); err != nil {
 		c.Log.Warn("set_aside_failed", zap.Error(err))
 	}
-	if err := c.Queue.Settle(ctx, ack, nil); err != nil {
+	if err := q.Settle(ctx, ack, nil); err != nil {
 		c.Log.Warn("settle_failed", zap.Error(err))
 	}
 }
@@ -310,7 +325,7 @@ func (c *Consumer) setAside(ctx context.Context, msgs []queue.Message) {
 // only acknowledged (after making sure a failed one's retry is scheduled), an
 // attempt leased to a live worker stays pending, and an entry of a job that is
 // no longer scheduled (cancelled, paused, deleted) is dropped.
-func (c *Consumer) resolve(ctx context.Context, msgs map[string]queue.Message) {
+func (c *Consumer) resolve(ctx context.Context, q *queue.Queue, msgs map[string]queue.Message) {
 	occs := make([]job.Occurrence, 0, len(msgs))
 	for _, m := range msgs {
 		occs = append(occs, m.Occurrence)
@@ -341,7 +356,7 @@ func (c *Consumer) resolve(ctx context.Context, msgs map[string]queue.Message) {
 			ack = append(ack, m.ID)
 		}
 	}
-	if err := c.Queue.Settle(ctx, ack, retries); err != nil {
+	if err := q.Settle(ctx, ack, retries); err != nil {
 		c.Log.Warn("settle_failed", zap.Error(err))
 	}
 }
@@ -391,9 +406,11 @@ func (c *Consumer) record(ctx context.Context) {
 
 func (c *Consumer) flush(ctx context.Context, batch []result) {
 	results := make([]store.Result, len(batch))
-	ids := make([]string, len(batch))
-	var retries []queue.Entry
+	// Per shard: a retry goes to the due set of the shard its entry came
+	// from, so it is safe there before the entry is acknowledged.
+	done := make(map[int]queue.Settlement, 1)
 	for i, r := range batch {
+		s := done[r.msg.Shard]
 		occ := r.msg.Occurrence
 		res := store.Result{Occurrence: occ, FinishedAt: r.at, Output: r.outcome.Output, Error: r.outcome.Error}
 		switch {
@@ -403,11 +420,13 @@ func (c *Consumer) flush(ctx context.Context, batch []result) {
 			res.Status = job.RunCompleted
 		case occ.Attempt <= r.started.MaxRetries:
 			res.Status = job.RunFailed
-			retries = append(retries, queue.Entry{Occurrence: occ.Next(), DueAt: r.at.Add(c.backoff(occ.Attempt))})
+			s.Retries = append(s.Retries, queue.Entry{Occurrence: occ.Next(), DueAt: r.at.Add(c.backoff(occ.Attempt))})
 		default:
 			res.Status = job.RunPermanentlyFailed
 		}
-		results[i], ids[i] = res, r.msg.ID
+		results[i] = res
+		s.IDs = append(s.IDs, r.msg.ID)
+		done[r.msg.Shard] = s
 	}
 	if _, err := retryPG(ctx, c.Log, func() (struct{}, error) {
 		return struct{}{}, c.Store.FinishRuns(ctx, results, c.Clock())
@@ -420,7 +439,7 @@ func (c *Consumer) flush(ctx context.Context, batch []result) {
 	c.observe(batch, results)
 	c.autoPause(ctx, batch, results)
 	for attempt := 0; ; attempt++ {
-		err := c.Queue.Settle(ctx, ids, retries)
+		err := c.Queue.Settle(ctx, done)
 		if err == nil || ctx.Err() != nil {
 			return
 		}

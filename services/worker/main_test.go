@@ -37,24 +37,28 @@ type bundle struct {
 	ctx  context.Context
 	st   *store.Store
 	rdb  redis.UniversalClient
-	q    *queue.Queue
+	ring *queue.Ring
+	q    *queue.Queue // shard 0, the only one unless setupShards asked for more
 	keys queue.Keys
 	now  time.Time
 	log  *zap.Logger
 	logs *observer.ObservedLogs
 }
 
-func setup(t *testing.T) *bundle {
+func setup(t *testing.T) *bundle { return setupShards(t, 1) }
+
+// setupShards is setup with the queue spread over n shards.
+func setupShards(t *testing.T, n int) *bundle {
 	t.Helper()
 	st := testenv.Store(t)
 	rdb, prefix := testenv.Redis(t)
-	keys := queue.Keys{Prefix: prefix, Shard: 0}
+	ring := queue.NewRing(rdb, prefix, n)
 	core, logs := observer.New(zapcore.DebugLevel)
 	b := &bundle{
-		ctx: t.Context(), st: st, rdb: rdb, q: queue.New(rdb, keys), keys: keys,
+		ctx: t.Context(), st: st, rdb: rdb, ring: ring, q: ring.Home(), keys: ring.Home().Keys(),
 		now: time.Now().UTC().Truncate(time.Millisecond), log: zap.New(core), logs: logs,
 	}
-	require.NoError(t, b.q.EnsureGroup(b.ctx))
+	require.NoError(t, ring.EnsureGroup(b.ctx))
 	return b
 }
 
@@ -62,7 +66,7 @@ func setup(t *testing.T) *bundle {
 // changed by mods.
 func (b *bundle) consumer(r Runner, mods ...func(*Consumer)) *Consumer {
 	c := &Consumer{
-		Store: b.st, Queue: b.q, Runner: r, Log: b.log, Clock: time.Now,
+		Store: b.st, Queue: b.ring, Runner: r, Log: b.log, Clock: time.Now,
 		Name: "consumer-" + job.NewID().String()[24:], Concurrency: 4, Batch: 4, Block: 50 * time.Millisecond,
 		Visibility: 30 * time.Second, LeaseMargin: time.Second,
 		BackoffBase: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond, Grace: 5 * time.Second,
@@ -111,9 +115,11 @@ func (b *bundle) publishing(t *testing.T) {
 	t.Helper()
 	goRun(t, func(ctx context.Context) {
 		for ctx.Err() == nil {
-			if _, err := b.q.Publish(ctx, 100, time.Time{}); err != nil && ctx.Err() == nil {
-				t.Errorf("publish: %v", err)
-				return
+			for _, q := range b.ring.Shards() {
+				if _, err := q.Publish(ctx, 100, time.Time{}); err != nil && ctx.Err() == nil {
+					t.Errorf("publish: %v", err)
+					return
+				}
 			}
 			select {
 			case <-ctx.Done():
@@ -169,15 +175,19 @@ func (b *bundle) create(t *testing.T, jobs ...*job.Job) {
 	for i, j := range jobs {
 		entries[i] = queue.Entry{Occurrence: firstAttempt(j), DueAt: j.RunAt}
 	}
-	require.NoError(t, b.q.Enqueue(b.ctx, entries))
+	require.NoError(t, b.ring.Enqueue(b.ctx, entries))
 }
 
-// publish moves every due member to the ready stream and returns how many.
+// publish moves every due member to the ready streams and returns how many.
 func (b *bundle) publish(t *testing.T) int {
 	t.Helper()
-	p, err := b.q.Publish(b.ctx, 1000, time.Now())
-	require.NoError(t, err)
-	return p.Moved
+	moved := 0
+	for _, q := range b.ring.Shards() {
+		p, err := q.Publish(b.ctx, 1000, time.Now())
+		require.NoError(t, err)
+		moved += p.Moved
+	}
+	return moved
 }
 
 func (b *bundle) job(t *testing.T, id uuid.UUID) *job.Job {
@@ -225,7 +235,7 @@ func (b *bundle) entries(t *testing.T, stream string) []redis.XMessage {
 // scheduled reports whether o is in the due set.
 func (b *bundle) scheduled(t *testing.T, o job.Occurrence) bool {
 	t.Helper()
-	in, err := b.q.Scheduled(b.ctx, []job.Occurrence{o})
+	in, err := b.ring.Scheduled(b.ctx, []job.Occurrence{o})
 	require.NoError(t, err)
 	return in[0]
 }

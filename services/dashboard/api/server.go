@@ -37,7 +37,7 @@ const (
 // Deps is everything the API needs, built once by the service's run function.
 type Deps struct {
 	Store *store.Store
-	Queue *queue.Queue
+	Queue *queue.Ring
 	// Redis is the client behind Queue, pinged by /readyz.
 	Redis  redis.UniversalClient
 	Logger *zap.Logger
@@ -73,7 +73,7 @@ type Deps struct {
 // Server is the dashboard's HTTP API.
 type Server struct {
 	store   *store.Store
-	queue   *queue.Queue
+	queue   *queue.Ring
 	redis   redis.UniversalClient
 	log     *zap.Logger
 	clock   func() time.Time
@@ -134,7 +134,7 @@ func New(d Deps) *Server {
 		s.quotas = *d.Quotas
 	}
 	if s.redis != nil && s.queue != nil {
-		s.limiter = &limiter{rl: redis_rate.NewLimiter(s.redis), prefix: s.queue.Keys().Prefix, log: s.log.Named("limits")}
+		s.limiter = &limiter{rl: redis_rate.NewLimiter(s.redis), prefix: s.queue.Prefix(), log: s.log.Named("limits")}
 	}
 	if s.limits.MaxPayloadBytes <= 0 {
 		s.limits.MaxPayloadBytes = jobspec.DefaultLimits.MaxPayloadBytes

@@ -91,7 +91,7 @@ func (s *Server) system(c *echo.Context) error {
 	if err != nil {
 		return dependency(err)
 	}
-	held, ttl, err := s.queue.LoaderLockTTL(ctx)
+	held, ttl, err := s.queue.Home().LoaderLockTTL(ctx)
 	if err != nil {
 		return dependency(err)
 	}
@@ -99,7 +99,7 @@ func (s *Server) system(c *echo.Context) error {
 	if err != nil {
 		return dependency(err)
 	}
-	schedulers, err := s.queue.Schedulers(ctx)
+	schedulers, err := s.queue.Home().Schedulers(ctx)
 	if err != nil {
 		return dependency(err)
 	}

@@ -1,0 +1,266 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tockhq/tock/pkg/job"
+)
+
+// Ring is a deployment's queue: N shards, each a Queue with its own hash tag,
+// due set and stream. A job lives in one shard, chosen from its id, so a
+// Redis Cluster can spread the shards over its masters while every script
+// still touches one slot. Keys a deployment has one of (the loader lock, the
+// scheduler heartbeats) live in shard 0, the home shard.
+//
+// Every service of a deployment must use the same N: see docs/operations.md
+// for choosing it and for changing it.
+type Ring struct {
+	rdb    redis.UniversalClient
+	shards []*Queue
+}
+
+// NewRing returns the ring of n shards (at least 1) under prefix.
+func NewRing(rdb redis.UniversalClient, prefix string, n int) *Ring {
+	n = max(n, 1)
+	r := &Ring{rdb: rdb, shards: make([]*Queue, n)}
+	for i := range r.shards {
+		r.shards[i] = New(rdb, Keys{Prefix: prefix, Shard: i})
+	}
+	return r
+}
+
+// Shards returns every shard, in order.
+func (r *Ring) Shards() []*Queue { return r.shards }
+
+// Shard returns shard i.
+func (r *Ring) Shard(i int) *Queue { return r.shards[i] }
+
+// Home is shard 0, which also holds the keys a deployment has one of.
+func (r *Ring) Home() *Queue { return r.shards[0] }
+
+// Prefix is the deployment's key prefix.
+func (r *Ring) Prefix() string { return r.shards[0].keys.Prefix }
+
+// ShardOf is the shard of a job among n: FNV-1a of its id's bytes, so the
+// choice is stable and UUIDv7's random bits spread jobs evenly.
+func ShardOf(id uuid.UUID, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write(id[:])
+	return int(h.Sum32() % uint32(n))
+}
+
+// Of is the shard a job's occurrences live in.
+func (r *Ring) Of(id uuid.UUID) *Queue { return r.shards[ShardOf(id, len(r.shards))] }
+
+// Enqueue adds entries to their shards' due sets in one pipelined round trip
+// (a cluster client sends each master its part at once).
+func (r *Ring) Enqueue(ctx context.Context, entries []Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	pipe := r.rdb.Pipeline()
+	for i, part := range r.split(entries) {
+		r.shards[i].zadd(ctx, pipe, part)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("enqueue %d occurrences: %w", len(entries), err)
+	}
+	return nil
+}
+
+func (r *Ring) split(entries []Entry) map[int][]Entry {
+	parts := make(map[int][]Entry, len(r.shards))
+	for _, e := range entries {
+		i := ShardOf(e.Occurrence.JobID, len(r.shards))
+		parts[i] = append(parts[i], e)
+	}
+	return parts
+}
+
+// Remove takes occurrences out of their shards' due sets, in one round trip.
+func (r *Ring) Remove(ctx context.Context, occs []job.Occurrence) error {
+	if len(occs) == 0 {
+		return nil
+	}
+	members := make(map[int][]any, len(r.shards))
+	for _, o := range occs {
+		i := ShardOf(o.JobID, len(r.shards))
+		members[i] = append(members[i], o.Member())
+	}
+	pipe := r.rdb.Pipeline()
+	for i, m := range members {
+		pipe.ZRem(ctx, r.shards[i].keys.Due(), m...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("remove %d occurrences: %w", len(occs), err)
+	}
+	return nil
+}
+
+// Scheduled reports which of occs are in their shards' due sets.
+func (r *Ring) Scheduled(ctx context.Context, occs []job.Occurrence) ([]bool, error) {
+	if len(occs) == 0 {
+		return nil, nil
+	}
+	type lookup struct {
+		at  []int
+		cmd *redis.FloatSliceCmd
+	}
+	members := make(map[int][]string, len(r.shards))
+	at := make(map[int][]int, len(r.shards))
+	for k, o := range occs {
+		i := ShardOf(o.JobID, len(r.shards))
+		members[i] = append(members[i], o.Member())
+		at[i] = append(at[i], k)
+	}
+	pipe := r.rdb.Pipeline()
+	var lookups []lookup
+	for i, m := range members {
+		lookups = append(lookups, lookup{at: at[i], cmd: pipe.ZMScore(ctx, r.shards[i].keys.Due(), m...)})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("look up %d occurrences: %w", len(occs), err)
+	}
+	in := make([]bool, len(occs))
+	for _, l := range lookups {
+		for j, s := range l.cmd.Val() {
+			in[l.at[j]] = s != 0
+		}
+	}
+	return in, nil
+}
+
+// EnsureGroup creates every shard's stream and consumer group if missing.
+func (r *Ring) EnsureGroup(ctx context.Context) error {
+	for _, q := range r.shards {
+		if err := q.EnsureGroup(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stats sums the shards' sizes, read in one round trip.
+func (r *Ring) Stats(ctx context.Context) (Stats, error) {
+	pipe := r.rdb.Pipeline()
+	type cmds struct {
+		due, ready *redis.IntCmd
+		pending    *redis.XPendingCmd
+	}
+	all := make([]cmds, len(r.shards))
+	for i, q := range r.shards {
+		all[i] = cmds{pipe.ZCard(ctx, q.keys.Due()), pipe.XLen(ctx, q.keys.Ready()), pipe.XPending(ctx, q.keys.Ready(), Group)}
+	}
+	_, err := pipe.Exec(ctx)
+	if err != nil && !errors.Is(err, redis.Nil) && !strings.HasPrefix(err.Error(), "NOGROUP") {
+		return Stats{}, fmt.Errorf("queue stats: %w", err)
+	}
+	var st Stats
+	for _, c := range all {
+		st.Due += c.due.Val()
+		st.Ready += c.ready.Val()
+		if p := c.pending.Val(); p != nil {
+			st.Pending += p.Count
+		}
+	}
+	return st, nil
+}
+
+// Intact reports whether every shard still holds its marker.
+func (r *Ring) Intact(ctx context.Context) (bool, error) {
+	for _, q := range r.shards {
+		ok, err := q.Intact(ctx)
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// MarkIntact sets every shard's marker.
+func (r *Ring) MarkIntact(ctx context.Context) error {
+	for _, q := range r.shards {
+		if err := q.MarkIntact(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Consumers lists the workers of every shard's group, one row per worker:
+// its pending entries summed, its idle time the least over the shards.
+func (r *Ring) Consumers(ctx context.Context) ([]Consumer, error) {
+	var out []Consumer
+	seen := map[string]int{}
+	for _, q := range r.shards {
+		cs, err := q.Consumers(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			if i, ok := seen[c.Name]; ok {
+				out[i].Pending += c.Pending
+				out[i].Idle = min(out[i].Idle, c.Idle)
+				continue
+			}
+			seen[c.Name] = len(out)
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// DuePerMinute sums the shards' counts of members due in each minute.
+func (r *Ring) DuePerMinute(ctx context.Context, from time.Time, minutes int) ([]int64, error) {
+	out := make([]int64, minutes)
+	for _, q := range r.shards {
+		counts, err := q.DuePerMinute(ctx, from, minutes)
+		if err != nil {
+			return nil, err
+		}
+		for i, n := range counts {
+			out[i] += n
+		}
+	}
+	return out, nil
+}
+
+// Settle finishes handled entries of every shard in one pipelined round trip.
+// Per shard, as Queue.Settle: retries first, then acknowledgements; a
+// cluster client keeps each master's commands in order.
+func (r *Ring) Settle(ctx context.Context, done map[int]Settlement) error {
+	pipe := r.rdb.Pipeline()
+	n := 0
+	for i, s := range done {
+		if len(s.IDs) == 0 && len(s.Retries) == 0 {
+			continue
+		}
+		r.shards[i].settle(ctx, pipe, s.IDs, s.Retries)
+		n += len(s.IDs)
+	}
+	if pipe.Len() == 0 {
+		return nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("settle %d entries: %w", n, err)
+	}
+	return nil
+}
+
+// Settlement is what settling does in one shard: schedule the retries, then
+// acknowledge and delete the entries.
+type Settlement struct {
+	IDs     []string
+	Retries []Entry
+}

@@ -1,0 +1,171 @@
+package queue_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/testenv"
+)
+
+// onBothRedisRing runs a ring case on miniredis and on the real Redis server.
+func onBothRedisRing(t *testing.T, shards int, fn func(t *testing.T, r *queue.Ring, rdb redis.UniversalClient)) {
+	t.Helper()
+	t.Run("miniredis", func(t *testing.T) {
+		t.Parallel()
+		mr := miniredis.RunT(t)
+		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		t.Cleanup(func() { _ = rdb.Close() })
+		fn(t, queue.NewRing(rdb, testenv.Name(t), shards), rdb)
+	})
+	t.Run("redis", func(t *testing.T) {
+		t.Parallel()
+		rdb, prefix := testenv.Redis(t)
+		fn(t, queue.NewRing(rdb, prefix, shards), rdb)
+	})
+}
+
+func TestShardOf(t *testing.T) {
+	t.Parallel()
+	counts := make([]int, 8)
+	for range 8000 {
+		id := job.NewID()
+		i := queue.ShardOf(id, 8)
+		require.Equal(t, i, queue.ShardOf(id, 8), "stable")
+		counts[i]++
+	}
+	for i, n := range counts {
+		require.InDelta(t, 1000, n, 150, "shard %d holds %d of 8000", i, n)
+	}
+	require.Zero(t, queue.ShardOf(job.NewID(), 1))
+	require.Zero(t, queue.ShardOf(job.NewID(), 0))
+}
+
+func TestRing(t *testing.T) {
+	t.Parallel()
+
+	t.Run("KeysOfEachShardShareOneHashTag", func(t *testing.T) {
+		t.Parallel()
+		r := queue.NewRing(nil, "tock", 4)
+		require.Len(t, r.Shards(), 4)
+		for i, q := range r.Shards() {
+			k := q.Keys()
+			require.Equal(t, i, k.Shard)
+			tag := "{s" + string(rune('0'+i)) + "}"
+			for _, key := range []string{k.Due(), k.Ready(), k.Dead(), k.Marker()} {
+				require.Contains(t, key, tag)
+			}
+		}
+		require.Same(t, r.Shard(0), r.Home())
+		require.Equal(t, "tock", r.Prefix())
+	})
+
+	t.Run("EnqueuesEachOccurrenceInItsJobsShard", func(t *testing.T) {
+		t.Parallel()
+		onBothRedisRing(t, 4, func(t *testing.T, r *queue.Ring, rdb redis.UniversalClient) {
+			ctx := t.Context()
+			var entries []queue.Entry
+			var occs []job.Occurrence
+			for range 40 {
+				o := occ(base, 0)
+				occs = append(occs, o)
+				entries = append(entries, entry(o))
+			}
+			require.NoError(t, r.Enqueue(ctx, entries))
+			used := map[int]bool{}
+			for _, o := range occs {
+				q := r.Of(o.JobID)
+				used[q.Keys().Shard] = true
+				require.NoError(t, rdb.ZScore(ctx, q.Keys().Due(), o.Member()).Err(), "in its own shard")
+			}
+			require.Greater(t, len(used), 2, "40 jobs spread over the shards")
+
+			in, err := r.Scheduled(ctx, append(occs[:3:3], occ(base, 0)))
+			require.NoError(t, err)
+			require.Equal(t, []bool{true, true, true, false}, in, "answers in the order asked")
+
+			st, err := r.Stats(ctx)
+			require.NoError(t, err)
+			require.EqualValues(t, 40, st.Due, "summed over the shards")
+
+			require.NoError(t, r.Remove(ctx, occs[:10]))
+			in, err = r.Scheduled(ctx, occs[:11])
+			require.NoError(t, err)
+			require.Equal(t, append(make([]bool, 10), true), in)
+			counts, err := r.DuePerMinute(ctx, base, 2)
+			require.NoError(t, err)
+			require.Equal(t, []int64{30, 0}, counts)
+		})
+	})
+
+	t.Run("SettlesEachShardRetryFirst", func(t *testing.T) {
+		t.Parallel()
+		onBothRedisRing(t, 3, func(t *testing.T, r *queue.Ring, rdb redis.UniversalClient) {
+			ctx := t.Context()
+			require.NoError(t, r.EnsureGroup(ctx))
+			var entries []queue.Entry
+			for range 30 {
+				entries = append(entries, entry(occ(base, 0)))
+			}
+			require.NoError(t, r.Enqueue(ctx, entries))
+			done := map[int]queue.Settlement{}
+			read := 0
+			for i, q := range r.Shards() {
+				_, err := q.Publish(ctx, 100, base)
+				require.NoError(t, err)
+				msgs, err := q.Read(ctx, "c1", 100, noBlock)
+				require.NoError(t, err)
+				read += len(msgs)
+				s := queue.Settlement{}
+				for _, m := range msgs {
+					require.Equal(t, i, m.Shard, "a message knows its shard")
+					s.IDs = append(s.IDs, m.ID)
+					s.Retries = append(s.Retries, queue.Entry{Occurrence: m.Occurrence.Next(), DueAt: base.Add(time.Second)})
+				}
+				done[i] = s
+			}
+			require.Equal(t, 30, read)
+			st, err := r.Stats(ctx)
+			require.NoError(t, err)
+			require.Equal(t, queue.Stats{Ready: 30, Pending: 30}, st)
+
+			require.NoError(t, r.Settle(ctx, done))
+			st, err = r.Stats(ctx)
+			require.NoError(t, err)
+			require.Equal(t, queue.Stats{Due: 30}, st, "acknowledged and deleted; every retry in the due sets")
+			for i, q := range r.Shards() {
+				n, err := rdb.ZCard(ctx, q.Keys().Due()).Result()
+				require.NoError(t, err)
+				require.EqualValues(t, len(done[i].Retries), n, "shard %d holds its own retries", i)
+			}
+			cs, err := r.Consumers(ctx)
+			require.NoError(t, err)
+			require.Len(t, cs, 1, "one worker, however many shards it reads")
+			require.Equal(t, "c1", cs[0].Name)
+			require.Zero(t, cs[0].Pending)
+		})
+	})
+
+	t.Run("IsIntactOnlyWithEveryMarker", func(t *testing.T) {
+		t.Parallel()
+		onBothRedisRing(t, 3, func(t *testing.T, r *queue.Ring, rdb redis.UniversalClient) {
+			ctx := t.Context()
+			ok, err := r.Intact(ctx)
+			require.NoError(t, err)
+			require.False(t, ok)
+			require.NoError(t, r.MarkIntact(ctx))
+			ok, err = r.Intact(ctx)
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.NoError(t, rdb.Del(ctx, r.Shard(2).Keys().Marker()).Err())
+			ok, err = r.Intact(ctx)
+			require.NoError(t, err)
+			require.False(t, ok, "one shard lost its data")
+		})
+	})
+}
