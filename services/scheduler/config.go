@@ -24,6 +24,10 @@ type Config struct {
 	Misfire           time.Duration
 	// Name identifies this instance on the dashboard's system page.
 	Name string
+	// CloudWatchNamespace turns on the backlog reporter, for ECS to scale
+	// workers on; empty leaves it off.
+	CloudWatchNamespace string
+	CloudWatchInterval  time.Duration
 }
 
 func readConfig(e *config.Env) (Config, error) {
@@ -42,6 +46,9 @@ func readConfig(e *config.Env) (Config, error) {
 		RunRetention:      e.Duration("TOCK_RUN_RETENTION", 30*24*time.Hour),
 		PartitionsAhead:   e.Duration("TOCK_PARTITIONS_AHEAD", 7*24*time.Hour),
 		Misfire:           e.Duration("TOCK_MISFIRE_THRESHOLD", time.Minute),
+
+		CloudWatchNamespace: e.String("TOCK_CLOUDWATCH_NAMESPACE", ""),
+		CloudWatchInterval:  e.Duration("TOCK_CLOUDWATCH_INTERVAL", 10*time.Second),
 	}
 	if c.PublishTick <= 0 || c.PublishTick > 50*time.Millisecond {
 		e.Check(fmt.Errorf("TOCK_PUBLISH_TICK=%s must be above 0 and at most 50ms", c.PublishTick))
@@ -51,6 +58,9 @@ func readConfig(e *config.Env) (Config, error) {
 	}
 	if c.Horizon < time.Second {
 		e.Check(fmt.Errorf("TOCK_LOAD_HORIZON=%s must be at least 1s", c.Horizon))
+	}
+	if c.CloudWatchInterval < time.Second {
+		e.Check(fmt.Errorf("TOCK_CLOUDWATCH_INTERVAL=%s must be at least 1s", c.CloudWatchInterval))
 	}
 	return c, e.Err()
 }

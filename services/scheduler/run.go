@@ -44,7 +44,23 @@ func run(ctx context.Context) error {
 	}
 
 	leader := &Leader{store: st, queue: q, locker: redislock.New(rdb), log: log.Named("loader"), clock: time.Now, cfg: cfg, metrics: m}
-	pub := &Publisher{queue: q, log: log.Named("publisher"), batch: cfg.PublishBatch, tick: cfg.PublishTick, metrics: m}
+	// A publisher per shard: each sleeps until its own shard's next due time.
+	pubs := make([]*Publisher, len(q.Shards()))
+	for i, sq := range q.Shards() {
+		pubs[i] = &Publisher{queue: sq, log: log.Named("publisher").With(zap.Int("shard", i)), batch: cfg.PublishBatch, tick: cfg.PublishTick, metrics: m}
+	}
+
+	// The backlog in CloudWatch, for scaling workers on AWS: only when asked,
+	// and a setup that cannot work fails the start rather than every report.
+	var cw *CloudWatch
+	if cfg.CloudWatchNamespace != "" {
+		client, err := NewCloudWatchClient(ctx)
+		if err != nil {
+			return err
+		}
+		cw = &CloudWatch{Namespace: cfg.CloudWatchNamespace, Prefix: cfg.RedisPrefix, Interval: cfg.CloudWatchInterval,
+			Stats: q.Stats, Leading: leader.Leading, Client: client, Log: log.Named("cloudwatch")}
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -62,11 +78,16 @@ func run(ctx context.Context) error {
 		}
 		gate.Open()
 		wg.Go(func() { leader.Run(ctx) })
-		wg.Go(func() { pub.Run(ctx) })
-		wg.Go(func() { heartbeat(ctx, q, instanceName(cfg.Name), leader, cfg.LockTTL, log.Named("heartbeat")) })
+		for _, p := range pubs {
+			wg.Go(func() { p.Run(ctx) })
+		}
+		if cw != nil {
+			wg.Go(func() { cw.Run(ctx) })
+		}
+		wg.Go(func() { heartbeat(ctx, q.Home(), instanceName(cfg.Name), leader, cfg.LockTTL, log.Named("heartbeat")) })
 	})
 	log.Info("scheduler_started", zap.String("metrics_addr", cfg.MetricsAddr),
-		zap.Duration("horizon", cfg.Horizon), zap.Duration("lock_ttl", cfg.LockTTL))
+		zap.Duration("horizon", cfg.Horizon), zap.Duration("lock_ttl", cfg.LockTTL), zap.Int("shards", len(q.Shards())))
 
 	select {
 	case <-ctx.Done():
