@@ -195,6 +195,7 @@ type Redis struct {
 	Port int
 	bin  string
 	dir  string
+	args []string // more server arguments, such as cluster mode's
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -238,6 +239,7 @@ func (r *Redis) Start(ctx context.Context) error {
 	}
 	cmd := exec.Command(r.bin, "--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1", "--save", "",
 		"--appendonly", "no", "--dir", r.dir, "--logfile", filepath.Join(r.dir, "redis.log"), "--daemonize", "no")
+	cmd.Args = append(cmd.Args, r.args...)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start redis-server: %w", err)
 	}

@@ -37,7 +37,9 @@ func StartT(t *testing.T, binDir string, opts Options) *Cluster {
 	t.Helper()
 	opts.BinDir = binDir
 	opts.AdminURL = testenv.DatabaseURL()
-	opts.RedisURL = testenv.RedisURL()
+	if opts.RedisURL == "" {
+		opts.RedisURL = testenv.RedisURL()
+	}
 	opts.LogDir = t.TempDir()
 	opts.Logf = t.Logf
 	c, err := Start(t.Context(), opts)

@@ -3,20 +3,81 @@
 // Redis is a rebuildable cache and transport; Postgres stays the truth.
 package queue
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // Group is the consumer group every worker reads the ready stream through.
 const Group = "workers"
 
 // Keys builds every Redis key tock uses, and nothing else does. All keys of one
-// shard carry the shard's hash tag, {s<N>}, so each script's keys live in one
-// Redis Cluster slot; the prefix isolates deployments (and tests) from each other.
+// shard carry the shard's hash tag, so each script's keys live in one Redis
+// Cluster slot; the prefix isolates deployments (and tests) from each other.
 type Keys struct {
 	Prefix string
 	Shard  int
+	// Tag is the shard's hash tag, without braces; empty means s<Shard>.
+	// A ring of several shards sets it with ShardTag.
+	Tag string
 }
 
-func (k Keys) key(name string) string { return fmt.Sprintf("%s:{s%d}:%s", k.Prefix, k.Shard, name) }
+func (k Keys) key(name string) string {
+	tag := k.Tag
+	if tag == "" {
+		tag = "s" + strconv.Itoa(k.Shard)
+	}
+	return k.Prefix + ":{" + tag + "}:" + name
+}
+
+// clusterSlots is how many hash slots a Redis Cluster has.
+const clusterSlots = 16384
+
+// ShardTag is the hash tag of shard i of n: s<i>, or s<i>.<k> with the
+// smallest k that puts its slot in the i-th of n equal slot ranges. A
+// cluster's masters own equal ranges of slots unless resharded, so n shards
+// spread over m masters as evenly as n allows, and exactly when m divides n
+// (plain s<i> tags would put 4 of 6 shards on one master of 3). One shard
+// keeps the tag s0.
+func ShardTag(i, n int) string {
+	base := "s" + strconv.Itoa(i)
+	if n <= 1 {
+		return base
+	}
+	lo, hi := i*clusterSlots/n, (i+1)*clusterSlots/n
+	for k := 0; ; k++ {
+		tag := base
+		if k > 0 {
+			tag += "." + strconv.Itoa(k)
+		}
+		if s := Slot(tag); s >= lo && s < hi {
+			return tag
+		}
+	}
+}
+
+// Slot is the Redis Cluster hash slot of a key (of a tag, for a key with
+// one): CRC-16/XMODEM modulo 16384, as the cluster specification defines it.
+func Slot(key string) int {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			key = key[open+1 : open+1+end]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % clusterSlots
+}
 
 // Due is the sorted set of occurrences waiting for their time: score = due time
 // in unix ms, member = job.Occurrence.Member.

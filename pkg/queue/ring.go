@@ -32,7 +32,7 @@ func NewRing(rdb redis.UniversalClient, prefix string, n int) *Ring {
 	n = max(n, 1)
 	r := &Ring{rdb: rdb, shards: make([]*Queue, n)}
 	for i := range r.shards {
-		r.shards[i] = New(rdb, Keys{Prefix: prefix, Shard: i})
+		r.shards[i] = New(rdb, Keys{Prefix: prefix, Shard: i, Tag: ShardTag(i, n)})
 	}
 	return r
 }

@@ -46,6 +46,37 @@ func TestShardOf(t *testing.T) {
 	require.Zero(t, queue.ShardOf(job.NewID(), 0))
 }
 
+func TestSlot(t *testing.T) {
+	t.Parallel()
+	// Values from the Redis Cluster specification and CLUSTER KEYSLOT.
+	require.Equal(t, 12182, queue.Slot("foo"))
+	require.Equal(t, 12739, queue.Slot("123456789"), "CRC-16/XMODEM check value 0x31C3, modulo 16384")
+	require.Equal(t, queue.Slot("user1000"), queue.Slot("{user1000}.following"))
+	require.Equal(t, queue.Slot("{}x"), queue.Slot("{}x"), "an empty tag hashes the whole key")
+}
+
+func TestShardTag(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "s0", queue.ShardTag(0, 1))
+	for _, n := range []int{2, 3, 4, 6, 8, 12, 16, 64, 256} {
+		seen := map[string]bool{}
+		for i := range n {
+			tag := queue.ShardTag(i, n)
+			require.False(t, seen[tag])
+			seen[tag] = true
+			slot := queue.Slot(tag)
+			require.GreaterOrEqual(t, slot, i*16384/n, "shard %d of %d", i, n)
+			require.Less(t, slot, (i+1)*16384/n, "shard %d of %d", i, n)
+		}
+	}
+	// Six shards on three masters owning equal slot ranges: two each.
+	per := make([]int, 3)
+	for i := range 6 {
+		per[queue.Slot(queue.ShardTag(i, 6))*3/16384]++
+	}
+	require.Equal(t, []int{2, 2, 2}, per)
+}
+
 func TestRing(t *testing.T) {
 	t.Parallel()
 
@@ -56,13 +87,15 @@ func TestRing(t *testing.T) {
 		for i, q := range r.Shards() {
 			k := q.Keys()
 			require.Equal(t, i, k.Shard)
-			tag := "{s" + string(rune('0'+i)) + "}"
-			for _, key := range []string{k.Due(), k.Ready(), k.Dead(), k.Marker()} {
+			tag := "{" + queue.ShardTag(i, 4) + "}"
+			for _, key := range []string{k.Due(), k.Ready(), k.Dead(), k.Marker(), k.LoaderLock()} {
 				require.Contains(t, key, tag)
+				require.Equal(t, queue.Slot(k.Due()), queue.Slot(key), "one slot per shard")
 			}
 		}
 		require.Same(t, r.Shard(0), r.Home())
 		require.Equal(t, "tock", r.Prefix())
+		require.Equal(t, "tock:{s0}:due", queue.NewRing(nil, "tock", 1).Home().Keys().Due(), "one shard keeps its tag")
 	})
 
 	t.Run("EnqueuesEachOccurrenceInItsJobsShard", func(t *testing.T) {
