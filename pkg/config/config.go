@@ -130,6 +130,8 @@ type Common struct {
 	// stream) the deployment spreads jobs over. All services must agree.
 	RedisShards int
 	LogLevel    string
+	// Pprof serves /debug/pprof/ on the metrics listener.
+	Pprof bool
 }
 
 // ReadCommon reads the settings every service shares. The defaults reach the
@@ -144,6 +146,7 @@ func ReadCommon(e *Env) Common {
 		RedisAddrs:   e.List("TOCK_REDIS_ADDRS"),
 		RedisShards:  e.Int("TOCK_REDIS_SHARDS", 1, 1, 256),
 		LogLevel:     e.String("TOCK_LOG_LEVEL", "info"),
+		Pprof:        e.Bool("TOCK_PPROF", false),
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 )
 
@@ -78,3 +79,15 @@ func (s *Server) Serve() error {
 
 // Shutdown stops the server within ctx's deadline.
 func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+
+// Profiling adds Go's pprof endpoints under /debug/pprof/ to mux, for an
+// operator or the benchmark to profile a live service. Off unless TOCK_PPROF
+// is set: a profile shows code paths and the heap, so it is served only on
+// the metrics listener, never beside the API.
+func Profiling(mux *http.ServeMux) {
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+}

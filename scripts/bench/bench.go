@@ -70,11 +70,15 @@ func newBench(ctx context.Context, cfg config) (*bench, error) {
 		b.close(true)
 		return nil, err
 	}
+	// Warnings only: a log line per job would measure the logger.
+	env := []string{"TOCK_LOG_LEVEL=warn"}
+	if cfg.profileDir != "" {
+		env = append(env, "TOCK_PPROF=true")
+	}
 	b.c, err = cluster.Start(ctx, cluster.Options{
 		BinDir: binDir, AdminURL: cfg.databaseURL, RedisURL: cfg.redisURL,
 		Schedulers: cfg.schedulers, Workers: cfg.workers,
-		// Warnings only: a log line per job would measure the logger.
-		Env:    []string{"TOCK_LOG_LEVEL=warn"},
+		Env:    env,
 		LogDir: b.logDir, KeepDB: cfg.keep, Logf: logf,
 	})
 	if err != nil {

@@ -39,6 +39,9 @@ type config struct {
 	binDir      string
 	databaseURL string
 	redisURL    string
+	// profileDir, when set, receives CPU profiles of every service during
+	// the burst and the steady phase.
+	profileDir string
 }
 
 // errFailed says the run finished but found lost or early jobs; the figures
@@ -100,6 +103,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.clients, "ingest-clients", 32, "concurrent clients of the single POSTs")
 	fs.StringVar(&c.out, "out", "bench/results/latest.json", "where the JSON figures go")
 	fs.BoolVar(&c.keep, "keep", false, "keep the database, the Redis keys and the service logs")
+	fs.StringVar(&c.profileDir, "profile", "", "directory for CPU profiles (pprof) of each service during the burst and the steady load; read them with go tool pprof")
 	fs.StringVar(&c.binDir, "bin", "bin", "directory holding the dashboard, scheduler and worker binaries; built into a temporary one when they are missing")
 	fs.StringVar(&c.databaseURL, "database-url", envOr("TOCK_BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		"Postgres URL with rights to CREATE DATABASE (TOCK_BENCH_DATABASE_URL)")

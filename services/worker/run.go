@@ -56,6 +56,9 @@ func run(ctx context.Context) error {
 		"redis":    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 	})
 	mux.Handle("GET /metrics", metrics.Handler(reg))
+	if cfg.Pprof {
+		probe.Profiling(mux)
+	}
 	srv, err := probe.Listen(cfg.MetricsAddr, mux)
 	if err != nil {
 		return fmt.Errorf("listen on TOCK_METRICS_ADDR: %w", err)
