@@ -23,10 +23,13 @@ import (
 
 // config is what to run, from the command line.
 type config struct {
-	quick       bool
-	workers     int
-	schedulers  int
-	burst       int
+	quick      bool
+	workers    int
+	schedulers int
+	burst      int
+	// burstSpread spreads the burst's due times evenly over this long; 0
+	// makes them one instant.
+	burstSpread time.Duration
 	steadyRate  int
 	steadyFor   time.Duration
 	bulk        int
@@ -94,6 +97,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.workers, "workers", 2, "worker processes")
 	fs.IntVar(&c.schedulers, "schedulers", 1, "scheduler processes")
 	fs.IntVar(&c.burst, "burst", 100_000, "webhook jobs due at one instant")
+	fs.DurationVar(&c.burstSpread, "burst-spread", 0, "spread the burst's due times evenly over this long (the 1M test: 1,000,000 due within 60s); 0 is one instant")
 	fs.IntVar(&c.steadyRate, "steady-rate", 1000, "steady jobs due per second")
 	fs.DurationVar(&c.steadyFor, "steady-for", 60*time.Second, "how long the steady load lasts")
 	fs.IntVar(&c.bulk, "ingest-bulk", 100_000, "jobs created through the bulk API")
@@ -139,6 +143,7 @@ func parseFlags(args []string) (config, error) {
 	check(c.workers >= 1, "-workers must be at least 1")
 	check(c.schedulers >= 1, "-schedulers must be at least 1")
 	check(c.burst >= 1, "-burst must be at least 1")
+	check(c.burstSpread >= 0, "-burst-spread must not be negative")
 	check(c.steadyRate >= 1 && c.steadyRate <= 1_000_000, "-steady-rate must be 1..1000000")
 	check(c.steadyFor >= time.Second, "-steady-for must be at least 1s")
 	check(c.bulk >= 1, "-ingest-bulk must be at least 1")

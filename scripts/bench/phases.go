@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -157,10 +158,14 @@ func (b *bench) burst(ctx context.Context) error {
 	n := b.cfg.burst
 	lead := b.lead(n, 10*time.Second)
 	at := time.Now().Add(lead).Truncate(time.Millisecond)
-	b.res.BurstJobs, b.res.BurstLeadS = n, round(lead.Seconds(), 1)
+	spread := b.cfg.burstSpread
+	// The burst's occurrences are scheduled in [at, last]; end is just past it.
+	last := at.Add(time.Duration(n-1) * spread / time.Duration(n)).Truncate(time.Millisecond)
+	end := last.Add(time.Millisecond)
+	b.res.BurstJobs, b.res.BurstLeadS, b.res.BurstSpreadS = n, round(lead.Seconds(), 1), spread.Seconds()
 	specs := make([]jobSpec, n)
 	for i := range specs {
-		specs[i] = b.spec("burst", i, at)
+		specs[i] = b.spec("burst", i, at.Add(time.Duration(i)*spread/time.Duration(n)))
 	}
 	bodies, err := batchBodies(specs, b.cfg.bulkBatch)
 	if err != nil {
@@ -209,8 +214,8 @@ func (b *bench) burst(ctx context.Context) error {
 	// Profiled from due for about as long as the last full run took (13 s
 	// for 100,000 jobs on 2 cores).
 	profiled := b.profile(ctx, "burst", at, time.Duration(n/8)*time.Millisecond)
-	deadline := at.Add(60*time.Second + time.Duration(n)*2*time.Millisecond)
-	st, err := b.waitDone(ctx, n, at, at.Add(time.Millisecond), deadline)
+	deadline := end.Add(60*time.Second + time.Duration(n)*2*time.Millisecond)
+	st, err := b.waitDone(ctx, n, at, end, deadline)
 	if err != nil {
 		return err
 	}
@@ -219,13 +224,15 @@ func (b *bench) burst(ctx context.Context) error {
 	b.res.CPU["burst"], b.res.CPUByProcess["burst"] = perThousand(b.procs, before, after, n)
 	b.res.PhaseSeconds["burst_run"] = round(time.Since(at).Seconds(), 2)
 
-	ps := analyse(b.target.take(b.cfg.steadyJobs()+1024), at, at.Add(time.Millisecond))
+	b.memory(ctx)
+	ps := analyse(b.target.take(b.cfg.steadyJobs()+1024), at, end)
 	b.res.BurstLost = n - st.completed
 	b.res.BurstDuplicates, b.res.BurstEarlyStarts = ps.duplicates, ps.early
 	b.res.BurstLatenessP50MS, b.res.BurstLatenessP99MS, b.res.BurstLatenessMaxMS =
 		ps.lateness.quantile(0.5), ps.lateness.quantile(0.99), ps.lateness.quantile(1)
 	if !ps.lastAt.IsZero() {
 		b.res.BurstLastStartS = round(ps.lastAt.Sub(at).Seconds(), 3)
+		b.res.BurstLastStartAfterLastDueS = round(ps.lastAt.Sub(last).Seconds(), 3)
 	}
 	if !st.lastFinish.IsZero() {
 		b.res.BurstLastDoneS = round(st.lastFinish.Sub(at).Seconds(), 3)
@@ -294,4 +301,25 @@ func (b *bench) steady(ctx context.Context) error {
 		b.res.fail("steady: %d deliveries before their due time", ps.early)
 	}
 	return nil
+}
+
+// memory records each service process's peak resident memory, Redis's peak
+// memory and the database's size, in MB.
+func (b *bench) memory(ctx context.Context) {
+	mb := func(n int64) float64 { return round(float64(n)/(1<<20), 1) }
+	b.res.PeakMemoryMB = map[string]float64{}
+	for _, p := range b.procs {
+		if n, err := peakRSS(p.pid); err == nil {
+			b.res.PeakMemoryMB[p.name] = mb(n)
+		}
+	}
+	if info, err := b.rdb.InfoMap(ctx, "memory").Result(); err == nil {
+		if n, err := strconv.ParseInt(info["Memory"]["used_memory_peak"], 10, 64); err == nil {
+			b.res.PeakMemoryMB["redis (whole server)"] = mb(n)
+		}
+	}
+	var size int64
+	if err := b.db.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&size); err == nil {
+		b.res.PeakMemoryMB["postgres database size"] = mb(size)
+	}
 }

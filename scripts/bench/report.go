@@ -35,6 +35,10 @@ type results struct {
 	BurstLost          int     `json:"burst_lost"`
 	BurstDuplicates    int     `json:"burst_duplicates"`
 	BurstLeadS         float64 `json:"burst_lead_s"`
+	// BurstSpreadS is how long the burst's due times span (0: one instant);
+	// the last start is also given from the last due time.
+	BurstSpreadS                float64 `json:"burst_spread_s"`
+	BurstLastStartAfterLastDueS float64 `json:"burst_last_start_after_last_due_s"`
 
 	SteadyJobs       int     `json:"steady_jobs"`
 	SteadyRatePerS   int     `json:"steady_rate_per_s"`
@@ -62,6 +66,9 @@ type results struct {
 	CPU          map[string]map[string]float64 `json:"cpu_s_per_1000_jobs"`
 	CPUByProcess map[string]map[string]float64 `json:"cpu_s_per_1000_jobs_by_process"`
 	PhaseSeconds map[string]float64            `json:"phase_seconds"`
+	// PeakMemoryMB is each service process's peak resident memory (VmHWM),
+	// Redis's used_memory_peak and the database's size, read after the burst.
+	PeakMemoryMB map[string]float64 `json:"peak_memory_mb"`
 
 	Quick      bool     `json:"quick"`
 	Workers    int      `json:"workers"`
@@ -114,7 +121,11 @@ func (r *results) print(out io.Writer) {
 		fmt.Sprintf("%d jobs in requests of %d, %d at a time", r.IngestBulkJobs, r.IngestBulkBatch, r.IngestBulkConcurrency))
 	row("ingest, single POSTs", fmt.Sprintf("%.0f jobs/s", r.IngestSingleJobsPerS),
 		fmt.Sprintf("%d jobs from %d clients", r.IngestSingleJobs, r.IngestSingleClients))
-	row("burst: due to last start", fmt.Sprintf("%.2f s", r.BurstLastStartS), fmt.Sprintf("%d jobs due at one instant", r.BurstJobs))
+	when := "at one instant"
+	if r.BurstSpreadS > 0 {
+		when = fmt.Sprintf("over %.0f s; last start %.2f s after the last due", r.BurstSpreadS, r.BurstLastStartAfterLastDueS)
+	}
+	row("burst: due to last start", fmt.Sprintf("%.2f s", r.BurstLastStartS), fmt.Sprintf("%d jobs due %s", r.BurstJobs, when))
 	row("burst: due to last completion", fmt.Sprintf("%.2f s", r.BurstLastDoneS), "")
 	row("burst: lateness p50/p99/max", fmt.Sprintf("%.0f / %.0f / %.0f ms", r.BurstLatenessP50MS, r.BurstLatenessP99MS, r.BurstLatenessMaxMS),
 		fmt.Sprintf("lost %d, duplicates %d, early %d", r.BurstLost, r.BurstDuplicates, r.BurstEarlyStarts))
@@ -140,6 +151,18 @@ func (r *results) print(out io.Writer) {
 	_ = w.Flush()
 	fmt.Fprintln(out, "(user+system CPU from the first job's creation to the last one's completion, any wait until due included;")
 	fmt.Fprintln(out, " each service's processes summed)")
+	if len(r.PeakMemoryMB) > 0 {
+		names := make([]string, 0, len(r.PeakMemoryMB))
+		for k := range r.PeakMemoryMB {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		parts := make([]string, len(names))
+		for i, k := range names {
+			parts[i] = fmt.Sprintf("%s %.0f", k, r.PeakMemoryMB[k])
+		}
+		fmt.Fprintf(out, "\npeak memory, MB: %s\n", strings.Join(parts, ", "))
+	}
 	if len(r.PhaseSeconds) > 0 {
 		names := make([]string, 0, len(r.PhaseSeconds))
 		for k := range r.PhaseSeconds {
