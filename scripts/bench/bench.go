@@ -223,10 +223,10 @@ func gitCommit() string {
 
 // jobSpec is a webhook job as POST /api/v1/jobs takes it.
 type jobSpec struct {
-	Name    string         `json:"name"`
-	Type    string         `json:"type"`
-	RunAt   string         `json:"run_at"`
-	Payload webhookPayload `json:"payload"`
+	Name    string `json:"name"`
+	Type    string `json:"type"`
+	RunAt   string `json:"run_at"`
+	Payload any    `json:"payload"`
 }
 
 type webhookPayload struct {
@@ -240,6 +240,13 @@ type webhookPayload struct {
 func (b *bench) spec(name string, i int, at time.Time) jobSpec {
 	return jobSpec{Name: fmt.Sprintf("%s-%d", name, i), Type: "webhook", RunAt: at.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
 		Payload: webhookPayload{URL: b.target.url, Method: "POST", Body: map[string]int{"seq": 1_000_000 + i}}}
+}
+
+// pendingSpec is ingest job i, due at at and never run: a ping with a
+// payload of about 20 bytes, the size issue 7's storage target is set for.
+func pendingSpec(name string, i int, at time.Time) jobSpec {
+	return jobSpec{Name: fmt.Sprintf("%s-%d", name, i), Type: "ping", RunAt: at.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+		Payload: map[string]string{"url": "http://a.io/"}}
 }
 
 // batchBodies marshals specs into bulk request bodies of at most batch jobs.

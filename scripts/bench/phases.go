@@ -22,7 +22,7 @@ func (b *bench) ingest(ctx context.Context) error {
 	due := time.Now().Add(24 * time.Hour).Truncate(time.Second)
 	specs := make([]jobSpec, cfg.bulk)
 	for i := range specs {
-		specs[i] = b.spec("ingest-bulk", i, due.Add(time.Duration(i%60_000)*time.Millisecond))
+		specs[i] = pendingSpec("ingest-bulk", i, due.Add(time.Duration(i%60_000)*time.Millisecond))
 	}
 	if p, err := json.Marshal(specs[0].Payload); err == nil {
 		b.res.PayloadBytes = len(p)
@@ -51,7 +51,7 @@ func (b *bench) ingest(ctx context.Context) error {
 
 	singles := make([][]byte, cfg.single)
 	for i := range singles {
-		if singles[i], err = json.Marshal(b.spec("ingest-single", i, due.Add(time.Duration(i%60_000)*time.Millisecond))); err != nil {
+		if singles[i], err = json.Marshal(pendingSpec("ingest-single", i, due.Add(time.Duration(i%60_000)*time.Millisecond))); err != nil {
 			return err
 		}
 	}
