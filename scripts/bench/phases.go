@@ -119,6 +119,9 @@ func (b *bench) storage(ctx context.Context) error {
 	if b.res.PGPendingJobs > 0 {
 		b.res.PGBytesPerPendingJob = round(float64(b.res.PGJobsBytes)/float64(b.res.PGPendingJobs), 1)
 	}
+	if err := b.storageBreakdown(ctx); err != nil {
+		return err
+	}
 
 	time.Sleep(time.Until(settle))
 	card, err := b.rdb.ZCard(ctx, b.keys.Due()).Result()
@@ -325,4 +328,36 @@ func (b *bench) memory(ctx context.Context) {
 	if err := b.db.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&size); err == nil {
 		b.res.PeakMemoryMB["postgres database size"] = mb(size)
 	}
+}
+
+// storageBreakdown splits the pending jobs' bytes per job into the heap, TOAST
+// and each index (a partitioned index's partitions summed; the per-hour
+// partial indexes together), to show what the figure is made of.
+func (b *bench) storageBreakdown(ctx context.Context) error {
+	const q = `WITH leaf AS (SELECT relid FROM pg_partition_tree('jobs') WHERE isleaf)
+SELECT 'heap', sum(pg_relation_size(relid))::bigint FROM leaf
+UNION ALL
+SELECT 'toast', sum(pg_total_relation_size(relid) - pg_relation_size(relid) - pg_indexes_size(relid))::bigint FROM leaf
+UNION ALL
+SELECT 'index ' || coalesce(parent.relname, regexp_replace(ic.relname, '^jobs_h[0-9]{2}_', 'jobs_hNN_')), sum(pg_relation_size(ic.oid))::bigint
+FROM leaf JOIN pg_index i ON i.indrelid = leaf.relid JOIN pg_class ic ON ic.oid = i.indexrelid
+LEFT JOIN pg_inherits inh ON inh.inhrelid = ic.oid LEFT JOIN pg_class parent ON parent.oid = inh.inhparent
+GROUP BY 1 ORDER BY 1`
+	rows, err := b.db.Query(ctx, q)
+	if err != nil {
+		return fmt.Errorf("storage breakdown: %w", err)
+	}
+	defer rows.Close()
+	b.res.PGBytesPerPendingJobBy = map[string]float64{}
+	for rows.Next() {
+		var name string
+		var bytes int64
+		if err := rows.Scan(&name, &bytes); err != nil {
+			return fmt.Errorf("storage breakdown: %w", err)
+		}
+		if b.res.PGPendingJobs > 0 {
+			b.res.PGBytesPerPendingJobBy[name] = round(float64(bytes)/float64(b.res.PGPendingJobs), 1)
+		}
+	}
+	return rows.Err()
 }

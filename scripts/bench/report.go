@@ -59,7 +59,10 @@ type results struct {
 	RedisJobsBeyondHorizon  int64 `json:"redis_jobs_beyond_horizon"`
 	PGJobsBytes             int64 `json:"pg_jobs_bytes"`
 	PGPendingJobs           int64 `json:"pg_pending_jobs"`
-	PayloadBytes            int   `json:"payload_bytes"`
+	// PGBytesPerPendingJobBy splits pg_bytes_per_pending_job: heap, TOAST
+	// and each index.
+	PGBytesPerPendingJobBy map[string]float64 `json:"pg_bytes_per_pending_job_by"`
+	PayloadBytes           int                `json:"payload_bytes"`
 
 	// CPU is CPU seconds per 1,000 jobs by phase and service (all processes
 	// of a service summed); CPUByProcess the same per process.
@@ -151,6 +154,18 @@ func (r *results) print(out io.Writer) {
 	_ = w.Flush()
 	fmt.Fprintln(out, "(user+system CPU from the first job's creation to the last one's completion, any wait until due included;")
 	fmt.Fprintln(out, " each service's processes summed)")
+	if len(r.PGBytesPerPendingJobBy) > 0 {
+		names := make([]string, 0, len(r.PGBytesPerPendingJobBy))
+		for k := range r.PGBytesPerPendingJobBy {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		parts := make([]string, len(names))
+		for i, k := range names {
+			parts[i] = fmt.Sprintf("%s %.0f", k, r.PGBytesPerPendingJobBy[k])
+		}
+		fmt.Fprintf(out, "\nPostgres bytes per pending job: %s\n", strings.Join(parts, ", "))
+	}
 	if len(r.PeakMemoryMB) > 0 {
 		names := make([]string, 0, len(r.PeakMemoryMB))
 		for k := range r.PeakMemoryMB {
