@@ -321,7 +321,7 @@ func (b *bench) memory(ctx context.Context) {
 	}
 	if info, err := b.rdb.InfoMap(ctx, "memory").Result(); err == nil {
 		if n, err := strconv.ParseInt(info["Memory"]["used_memory_peak"], 10, 64); err == nil {
-			b.res.PeakMemoryMB["redis (whole server)"] = mb(n)
+			b.res.PeakMemoryMB["redis server peak since its start"] = mb(n)
 		}
 	}
 	var size int64
