@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -255,12 +257,47 @@ func (q *Queue) Settle(ctx context.Context, ids []string, retries []Entry) error
 	return nil
 }
 
+// settleScript schedules retries, then acknowledges and deletes entries, as
+// one script: a pipeline of ZADD, XACK and XDEL is not atomic, so a ZADD
+// refused (Redis out of memory under noeviction, a slot mid-migration) would
+// still let the acknowledgement through and lose the retry. A script stops at
+// the first refused command, before the acknowledgement.
+//
+// KEYS[1] due sorted set
+// KEYS[2] ready stream
+// ARGV[1] consumer group
+// ARGV[2] number of retries, r
+// ARGV[3 .. 2+2r] score, member pairs
+// ARGV[3+2r ..] entry ids
+var settleScript = redis.NewScript(`
+local r = tonumber(ARGV[2])
+local first = 3
+local last = 2 + 2 * r
+local chunk = 1000
+for i = first, last, chunk do
+  redis.call('ZADD', KEYS[1], unpack(ARGV, i, math.min(i + chunk - 1, last)))
+end
+local n = #ARGV - last
+for i = last + 1, #ARGV, chunk do
+  local j = math.min(i + chunk - 1, #ARGV)
+  redis.call('XACK', KEYS[2], ARGV[1], unpack(ARGV, i, j))
+  redis.call('XDEL', KEYS[2], unpack(ARGV, i, j))
+end
+return n
+`)
+
 func (q *Queue) settle(ctx context.Context, pipe redis.Pipeliner, ids []string, retries []Entry) {
-	q.zadd(ctx, pipe, retries)
-	if len(ids) > 0 {
-		pipe.XAck(ctx, q.keys.Ready(), Group, ids...)
-		pipe.XDel(ctx, q.keys.Ready(), ids...)
+	args := make([]any, 0, 2+2*len(retries)+len(ids))
+	args = append(args, Group, len(retries))
+	for _, e := range retries {
+		args = append(args, e.DueAt.UnixMilli(), e.Occurrence.Member())
 	}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	// EVAL, not EVALSHA: in a pipeline a NOSCRIPT could not be retried, and
+	// Redis caches the compiled script by its hash either way.
+	settleScript.Eval(ctx, pipe, []string{q.keys.Due(), q.keys.Ready()}, args...)
 }
 
 // SetAside moves poison entries to the dead stream and acknowledges them, so a
@@ -316,9 +353,9 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 
 // Connect opens a Redis client from a redis:// or rediss:// URL. With cluster
 // set, or seed addresses given, it opens a Redis Cluster client instead: the
-// URL's host (a cluster's configuration endpoint, or any node) and addrs seed
-// the node discovery, and the URL's credentials, TLS and options apply to
-// every node.
+// URL's host (a cluster's configuration endpoint, or any node) and addrs
+// together seed the node discovery, and the URL's credentials, TLS and
+// options apply to every node.
 func Connect(url string, cluster bool, addrs []string) (redis.UniversalClient, error) {
 	if !cluster && len(addrs) == 0 {
 		opt, err := redis.ParseURL(url)
@@ -331,8 +368,14 @@ func Connect(url string, cluster bool, addrs []string) (redis.UniversalClient, e
 	if err != nil {
 		return nil, fmt.Errorf("parse redis cluster url: %w", err)
 	}
-	if len(addrs) > 0 {
-		opt.Addrs = addrs
+	// A cluster has database 0 only; ParseClusterURL ignores the path.
+	if u, err := neturl.Parse(url); err == nil && strings.Trim(u.Path, "/") != "" && strings.Trim(u.Path, "/") != "0" {
+		return nil, fmt.Errorf("parse redis cluster url: a cluster has database 0 only, not %q", strings.Trim(u.Path, "/"))
+	}
+	for _, a := range addrs {
+		if !slices.Contains(opt.Addrs, a) {
+			opt.Addrs = append(opt.Addrs, a)
+		}
 	}
 	return redis.NewClusterClient(opt), nil
 }

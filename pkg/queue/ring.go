@@ -162,9 +162,15 @@ func (r *Ring) Stats(ctx context.Context) (Stats, error) {
 	for i, q := range r.shards {
 		all[i] = cmds{pipe.ZCard(ctx, q.keys.Due()), pipe.XLen(ctx, q.keys.Ready()), pipe.XPending(ctx, q.keys.Ready(), Group)}
 	}
-	_, err := pipe.Exec(ctx)
-	if err != nil && !errors.Is(err, redis.Nil) && !strings.HasPrefix(err.Error(), "NOGROUP") {
-		return Stats{}, fmt.Errorf("queue stats: %w", err)
+	_, _ = pipe.Exec(ctx)
+	// Every command's error, not only the first: a shard with no group yet
+	// (NOGROUP) must not hide another master that did not answer.
+	for _, c := range all {
+		for _, err := range []error{c.due.Err(), c.ready.Err(), c.pending.Err()} {
+			if err != nil && !errors.Is(err, redis.Nil) && !strings.HasPrefix(err.Error(), "NOGROUP") {
+				return Stats{}, fmt.Errorf("queue stats: %w", err)
+			}
+		}
 	}
 	var st Stats
 	for _, c := range all {

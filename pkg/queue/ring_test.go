@@ -1,6 +1,10 @@
 package queue_test
 
 import (
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
@@ -201,4 +205,89 @@ func TestRing(t *testing.T) {
 			require.False(t, ok, "one shard lost its data")
 		})
 	})
+}
+
+// privateRedis starts a redis-server of the test's own on a free port, for a
+// case that changes server settings; it skips when redis-server is missing,
+// except under CI=true.
+func privateRedis(t *testing.T) *redis.Client {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redis-server is required under CI=true: %v", err)
+		}
+		t.Skip("redis-server not installed")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", t.TempDir(), "--maxmemory-policy", "noeviction")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	rdb := redis.NewClient(&redis.Options{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))})
+	t.Cleanup(func() { _ = rdb.Close() })
+	require.Eventually(t, func() bool { return rdb.Ping(t.Context()).Err() == nil }, 10*time.Second, 20*time.Millisecond)
+	return rdb
+}
+
+func TestSettleIsAtomic(t *testing.T) {
+	t.Parallel()
+	// Redis out of memory under noeviction refuses the retry's ZADD: the
+	// entry must stay pending, to be handled again, not be acknowledged
+	// with its retry lost.
+	rdb := privateRedis(t)
+	ctx := t.Context()
+	r := queue.NewRing(rdb, "tock", 1)
+	q := r.Home()
+	require.NoError(t, r.EnsureGroup(ctx))
+	o := occ(base, 0)
+	require.NoError(t, r.Enqueue(ctx, []queue.Entry{entry(o)}))
+	_, err := q.Publish(ctx, 10, base)
+	require.NoError(t, err)
+	msgs, err := q.Read(ctx, "c1", 10, noBlock)
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+	retry := queue.Entry{Occurrence: o.Next(), DueAt: base.Add(time.Second)}
+
+	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "1").Err())
+	err = r.Settle(ctx, map[int]queue.Settlement{0: {IDs: []string{msgs[0].ID}, Retries: []queue.Entry{retry}}})
+	require.ErrorContains(t, err, "OOM")
+	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "0").Err())
+
+	st, err := r.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, queue.Stats{Ready: 1, Pending: 1}, st, "still pending, nothing scheduled")
+
+	require.NoError(t, r.Settle(ctx, map[int]queue.Settlement{0: {IDs: []string{msgs[0].ID}, Retries: []queue.Entry{retry}}}))
+	st, err = r.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, queue.Stats{Due: 1}, st, "once memory allows: the retry scheduled, the entry gone")
+}
+
+func TestConnect(t *testing.T) {
+	t.Parallel()
+	c, err := queue.Connect("redis://127.0.0.1:6379/0", false, nil)
+	require.NoError(t, err)
+	require.IsType(t, &redis.Client{}, c)
+	_ = c.Close()
+
+	c, err = queue.Connect("rediss://user:pw@clustercfg.example:6379", true, []string{"10.0.0.2:6379", "clustercfg.example:6379"})
+	require.NoError(t, err)
+	cc, ok := c.(*redis.ClusterClient)
+	require.True(t, ok, "a cluster client")
+	require.Equal(t, []string{"clustercfg.example:6379", "10.0.0.2:6379"}, cc.Options().Addrs, "the URL's host and the seeds, once each")
+	require.Equal(t, "pw", cc.Options().Password)
+	require.NotNil(t, cc.Options().TLSConfig, "rediss means TLS to every node")
+	_ = c.Close()
+
+	c, err = queue.Connect("redis://h:6379", false, []string{"h2:6379"})
+	require.NoError(t, err)
+	require.IsType(t, &redis.ClusterClient{}, c, "seed addresses imply a cluster")
+	_ = c.Close()
+
+	_, err = queue.Connect("redis://h:6379/5", true, nil)
+	require.ErrorContains(t, err, "database 0 only")
 }

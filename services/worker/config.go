@@ -57,6 +57,10 @@ func readConfig(e *config.Env) (Config, error) {
 	if c.Visibility < time.Second {
 		e.Check(fmt.Errorf("TOCK_VISIBILITY_TIMEOUT=%s must be at least 1s", c.Visibility))
 	}
+	// Redis reads BLOCK 0 as "wait forever": a worker could then never stop.
+	if c.Block < time.Millisecond || c.Block > time.Minute {
+		e.Check(fmt.Errorf("TOCK_WORKER_BLOCK=%s must be from 1ms to 1m", c.Block))
+	}
 	c.SMTP = readSMTP(e)
 	if c.Batch > c.Concurrency {
 		c.Batch = c.Concurrency

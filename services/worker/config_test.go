@@ -1,0 +1,34 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tockhq/tock/pkg/config"
+)
+
+func TestReadConfig(t *testing.T) {
+	t.Parallel()
+
+	t.Run("Defaults", func(t *testing.T) {
+		t.Parallel()
+		c, err := readConfig(config.FromMap(nil))
+		require.NoError(t, err)
+		require.Equal(t, 256, c.Concurrency)
+		require.Equal(t, time.Second, c.Block)
+	})
+
+	t.Run("RefusesABlockRedisWouldReadAsForever", func(t *testing.T) {
+		t.Parallel()
+		for _, v := range []string{"0s", "500us", "2m"} {
+			_, err := readConfig(config.FromMap(map[string]string{"TOCK_WORKER_BLOCK": v}))
+			require.ErrorContains(t, err, "TOCK_WORKER_BLOCK=", v)
+			require.ErrorContains(t, err, "must be from 1ms to 1m", v)
+		}
+		c, err := readConfig(config.FromMap(map[string]string{"TOCK_WORKER_BLOCK": "5ms"}))
+		require.NoError(t, err)
+		require.Equal(t, 5*time.Millisecond, c.Block)
+	})
+}
