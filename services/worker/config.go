@@ -57,6 +57,12 @@ func readConfig(e *config.Env) (Config, error) {
 	if c.Visibility < time.Second {
 		e.Check(fmt.Errorf("TOCK_VISIBILITY_TIMEOUT=%s must be at least 1s", c.Visibility))
 	}
+	// With several shards, each shard's reader holds a slot while it waits on
+	// an empty stream: fewer slots than two per shard would leave attempts
+	// waiting for readers that wait for entries.
+	if c.RedisShards > 1 && c.Concurrency < 2*c.RedisShards {
+		e.Check(fmt.Errorf("TOCK_WORKER_CONCURRENCY=%d must be at least twice TOCK_REDIS_SHARDS=%d: each shard's reader holds a slot while it waits", c.Concurrency, c.RedisShards))
+	}
 	// Redis reads BLOCK 0 as "wait forever": a worker could then never stop.
 	if c.Block < time.Millisecond || c.Block > time.Minute {
 		e.Check(fmt.Errorf("TOCK_WORKER_BLOCK=%s must be from 1ms to 1m", c.Block))

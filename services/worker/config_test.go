@@ -31,4 +31,12 @@ func TestReadConfig(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 5*time.Millisecond, c.Block)
 	})
+
+	t.Run("WantsTwoSlotsPerShard", func(t *testing.T) {
+		t.Parallel()
+		_, err := readConfig(config.FromMap(map[string]string{"TOCK_REDIS_SHARDS": "8", "TOCK_WORKER_CONCURRENCY": "15"}))
+		require.ErrorContains(t, err, "TOCK_WORKER_CONCURRENCY=15 must be at least twice TOCK_REDIS_SHARDS=8")
+		_, err = readConfig(config.FromMap(map[string]string{"TOCK_REDIS_SHARDS": "8", "TOCK_WORKER_CONCURRENCY": "16"}))
+		require.NoError(t, err)
+	})
 }
