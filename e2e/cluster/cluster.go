@@ -150,7 +150,9 @@ func (c *Cluster) StartProc(ctx context.Context, service, name string, extraEnv 
 			return nil, err
 		}
 		metricsAddr = addr
-		if service == "dashboard" {
+		// The kernel may hand the same free port out twice in a row, and the
+		// dashboard refuses a metrics address equal to its API address.
+		for service == "dashboard" && metricsAddr == addr {
 			if metricsAddr, err = FreeAddr(); err != nil {
 				return nil, err
 			}

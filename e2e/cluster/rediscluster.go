@@ -42,7 +42,7 @@ func StartRedisCluster(ctx context.Context, masters int) (*RedisCluster, error) 
 			rc.Close()
 			return nil, err
 		}
-		addr, err := FreeAddr()
+		addr, err := freeClusterAddr()
 		if err != nil {
 			os.RemoveAll(dir)
 			rc.Close()
@@ -80,6 +80,30 @@ func StartRedisCluster(ctx context.Context, masters int) (*RedisCluster, error) 
 		}
 	}
 	return rc, nil
+}
+
+// freeClusterAddr is a free loopback port for a cluster node whose bus port,
+// 10,000 higher, is free too and below 65,536: the kernel's ephemeral range
+// reaches 60,999, and redis-server refuses a port whose bus port overflows.
+func freeClusterAddr() (string, error) {
+	for range 200 {
+		addr, err := FreeAddr()
+		if err != nil {
+			return "", err
+		}
+		_, p, _ := net.SplitHostPort(addr)
+		port, _ := strconv.Atoi(p)
+		if port+10000 > 65535 {
+			continue
+		}
+		bus, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+10000)))
+		if err != nil {
+			continue
+		}
+		_ = bus.Close()
+		return addr, nil
+	}
+	return "", errors.New("no free port pair for a redis cluster node")
 }
 
 // URL is a redis:// URL of one node; with TOCK_REDIS_CLUSTER=true the
