@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"strings"
 	"time"
 
@@ -269,4 +270,39 @@ func (r *Ring) Settle(ctx context.Context, done map[int]Settlement) error {
 type Settlement struct {
 	IDs     []string
 	Retries []Entry
+}
+
+// ErrShardsDiffer says this process's shard count is not the deployment's.
+var ErrShardsDiffer = errors.New("shard count differs from the deployment's")
+
+// ShardsKey holds the deployment's shard count. It has no hash tag: one key,
+// in whatever slot it hashes to.
+func (r *Ring) ShardsKey() string { return r.Prefix() + ":shards" }
+
+// CheckShards records this ring's shard count as the deployment's if none is
+// recorded yet, and fails with ErrShardsDiffer if another one is: a process
+// with another N would put jobs where no publisher or worker of the
+// deployment looks. After Redis loses its data the next check records it
+// again; changing N means deleting the key with the shards' keys.
+func (r *Ring) CheckShards(ctx context.Context) error {
+	n := len(r.shards)
+	set, err := r.rdb.SetNX(ctx, r.ShardsKey(), n, 0).Result()
+	if err != nil {
+		return fmt.Errorf("check shard count: %w", err)
+	}
+	if set {
+		return nil
+	}
+	got, err := r.rdb.Get(ctx, r.ShardsKey()).Result()
+	if errors.Is(err, redis.Nil) {
+		return r.CheckShards(ctx) // deleted in between: record ours
+	}
+	if err != nil {
+		return fmt.Errorf("check shard count: %w", err)
+	}
+	if got != strconv.Itoa(n) {
+		return fmt.Errorf("%w: TOCK_REDIS_SHARDS=%d here, %s in Redis (%s); every service must use the same, see docs/operations.md",
+			ErrShardsDiffer, n, got, r.ShardsKey())
+	}
+	return nil
 }

@@ -291,3 +291,19 @@ func TestConnect(t *testing.T) {
 	_, err = queue.Connect("redis://h:6379/5", true, nil)
 	require.ErrorContains(t, err, "database 0 only")
 }
+
+func TestCheckShards(t *testing.T) {
+	t.Parallel()
+	onBothRedisRing(t, 4, func(t *testing.T, r *queue.Ring, rdb redis.UniversalClient) {
+		ctx := t.Context()
+		require.NoError(t, r.CheckShards(ctx), "the first records its count")
+		require.NoError(t, r.CheckShards(ctx), "the same count agrees")
+		other := queue.NewRing(rdb, r.Prefix(), 2)
+		err := other.CheckShards(ctx)
+		require.ErrorIs(t, err, queue.ErrShardsDiffer)
+		require.ErrorContains(t, err, "TOCK_REDIS_SHARDS=2 here, 4 in Redis")
+		require.NoError(t, rdb.Del(ctx, r.ShardsKey()).Err())
+		require.NoError(t, other.CheckShards(ctx), "after the key is deleted (a flush, a deliberate change) the next one records its own")
+		require.ErrorIs(t, r.CheckShards(ctx), queue.ErrShardsDiffer)
+	})
+}

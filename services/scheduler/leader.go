@@ -63,6 +63,16 @@ func (l *Leader) Run(ctx context.Context) {
 func (l *Leader) lead(parent context.Context, lock *redislock.Lock) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
+	// A leader with another shard count than the deployment's would load
+	// jobs where nobody reads them: it gives the lock back instead, and
+	// tries again at the next round (an operator may be changing N).
+	if err := l.queue.CheckShards(ctx); err != nil {
+		l.log.Error("not_leading_shard_count_differs", zap.Error(err))
+		rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer rcancel()
+		_ = lock.Release(rctx)
+		return
+	}
 	l.log.Info("leadership_gained")
 	l.leading.Store(true)
 	defer func() {

@@ -45,6 +45,9 @@ func run(ctx context.Context) error {
 		if err := st.Warm(ctx, cfg.DBMaxConns); err != nil {
 			return err
 		}
+		if err := q.CheckShards(ctx); err != nil {
+			return err
+		}
 		return q.EnsureGroup(ctx)
 	}
 
