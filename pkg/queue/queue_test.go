@@ -40,17 +40,24 @@ type bundle struct {
 // parallel without FLUSHDB.
 func onBothRedis(t *testing.T, fn func(t *testing.T, b *bundle)) {
 	t.Helper()
+	onBothServers(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) { fn(t, setup(t, rdb, prefix)) })
+}
+
+// onBothServers runs fn on a fresh miniredis and on the real Redis server,
+// in parallel, each with a client and a key prefix of its own.
+func onBothServers(t *testing.T, fn func(t *testing.T, rdb redis.UniversalClient, prefix string)) {
+	t.Helper()
 	t.Run("miniredis", func(t *testing.T) {
 		t.Parallel()
 		mr := miniredis.RunT(t)
 		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 		t.Cleanup(func() { _ = rdb.Close() })
-		fn(t, setup(t, rdb, testenv.Name(t)))
+		fn(t, rdb, testenv.Name(t))
 	})
 	t.Run("redis", func(t *testing.T) {
 		t.Parallel()
 		rdb, prefix := testenv.Redis(t)
-		fn(t, setup(t, rdb, prefix))
+		fn(t, rdb, prefix)
 	})
 }
 

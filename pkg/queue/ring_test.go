@@ -8,28 +8,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/queue"
-	"github.com/tockhq/tock/pkg/testenv"
 )
 
 // onBothRedisRing runs a ring case on miniredis and on the real Redis server.
 func onBothRedisRing(t *testing.T, shards int, fn func(t *testing.T, r *queue.Ring, rdb redis.UniversalClient)) {
 	t.Helper()
-	t.Run("miniredis", func(t *testing.T) {
-		t.Parallel()
-		mr := miniredis.RunT(t)
-		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-		t.Cleanup(func() { _ = rdb.Close() })
-		fn(t, queue.NewRing(rdb, testenv.Name(t), shards), rdb)
-	})
-	t.Run("redis", func(t *testing.T) {
-		t.Parallel()
-		rdb, prefix := testenv.Redis(t)
+	onBothServers(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		fn(t, queue.NewRing(rdb, prefix, shards), rdb)
 	})
 }

@@ -5,12 +5,17 @@ package service
 
 import (
 	"context"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/config"
 	"github.com/tockhq/tock/pkg/logging"
+	"github.com/tockhq/tock/pkg/metrics"
+	"github.com/tockhq/tock/pkg/probe"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 )
@@ -23,6 +28,8 @@ type Base struct {
 	Store *store.Store
 	Redis redis.UniversalClient
 	Queue *queue.Ring
+
+	pprof bool
 }
 
 // Open builds the named service's logger, Postgres pool (with opts) and
@@ -43,7 +50,23 @@ func Open(ctx context.Context, name string, c config.Common, opts ...store.Optio
 		_ = log.Sync()
 		return nil, err
 	}
-	return &Base{Log: log, Store: st, Redis: rdb, Queue: queue.NewRing(rdb, c.RedisPrefix, c.RedisShards)}, nil
+	return &Base{Log: log, Store: st, Redis: rdb, Queue: queue.NewRing(rdb, c.RedisPrefix, c.RedisShards), pprof: c.Pprof}, nil
+}
+
+// MetricsMux is what every service serves on its metrics listener: /healthz,
+// /readyz (start-up done, Postgres and Redis answering), /metrics from reg,
+// and with TOCK_PPROF the pprof endpoints.
+func (b *Base) MetricsMux(started probe.Check, reg *prometheus.Registry) *http.ServeMux {
+	mux := probe.Handler(map[string]probe.Check{
+		"startup":  started,
+		"postgres": b.Store.Ping,
+		"redis":    func(ctx context.Context) error { return b.Redis.Ping(ctx).Err() },
+	})
+	mux.Handle("GET /metrics", metrics.Handler(reg))
+	if b.pprof {
+		probe.Profiling(mux)
+	}
+	return mux
 }
 
 // Close releases the Redis client, the Postgres pool and the logger, in the

@@ -64,10 +64,7 @@ func (p *pool) take(t testing.TB) *pooled {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, DatabaseURL())
-	if err != nil {
-		unavailable(t, "Postgres", err)
-	}
+	conn := connect(ctx, t)
 	defer conn.Close(ctx)
 	if sweep {
 		sweepStale(ctx, conn)

@@ -48,16 +48,24 @@ func Name(t testing.TB) string {
 	return "t" + strings.ReplaceAll(id[len(id)-12:], "-", "")
 }
 
+// connect opens a connection to the test database, or skips t (fails it
+// under CI=true) when Postgres does not answer.
+func connect(ctx context.Context, t testing.TB) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, DatabaseURL())
+	if err != nil {
+		unavailable(t, "Postgres", err)
+	}
+	return conn
+}
+
 // SchemaURL creates an empty schema of its own for t and returns a database URL
 // whose search_path points at it. The schema is dropped when t ends.
 func SchemaURL(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, DatabaseURL())
-	if err != nil {
-		unavailable(t, "Postgres", err)
-	}
+	conn := connect(ctx, t)
 	defer conn.Close(ctx)
 	schema := Name(t)
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -154,45 +155,26 @@ func (r *results) print(out io.Writer) {
 	_ = w.Flush()
 	fmt.Fprintln(out, "(user+system CPU from the first job's creation to the last one's completion, any wait until due included;")
 	fmt.Fprintln(out, " each service's processes summed)")
-	if len(r.PGBytesPerPendingJobBy) > 0 {
-		names := make([]string, 0, len(r.PGBytesPerPendingJobBy))
-		for k := range r.PGBytesPerPendingJobBy {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		parts := make([]string, len(names))
-		for i, k := range names {
-			parts[i] = fmt.Sprintf("%s %.0f", k, r.PGBytesPerPendingJobBy[k])
-		}
-		fmt.Fprintf(out, "\nPostgres bytes per pending job: %s\n", strings.Join(parts, ", "))
-	}
-	if len(r.PeakMemoryMB) > 0 {
-		names := make([]string, 0, len(r.PeakMemoryMB))
-		for k := range r.PeakMemoryMB {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		parts := make([]string, len(names))
-		for i, k := range names {
-			parts[i] = fmt.Sprintf("%s %.0f", k, r.PeakMemoryMB[k])
-		}
-		fmt.Fprintf(out, "\npeak memory, MB: %s\n", strings.Join(parts, ", "))
-	}
-	if len(r.PhaseSeconds) > 0 {
-		names := make([]string, 0, len(r.PhaseSeconds))
-		for k := range r.PhaseSeconds {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		parts := make([]string, len(names))
-		for i, k := range names {
-			parts[i] = fmt.Sprintf("%s %.1fs", k, r.PhaseSeconds[k])
-		}
-		fmt.Fprintf(out, "\nphases: %s\n", strings.Join(parts, ", "))
-	}
+	byName(out, "Postgres bytes per pending job", r.PGBytesPerPendingJobBy, "%s %.0f")
+	byName(out, "peak memory, MB", r.PeakMemoryMB, "%s %.0f")
+	byName(out, "phases", r.PhaseSeconds, "%s %.1fs")
 	if len(r.Failures) > 0 {
 		fmt.Fprintf(out, "\nFAILED:\n  %s\n", strings.Join(r.Failures, "\n  "))
 	}
+}
+
+// byName prints a line of figures by name, in name order, each formatted with
+// format (name, value); an empty map prints nothing.
+func byName(out io.Writer, title string, figures map[string]float64, format string) {
+	if len(figures) == 0 {
+		return
+	}
+	names := slices.Sorted(maps.Keys(figures))
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf(format, k, figures[k])
+	}
+	fmt.Fprintf(out, "\n%s: %s\n", title, strings.Join(parts, ", "))
 }
 
 // latencies holds sorted lateness figures.

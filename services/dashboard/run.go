@@ -53,15 +53,7 @@ func run(ctx context.Context) error {
 		Quotas:            &cfg.Quotas,
 		Metrics:           metrics.NewAPI(reg),
 	})
-	mux := probe.Handler(map[string]probe.Check{
-		"startup":  gate.Check,
-		"postgres": st.Ping,
-		"redis":    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-	})
-	mux.Handle("GET /metrics", metrics.Handler(reg))
-	if cfg.Pprof {
-		probe.Profiling(mux)
-	}
+	mux := base.MetricsMux(gate.Check, reg)
 	ms, err := probe.Listen(cfg.MetricsAddr, mux)
 	if err != nil {
 		return fmt.Errorf("listen on TOCK_METRICS_ADDR: %w", err)

@@ -32,15 +32,7 @@ func run(ctx context.Context) error {
 	m := metrics.NewScheduler(reg)
 	reg.MustRegister(metrics.NewQueueCollector(q.Stats))
 	var gate probe.Gate
-	mux := probe.Handler(map[string]probe.Check{
-		"startup":  gate.Check,
-		"postgres": st.Ping,
-		"redis":    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-	})
-	mux.Handle("GET /metrics", metrics.Handler(reg))
-	if cfg.Pprof {
-		probe.Profiling(mux)
-	}
+	mux := base.MetricsMux(gate.Check, reg)
 	srv, err := probe.Listen(cfg.MetricsAddr, mux)
 	if err != nil {
 		return fmt.Errorf("listen on TOCK_METRICS_ADDR: %w", err)

@@ -33,7 +33,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer base.Close()
-	log, st, rdb, q := base.Log, base.Store, base.Redis, base.Queue
+	log, st, q := base.Log, base.Store, base.Queue
 	prepare := func(ctx context.Context) error {
 		if err := st.Migrate(ctx); err != nil {
 			return err
@@ -53,15 +53,7 @@ func run(ctx context.Context) error {
 
 	reg := metrics.NewRegistry()
 	var gate probe.Gate
-	mux := probe.Handler(map[string]probe.Check{
-		"startup":  gate.Check,
-		"postgres": st.Ping,
-		"redis":    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-	})
-	mux.Handle("GET /metrics", metrics.Handler(reg))
-	if cfg.Pprof {
-		probe.Profiling(mux)
-	}
+	mux := base.MetricsMux(gate.Check, reg)
 	srv, err := probe.Listen(cfg.MetricsAddr, mux)
 	if err != nil {
 		return fmt.Errorf("listen on TOCK_METRICS_ADDR: %w", err)
