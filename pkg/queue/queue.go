@@ -65,38 +65,16 @@ func (q *Queue) zadd(ctx context.Context, pipe redis.Pipeliner, entries []Entry)
 // Remove takes occurrences out of the due set, so an edited or cancelled job's
 // old time never fires. It is not an error if they are not there.
 func (q *Queue) Remove(ctx context.Context, occs []job.Occurrence) error {
-	if len(occs) == 0 {
-		return nil
-	}
-	members := make([]any, len(occs))
-	for i, o := range occs {
-		members[i] = o.Member()
-	}
-	if err := q.rdb.ZRem(ctx, q.keys.Due(), members...).Err(); err != nil {
-		return fmt.Errorf("remove %d occurrences: %w", len(occs), err)
-	}
-	return nil
+	return q.alone().Remove(ctx, occs)
 }
 
 // Scheduled reports which of occs are in the due set.
 func (q *Queue) Scheduled(ctx context.Context, occs []job.Occurrence) ([]bool, error) {
-	if len(occs) == 0 {
-		return nil, nil
-	}
-	members := make([]string, len(occs))
-	for i, o := range occs {
-		members[i] = o.Member()
-	}
-	scores, err := q.rdb.ZMScore(ctx, q.keys.Due(), members...).Result()
-	if err != nil {
-		return nil, fmt.Errorf("look up %d occurrences: %w", len(occs), err)
-	}
-	in := make([]bool, len(occs))
-	for i, s := range scores {
-		in[i] = s != 0
-	}
-	return in, nil
+	return q.alone().Scheduled(ctx, occs)
 }
+
+// alone is a ring of this one shard: the multi-shard code serves one shard too.
+func (q *Queue) alone() *Ring { return &Ring{rdb: q.rdb, shards: []*Queue{q}} }
 
 // publishScript moves due members from the due set to the ready stream, at most
 // ARGV[1] per call so one call never blocks Redis for long. Members of equal
@@ -335,21 +313,7 @@ type Stats struct {
 }
 
 // Stats reads the queue's sizes in one round trip.
-func (q *Queue) Stats(ctx context.Context) (Stats, error) {
-	pipe := q.rdb.Pipeline()
-	due := pipe.ZCard(ctx, q.keys.Due())
-	ready := pipe.XLen(ctx, q.keys.Ready())
-	pending := pipe.XPending(ctx, q.keys.Ready(), Group)
-	_, err := pipe.Exec(ctx)
-	if err != nil && !errors.Is(err, redis.Nil) && !strings.HasPrefix(err.Error(), "NOGROUP") {
-		return Stats{}, fmt.Errorf("queue stats: %w", err)
-	}
-	st := Stats{Due: due.Val(), Ready: ready.Val()}
-	if p := pending.Val(); p != nil {
-		st.Pending = p.Count
-	}
-	return st, nil
-}
+func (q *Queue) Stats(ctx context.Context) (Stats, error) { return q.alone().Stats(ctx) }
 
 // Connect opens a Redis client from a redis:// or rediss:// URL. With cluster
 // set, or seed addresses given, it opens a Redis Cluster client instead: the
