@@ -47,6 +47,9 @@ const (
 	RunPermanentlyFailed RunStatus = "permanently_failed"
 	// RunSkipped records an occurrence its misfire policy chose not to run.
 	RunSkipped RunStatus = "skipped"
+	// RunAborted is an attempt stopped while it ran, by its owner or an
+	// administrator; it is not retried.
+	RunAborted RunStatus = "aborted"
 )
 
 // Terminal reports whether no further attempt of this run will happen.
@@ -89,6 +92,10 @@ type Job struct {
 	// LastAt is the final occurrence of a recurrence that has ended; zero
 	// while more may follow.
 	LastAt time.Time
+	// PerHour is how many times an hour a recurring job runs (see
+	// schedule.Schedule.PerHour), which its owner's limit on occurrences per
+	// minute adds up; 0 for a one-off job.
+	PerHour int
 	// PausedReason says why tock paused the job itself (repeated permanent
 	// failures); empty otherwise.
 	PausedReason string

@@ -1,8 +1,12 @@
 package job
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +26,13 @@ type Occurrence struct {
 	// planned. Editing, pausing or resuming a job bumps it, so an occurrence
 	// planned before the change can never start.
 	Generation int
+	// Owner and Target route the occurrence through the scheduler's fair
+	// dispatch: it is held back while its owner, or the host it calls, has
+	// too many attempts in flight. Target is TargetKey of the job's URL, ""
+	// for a job that calls no user-given host (email). An occurrence with no
+	// Owner (one planned before tock routed them) is never held back.
+	Owner  uuid.UUID
+	Target string
 }
 
 // Key is the occurrence's idempotency key, sent to targets as Idempotency-Key.
@@ -29,19 +40,75 @@ func (o Occurrence) Key() string {
 	return o.JobID.String() + ":" + strconv.FormatInt(o.ScheduledFor.UnixMilli(), 10)
 }
 
-// Member encodes the occurrence as a sorted-set member. Redis orders members of
-// equal score lexicographically, so the member starts with the priority inverted
-// into five digits: among occurrences due at the same millisecond, the higher
-// priority sorts first and is published first.
+// Member encodes the occurrence as a sorted-set member:
+// <inverted priority>:<job id>:<scheduled_for ms>:<attempt>:<generation>,
+// then :<owner>:<target> when it has an owner (the owner's 16 bytes in
+// unpadded base64url, the target as TargetKey). Redis orders members of
+// equal score lexicographically, so the member starts with the priority
+// inverted into five digits: among occurrences due at the same millisecond,
+// the higher priority sorts first and is published first. The publisher's
+// script reads the last two parts (see pkg/queue).
 func (o Occurrence) Member() string {
-	return fmt.Sprintf("%05d:%s:%d:%d:%d", MaxPriority-o.Priority, o.JobID, o.ScheduledFor.UnixMilli(), o.Attempt, o.Generation)
+	m := fmt.Sprintf("%05d:%s:%d:%d:%d", MaxPriority-o.Priority, o.JobID, o.ScheduledFor.UnixMilli(), o.Attempt, o.Generation)
+	if o.Owner == uuid.Nil {
+		return m
+	}
+	return m + ":" + OwnerKey(o.Owner) + ":" + o.Target
+}
+
+// OwnerKey is how an owner is written in members and in the scheduler's
+// per-owner keys: its 16 bytes in unpadded base64url (22 characters).
+func OwnerKey(owner uuid.UUID) string { return base64.RawURLEncoding.EncodeToString(owner[:]) }
+
+// TargetKey names the host a URL calls, for the per-host cap on attempts in
+// flight: 8 hex digits of FNV-1a over its lower-case host and port (the
+// scheme's default port when none is given). "" for no URL or one that does
+// not parse. Two hosts may share a key; they then share the cap.
+func TargetKey(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Hostname() == "" {
+		return ""
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if strings.EqualFold(u.Scheme, "https") {
+			port = "443"
+		}
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(strings.ToLower(u.Hostname()) + ":" + port))
+	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// TargetURL is the user-given URL a job's payload calls: "url" (webhook,
+// ping) or "webhook_url" (slack); "" for a payload without one (email).
+// store's claim queries read the same two fields in SQL (targetURLSQL).
+func TargetURL(payload []byte) string {
+	var p struct {
+		URL        string `json:"url"`
+		WebhookURL string `json:"webhook_url"`
+	}
+	if json.Unmarshal(payload, &p) != nil {
+		return ""
+	}
+	if p.URL != "" {
+		return p.URL
+	}
+	return p.WebhookURL
+}
+
+// Route sets the occurrence's owner and target from its job.
+func (o Occurrence) Route(owner uuid.UUID, payload []byte) Occurrence {
+	o.Owner, o.Target = owner, TargetKey(TargetURL(payload))
+	return o
 }
 
 // ParseMember decodes what Member encoded.
 func ParseMember(m string) (Occurrence, error) {
 	parts := strings.Split(m, ":")
-	if len(parts) != 5 {
-		return Occurrence{}, fmt.Errorf("parse member %q: want 5 parts", m)
+	if len(parts) != 5 && len(parts) != 7 {
+		return Occurrence{}, fmt.Errorf("parse member %q: want 5 or 7 parts", m)
 	}
 	inv, err := strconv.Atoi(parts[0])
 	if err != nil || inv < 0 || inv > MaxPriority-MinPriority {
@@ -66,7 +133,22 @@ func ParseMember(m string) (Occurrence, error) {
 	if err != nil || gen < 0 || gen > math.MaxInt32 {
 		return Occurrence{}, fmt.Errorf("parse member %q: bad generation", m)
 	}
-	return Occurrence{JobID: id, ScheduledFor: time.UnixMilli(ms).UTC(), Attempt: attempt, Priority: MaxPriority - inv, Generation: gen}, nil
+	o := Occurrence{JobID: id, ScheduledFor: time.UnixMilli(ms).UTC(), Attempt: attempt, Priority: MaxPriority - inv, Generation: gen}
+	if len(parts) == 7 {
+		raw, err := base64.RawURLEncoding.DecodeString(parts[5])
+		if err != nil || len(raw) != 16 {
+			return Occurrence{}, fmt.Errorf("parse member %q: bad owner", m)
+		}
+		copy(o.Owner[:], raw)
+		if o.Owner == uuid.Nil {
+			return Occurrence{}, fmt.Errorf("parse member %q: bad owner", m)
+		}
+		if t := parts[6]; t != "" && (len(t) != 8 || strings.Trim(t, "0123456789abcdef") != "") {
+			return Occurrence{}, fmt.Errorf("parse member %q: bad target", m)
+		}
+		o.Target = parts[6]
+	}
+	return o, nil
 }
 
 // The range of due times a member may carry: what Postgres and every

@@ -42,6 +42,30 @@ func TestOccurrence(t *testing.T) {
 		}
 	})
 
+	t.Run("RoutedMemberRoundTrips", func(t *testing.T) {
+		t.Parallel()
+		o := job.Occurrence{JobID: job.NewID(), ScheduledFor: time.UnixMilli(1_900_000_000_123).UTC(), Attempt: 2, Priority: -7, Generation: 3}.
+			Route(uuid.MustParse("01890000-0000-7000-8000-00000000abcd"), []byte(`{"url":"https://Example.com/hook"}`))
+		require.Len(t, strings.Split(o.Member(), ":"), 7)
+		require.True(t, strings.HasSuffix(o.Member(), ":AYkAAAAAcACAAAAAAACrzQ:"+job.TargetKey("https://example.com:443/other")), o.Member())
+		got, err := job.ParseMember(o.Member())
+		require.NoError(t, err)
+		require.Equal(t, o, got)
+		require.Equal(t, o.Next().Owner, o.Owner, "a retry keeps its route")
+	})
+
+	t.Run("TargetKeyNamesTheHostAndPort", func(t *testing.T) {
+		t.Parallel()
+		require.Equal(t, job.TargetKey("https://api.example.com/a"), job.TargetKey("HTTPS://API.EXAMPLE.COM:443/b?c"))
+		require.Equal(t, job.TargetKey("http://example.com/"), job.TargetKey("http://example.com:80"))
+		require.NotEqual(t, job.TargetKey("http://example.com/"), job.TargetKey("https://example.com/"))
+		require.NotEqual(t, job.TargetKey("http://example.com:8080/"), job.TargetKey("http://example.com/"))
+		require.Empty(t, job.TargetKey(""))
+		require.Empty(t, job.TargetKey("::not a url"))
+		require.Equal(t, job.TargetKey("https://hooks.slack.com/x"), job.TargetKey(job.TargetURL([]byte(`{"webhook_url":"https://hooks.slack.com/services/T/B/X","text":"hi"}`))))
+		require.Empty(t, job.TargetURL([]byte(`{"to":["a@example.com"]}`)))
+	})
+
 	t.Run("MemberStartsWithFiveDigitInvertedPriority", func(t *testing.T) {
 		t.Parallel()
 		id := uuid.MustParse("01890000-0000-7000-8000-000000000001")
@@ -113,6 +137,12 @@ func TestOccurrence(t *testing.T) {
 			"32767:" + id + ":1900000000000:1:2147483648",
 			"65536:" + id + ":1900000000000:1:0",
 			strings.ReplaceAll("32767:"+id+":1900000000000:1", ":", ";"),
+			"32767:" + id + ":1900000000000:1:0:AYkAAAAAcACAAAAAAACrzQ",
+			"32767:" + id + ":1900000000000:1:0:AYkAAAAAcACAAAAAAACrzQ:0badc0de:x",
+			"32767:" + id + ":1900000000000:1:0:not-base64!:0badc0de",
+			"32767:" + id + ":1900000000000:1:0:AAAAAAAAAAAAAAAAAAAAAA:0badc0de",
+			"32767:" + id + ":1900000000000:1:0:AYkAAAAAcACAAAAAAACrzQ:0BADC0DE",
+			"32767:" + id + ":1900000000000:1:0:AYkAAAAAcACAAAAAAACrzQ:badc0de",
 		} {
 			_, err := job.ParseMember(m)
 			require.Error(t, err, "member %q", m)
@@ -129,6 +159,8 @@ func FuzzParseMember(f *testing.F) {
 		{JobID: id, ScheduledFor: time.UnixMilli(1_900_000_000_000).UTC(), Attempt: 1, Priority: 0},
 		{JobID: id, ScheduledFor: time.UnixMilli(0).UTC(), Attempt: 25, Priority: job.MinPriority},
 		{JobID: id, ScheduledFor: time.UnixMilli(-1).UTC(), Attempt: 3, Priority: job.MaxPriority},
+		{JobID: id, ScheduledFor: time.UnixMilli(1_900_000_000_000).UTC(), Attempt: 2, Owner: id, Target: "0badc0de"},
+		{JobID: id, ScheduledFor: time.UnixMilli(1_900_000_000_000).UTC(), Attempt: 2, Owner: id},
 	} {
 		f.Add(o.Member())
 	}

@@ -1,6 +1,7 @@
 package jobspec
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -29,51 +30,91 @@ func (p *Patch) timing() bool {
 	return p.RunAt != nil || p.Delay != "" || p.RunOn != "" || p.Schedule != nil || p.Timezone != ""
 }
 
-// Apply changes j as the patch asks, validated as a new job would be. started
-// says whether any run of the job exists: a one-off job that has started can no
-// longer move in time. A change of timing or priority moves the job to a new
-// generation, so whatever Redis holds for it under the old one never runs.
+// Apply changes j as the patch asks, validated as a new job would be: Prepare
+// and then the Change's Apply, for callers that hold no lock.
 func (p *Patch) Apply(j *job.Job, started bool, now time.Time, lim Limits) error {
+	c, err := p.Prepare(schedule.RequestBudget(context.Background()), j, now, lim)
+	if err != nil {
+		return err
+	}
+	return c.Apply(j, started)
+}
+
+// Change is a validated patch, ready to be applied to the job under its row
+// lock: everything that can fail on the input, or cost more than a few
+// comparisons (compiling a new schedule), was done by Prepare.
+type Change struct {
+	p       *Patch
+	now     time.Time
+	name    string
+	payload json.RawMessage
+	opts    job.Job  // priority, max_retries and timeout as given
+	timing  *job.Job // the new timing, when the patch gives one
+}
+
+// Prepare validates the patch for job j as a new job would be, outside any
+// transaction: j is read without a lock and only its type, name and payload
+// are used (the type never changes; a name or payload not given is kept as it
+// is when the Change is applied). A new schedule is compiled and its first
+// occurrence found within b.
+func (p *Patch) Prepare(b *schedule.Budget, j *job.Job, now time.Time, lim Limits) (*Change, error) {
+	now = now.UTC().Truncate(time.Millisecond)
+	c := &Change{p: p, now: now}
+	s := Spec{Priority: p.Priority, MaxRetries: p.MaxRetries, Timeout: p.Timeout}
+	if err := s.applyOptions(&c.opts); err != nil {
+		return nil, err
+	}
+	if p.Name != nil {
+		name, err := validName(*p.Name)
+		if err != nil {
+			return nil, err
+		}
+		c.name = name
+	}
+	if len(p.Payload) > 0 {
+		payload, err := ValidatePayload(j.Type, p.Payload, lim)
+		if err != nil {
+			return nil, err
+		}
+		c.payload = payload
+	}
+	if p.timing() {
+		t := Spec{RunAt: p.RunAt, Delay: p.Delay, RunOn: p.RunOn, Timezone: p.Timezone, Schedule: p.Schedule}
+		c.timing = &job.Job{}
+		if err := t.applyTiming(c.timing, now, b); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Timing is the new timing the change gives the job (RunAt, Schedule,
+// Timezone, DueAt, Occurrences, PerHour), or nil when it keeps its own.
+func (c *Change) Timing() *job.Job { return c.timing }
+
+// Apply changes j, under its row lock, as prepared. started says whether any
+// run of the job exists: a one-off job that has started can no longer move in
+// time. A change of timing or priority moves the job to a new generation, so
+// whatever Redis holds for it under the old one never runs.
+func (c *Change) Apply(j *job.Job, started bool) error {
+	p, now := c.p, c.now
 	if j.Status != job.StatusScheduled && j.Status != job.StatusPaused {
 		return fmt.Errorf("%w: a %s job cannot be edited", job.ErrConflict, j.Status)
 	}
-	s := Spec{Name: j.Name, Type: j.Type, Payload: j.Payload, Priority: p.Priority, MaxRetries: p.MaxRetries, Timeout: p.Timeout}
-	if p.Name != nil {
-		s.Name = *p.Name
-	}
-	if len(p.Payload) > 0 {
-		s.Payload = p.Payload
-	}
-	tmp := &job.Job{}
-	if err := s.applyOptions(tmp); err != nil {
-		return err
-	}
-	name, err := validName(s.Name)
-	if err != nil {
-		return err
-	}
-	payload, err := ValidatePayload(j.Type, s.Payload, lim)
-	if err != nil {
-		return err
-	}
-	if p.timing() {
+	if c.timing != nil {
 		if started && !j.Recurring() {
 			return fmt.Errorf("%w: a one-off job that has started cannot be rescheduled", job.ErrConflict)
 		}
-		t := Spec{RunAt: p.RunAt, Delay: p.Delay, RunOn: p.RunOn, Timezone: p.Timezone, Schedule: p.Schedule}
-		next := &job.Job{}
-		if err := t.applyTiming(next, now.UTC().Truncate(time.Millisecond)); err != nil {
-			return err
-		}
+		next := c.timing
 		j.RunAt, j.Schedule, j.Timezone, j.DueAt = next.RunAt, next.Schedule, next.Timezone, next.DueAt
-		j.Occurrences, j.LastAt = 0, time.Time{}
+		j.Occurrences, j.PerHour, j.LastAt = next.Occurrences, next.PerHour, time.Time{}
 		j.Generation++
 	}
 	if p.Priority != nil && *p.Priority != j.Priority {
 		j.Priority = *p.Priority
 		j.Generation++
 		switch {
-		case j.Recurring() && !p.timing():
+		case j.Recurring() && c.timing == nil:
 			// Its loaded occurrences carry the old priority and generation:
 			// plan them again from now.
 			if err := rewind(j, now); err != nil {
@@ -85,15 +126,20 @@ func (p *Patch) Apply(j *job.Job, started bool, now time.Time, lim Limits) error
 		}
 	}
 	if p.MaxRetries != nil {
-		j.MaxRetries = tmp.MaxRetries
+		j.MaxRetries = c.opts.MaxRetries
 	}
 	if p.Timeout != "" {
-		j.Timeout = tmp.Timeout
+		j.Timeout = c.opts.Timeout
 	}
-	if p.timing() && j.DueAt.IsZero() {
+	if c.timing != nil && j.DueAt.IsZero() {
 		return fmt.Errorf("%w: nothing left to run", job.ErrInvalid)
 	}
-	j.Name, j.Payload = name, payload
+	if p.Name != nil {
+		j.Name = c.name
+	}
+	if c.payload != nil {
+		j.Payload = c.payload
+	}
 	return nil
 }
 
@@ -128,14 +174,28 @@ func Resume(now time.Time) func(j *job.Job, _ bool) error {
 	}
 }
 
+// rewindUnits and rewindTime bound the work of a rewind, which runs under
+// the job's row lock: the stored schedule was checked when it was stored,
+// and the walk covers at most what the loader planned ahead (a horizon's
+// worth).
+const (
+	rewindUnits = schedule.RequestUnits / 4
+	rewindTime  = 5 * time.Millisecond
+)
+
 // rewind points a recurring job's cursor back at its first occurrence from now
 // on, so whatever was loaded under an older generation is planned again.
 func rewind(j *job.Job, now time.Time) error {
-	sched, err := schedule.FromJSON(j.Schedule)
+	b := schedule.NewBudget(context.Background(), rewindUnits, rewindTime)
+	sched, err := schedule.FromJSONWithin(b, j.Schedule)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", j.ID, err)
 	}
-	j.DueAt, j.Occurrences = sched.Rewind(now.Add(-time.Millisecond), j.DueAt, j.LastAt, j.Occurrences)
+	due, used := sched.Rewind(now.Add(-time.Millisecond), j.DueAt, j.LastAt, j.Occurrences)
+	if err := sched.Err(); err != nil {
+		return fmt.Errorf("job %s: rewind: %w", j.ID, err)
+	}
+	j.DueAt, j.Occurrences = due, used
 	j.LastAt = time.Time{}
 	return nil
 }

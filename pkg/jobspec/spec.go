@@ -5,6 +5,7 @@ package jobspec
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,7 +63,15 @@ func invalid(field, format string, args ...any) error {
 
 // Build validates a Spec against the clock and returns the job it describes,
 // owned by owner. Every error is a *job.FieldError naming the offending field.
+// Its schedule work has a budget of its own; see BuildWithin.
 func (s *Spec) Build(owner [16]byte, now time.Time, lim Limits) (*job.Job, error) {
+	return s.BuildWithin(schedule.RequestBudget(context.Background()), owner, now, lim)
+}
+
+// BuildWithin is Build spending from b for the schedule's evaluation: a rule
+// that needs more is refused on its field as too expensive to evaluate, and
+// the end of b's context ends the work (its error is returned as it is).
+func (s *Spec) BuildWithin(b *schedule.Budget, owner [16]byte, now time.Time, lim Limits) (*job.Job, error) {
 	now = now.UTC().Truncate(time.Millisecond)
 	j := &job.Job{
 		ID:         job.NewID(),
@@ -81,7 +90,7 @@ func (s *Spec) Build(owner [16]byte, now time.Time, lim Limits) (*job.Job, error
 	if err := s.applyOptions(j); err != nil {
 		return nil, err
 	}
-	if err := s.applyTiming(j, now); err != nil {
+	if err := s.applyTiming(j, now, b); err != nil {
 		return nil, err
 	}
 	j.Type = s.Type
@@ -121,8 +130,11 @@ func (s *Spec) applyOptions(j *job.Job) error {
 }
 
 // applyTiming sets when the job runs: RunAt for one run, Schedule for a
-// recurrence, and DueAt, the first occurrence, either way.
-func (s *Spec) applyTiming(j *job.Job, now time.Time) error {
+// recurrence, and DueAt, the first occurrence, either way. A recurrence
+// starts from now: with a start_at in the past, the occurrences before now
+// are neither run nor recorded as missed (they only spend its count), so no
+// start_at makes the loader walk through years of misfires.
+func (s *Spec) applyTiming(j *job.Job, now time.Time, b *schedule.Budget) error {
 	given := 0
 	for _, set := range []bool{s.RunAt != nil, s.Delay != "", s.RunOn != "", s.Schedule != nil} {
 		if set {
@@ -175,19 +187,25 @@ func (s *Spec) applyTiming(j *job.Job, now time.Time) error {
 			return invalid("run_on", "is in the past")
 		}
 	default:
-		sched, err := s.Schedule.Compile(now)
+		sched, err := s.Schedule.CompileWithin(b, now)
 		if err != nil {
 			return err
 		}
-		first, ok := sched.First()
-		if !ok {
-			return invalid("schedule", "has no occurrence")
+		first, ok := sched.Next(now.Add(-time.Millisecond))
+		used := sched.UsedBefore(first)
+		perHour := sched.PerHour(now.Add(-time.Millisecond))
+		if err := sched.Err(); err != nil {
+			return s.Schedule.BudgetError(err)
+		}
+		if !ok || sched.Count() > 0 && used >= sched.Count() {
+			return invalid("schedule", "has no occurrence from now on")
 		}
 		raw, err := json.Marshal(sched.Spec())
 		if err != nil {
 			return fmt.Errorf("encode schedule: %w", err)
 		}
 		j.Schedule, j.Timezone, j.DueAt = raw, sched.Location().String(), first
+		j.Occurrences, j.PerHour = used, perHour
 		return nil
 	}
 	if j.Timezone == "" {

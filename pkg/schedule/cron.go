@@ -75,9 +75,17 @@ func parseCron(expr string) (*cronRule, error) {
 	return &cronRule{spec: spec}, nil
 }
 
-func (r *cronRule) walls(after, limit int64) func() (int64, bool) {
+// cronNextUnits is what one go-cron Next costs at most: it steps through
+// months, days, hours, minutes and seconds, skipping whole fields that
+// cannot match, within its search window.
+const cronNextUnits = 16
+
+func (r *cronRule) walls(after, limit int64, b *Budget) func() (int64, bool) {
 	cur := time.Unix(after, 0).UTC()
 	return func() (int64, bool) {
+		if !b.spend(cronNextUnits) {
+			return 0, false
+		}
 		var next time.Time
 		if !guard(func() { next = r.spec.Next(cur) }) || next.IsZero() {
 			return 0, false

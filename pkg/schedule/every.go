@@ -127,9 +127,12 @@ func (r *everyRule) dayIn(month time.Time) time.Time {
 	return month.AddDate(0, 0, d-1)
 }
 
-func (r *everyRule) walls(after, limit int64) func() (int64, bool) {
+func (r *everyRule) walls(after, limit int64, b *Budget) func() (int64, bool) {
 	cur := after
 	return func() (int64, bool) {
+		if !b.spend(1) {
+			return 0, false
+		}
 		w := r.first(cur)
 		if w > limit {
 			return 0, false

@@ -1,8 +1,10 @@
 package schedule
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -86,6 +88,31 @@ func checkSchedule(t *testing.T, spec Spec) {
 	}
 }
 
+// requestCPU is the CPU time one request may spend on a schedule, whatever
+// the rule (the issue of bounded work per request asks for 50 ms).
+const requestCPU = 50 * time.Millisecond
+
+// checkRequestBound does what one API request does with spec, within one
+// RequestBudget: compile it, find its first occurrence from now, its rate and
+// a preview of ten, and fails if that took more than requestCPU of the
+// thread's CPU time.
+func checkRequestBound(t *testing.T, spec Spec) {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	before := threadCPU()
+	s, err := spec.CompileWithin(RequestBudget(context.Background()), fuzzStart)
+	if err == nil {
+		s.Next(fuzzStart)
+		s.UsedBefore(fuzzStart)
+		s.PerHour(fuzzStart)
+		s.Upcoming(fuzzStart, 10, 0)
+	}
+	if spent := threadCPU() - before; spent > requestCPU {
+		t.Fatalf("%+v took %s of CPU in one request's budget (at most %s)", spec, spent, requestCPU)
+	}
+}
+
 func equalTimes(a, b []time.Time) bool {
 	if len(a) != len(b) {
 		return false
@@ -122,11 +149,13 @@ func FuzzCron(f *testing.F) {
 		f.Add(seed, byte(1), byte(3))
 	}
 	f.Fuzz(func(t *testing.T, expr string, zone, dst byte) {
-		checkSchedule(t, Spec{
+		spec := Spec{
 			Cron:     expr,
 			Timezone: fuzzZones[int(zone)%len(fuzzZones)],
 			DST:      policy(dst),
-		})
+		}
+		checkRequestBound(t, spec)
+		checkSchedule(t, spec)
 	})
 }
 
@@ -144,15 +173,21 @@ func FuzzRRule(f *testing.F) {
 		"RRULE:FREQ=DAILY", "FREQ=DAILY;COUNT=3", "FREQ=DAILY;UNTIL=20270101T000000Z",
 		"DTSTART:20260101T000000Z\nRRULE:FREQ=DAILY", "FREQ=YEARLY;BYEASTER=0", "FREQ=MINUTELY;INTERVAL=7;BYHOUR=3;BYMINUTE=5",
 		"FREQ=SECONDLY;INTERVAL=86399;BYSECOND=1", "FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30",
+		// Rules whose periods never produce an occurrence: rrule-go would walk
+		// them to year 9999 (the isolation issue's three, and kin).
+		"FREQ=SECONDLY;BYSETPOS=2", "FREQ=MINUTELY;INTERVAL=10;BYSETPOS=2", "FREQ=HOURLY;BYSETPOS=2",
+		"FREQ=YEARLY;BYMONTH=5;BYSETPOS=3;BYMONTHDAY=3", "FREQ=SECONDLY;BYMONTH=2;BYMONTHDAY=30",
 	} {
 		f.Add(seed, byte(0), byte(0))
 		f.Add(seed, byte(2), byte(3))
 	}
 	f.Fuzz(func(t *testing.T, rule string, zone, dst byte) {
-		checkSchedule(t, Spec{
+		spec := Spec{
 			RRule:    rule,
 			Timezone: fuzzZones[int(zone)%len(fuzzZones)],
 			DST:      policy(dst),
-		})
+		}
+		checkRequestBound(t, spec)
+		checkSchedule(t, spec)
 	})
 }

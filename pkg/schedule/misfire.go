@@ -45,3 +45,55 @@ func (s *Schedule) Misfired(at, now time.Time, threshold time.Duration) (run boo
 		return true, ""
 	}
 }
+
+// LastBefore returns the last k occurrences in [from, t], oldest first: k of
+// them, or fewer when fewer exist. It searches backwards from t in windows
+// that grow with what each one finds, so its cost follows the occurrences
+// it finds rather than the distance back to from. It returns nil when the
+// budget runs out (see Err).
+func (s *Schedule) LastBefore(from, t time.Time, k int) []time.Time {
+	if k <= 0 || t.Before(from) {
+		return nil
+	}
+	window := time.Second
+	for {
+		lo := t.Add(-window)
+		if lo.Before(from) {
+			lo = from
+		}
+		// The last k occurrences in [lo, t], in a ring.
+		ring := make([]time.Time, 0, min(k, 1024))
+		n := 0
+		at, ok := s.Next(lo.Add(-time.Millisecond))
+		for ok && !at.After(t) {
+			if len(ring) < k {
+				ring = append(ring, at)
+			} else {
+				ring[n%k] = at
+			}
+			n++
+			at, ok = s.Next(at)
+		}
+		if s.Err() != nil {
+			return nil
+		}
+		if n >= k || lo.Equal(from) {
+			if n > k {
+				// Rotate the ring so that the oldest comes first.
+				ring = append(ring[n%k:], ring[:n%k]...)
+			}
+			return ring
+		}
+		// Grow to where k occurrences should lie at the density seen so
+		// far, twice over; with none seen, much further.
+		grow := time.Duration(16)
+		if n > 0 {
+			grow = time.Duration(min(max(2*k/n, 2), 1024))
+		}
+		if window > time.Duration(1<<62)/grow {
+			window = t.Sub(from) + time.Millisecond
+		} else {
+			window *= grow
+		}
+	}
+}

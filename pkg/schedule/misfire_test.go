@@ -119,3 +119,39 @@ func TestMisfired(t *testing.T) {
 		require.Empty(t, reason)
 	})
 }
+
+func TestLastBefore(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name string
+		spec schedule.Spec
+		t    time.Time
+		k    int
+		want []time.Time
+	}{
+		{"EverySecondLastThree", schedule.Spec{Cron: "* * * * * *"}, start.Add(time.Hour), 3,
+			[]time.Time{start.Add(time.Hour - 2*time.Second), start.Add(time.Hour - time.Second), start.Add(time.Hour)}},
+		{"MonthlyOneYearOn", schedule.Spec{Every: "month", On: []byte("1")}, start.AddDate(1, 0, 14), 1,
+			[]time.Time{start.AddDate(1, 0, 0)}},
+		{"FewerThanAsked", schedule.Spec{Cron: "0 0 * * *"}, start.Add(50 * time.Hour), 10,
+			[]time.Time{start, start.Add(24 * time.Hour), start.Add(48 * time.Hour)}},
+		{"TenThousandOfEverySecond", schedule.Spec{Cron: "* * * * * *"}, start.Add(24 * time.Hour), 10000, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sp := tt.spec
+			sp.StartAt = &start
+			s, err := sp.Compile(start)
+			require.NoError(t, err)
+			got := s.LastBefore(start, tt.t, tt.k)
+			if tt.want == nil {
+				require.Len(t, got, tt.k)
+				require.Equal(t, tt.t, got[len(got)-1])
+				require.Equal(t, tt.t.Add(-time.Duration(tt.k-1)*time.Second), got[0])
+				return
+			}
+			require.Equal(t, tt.want, got)
+		})
+	}
+}

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/teambition/rrule-go"
+	"github.com/tockhq/tock/pkg/schedule/internal/rrule"
 )
 
 const (
@@ -350,16 +350,22 @@ func (r *rruleRule) dtstart(x time.Time) time.Time {
 	return d
 }
 
-func (r *rruleRule) walls(after, limit int64) func() (int64, bool) {
+// rruleStartUnits is what starting an rrule-go iterator costs: it builds
+// the rule's time set and the first period's masks.
+const rruleStartUnits = 256
+
+func (r *rruleRule) walls(after, limit int64, b *Budget) func() (int64, bool) {
 	opt := r.opt
 	opt.Dtstart = r.dtstart(time.Unix(after+1, 0).UTC())
 	opt.Until = time.Unix(limit, 0).UTC()
 	var next rrule.Next
-	guard(func() {
-		if rr, err := rrule.NewRRule(opt); err == nil {
-			next = rr.Iterator()
-		}
-	})
+	if b.spend(rruleStartUnits) {
+		guard(func() {
+			if rr, err := rrule.NewRRule(opt); err == nil {
+				next = rr.IteratorWithin(b.spend)
+			}
+		})
+	}
 	skipped := 0
 	return func() (int64, bool) {
 		for next != nil {

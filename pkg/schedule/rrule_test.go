@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/teambition/rrule-go"
+	"github.com/tockhq/tock/pkg/schedule/internal/rrule"
 
 	"github.com/tockhq/tock/pkg/schedule"
 )

@@ -23,13 +23,17 @@ const (
 // as UTC).
 type rule interface {
 	// walls returns an iterator over the rule's wall times w with
-	// after < w <= limit, in increasing order; it reports false when done.
-	walls(after, limit int64) func() (int64, bool)
+	// after < w <= limit, in increasing order; it reports false when done,
+	// or when b ran out.
+	walls(after, limit int64, b *Budget) func() (int64, bool)
 }
 
-// Schedule is a compiled, valid Spec. It is immutable and safe for
-// concurrent use.
+// Schedule is a compiled, valid Spec. It is immutable; one bound to a
+// Budget (Within) is as safe for concurrent use as its budget, which is not.
 type Schedule struct {
+	// budget bounds the work of every evaluation; nil gives each call a
+	// budget of its own.
+	budget      *Budget
 	spec        Spec
 	loc         *time.Location
 	zone        zone
@@ -40,6 +44,19 @@ type Schedule struct {
 	gapSkip     bool
 	overlapBoth bool
 }
+
+// Within returns the schedule bound to b: every evaluation spends from it,
+// and once it has run out answers "no occurrence" (see Err).
+func (s *Schedule) Within(b *Budget) *Schedule {
+	c := *s
+	c.budget = b
+	return &c
+}
+
+// Err says why an evaluation answered "no occurrence" when the answer is not
+// that none exists: ErrTooExpensive, or the budget's context's error. It is
+// nil for a schedule without a budget of its own.
+func (s *Schedule) Err() error { return s.budget.Err() }
 
 // Location returns the time zone the schedule is evaluated in.
 func (s *Schedule) Location() *time.Location { return s.loc }
@@ -139,12 +156,19 @@ func (s *Schedule) next(lowerMs int64) (int64, bool) {
 	if s.hasEnd && (ts+1)*1000 >= s.endMs {
 		return 0, false
 	}
+	b := s.budget
+	if b == nil {
+		b = unitsOnly()
+	}
+	if !b.spend(1) {
+		return 0, false
+	}
 	w0 := s.zone.wallFloor(ts)
 	limit := min(w0+searchYears*366*86400, maxTime.Unix())
 	if s.hasEnd {
 		limit = min(limit, floorDiv(s.endMs, 1000)+maxOffset) // later walls fall past end_at
 	}
-	walls := s.rule.walls(w0-1, limit)
+	walls := s.rule.walls(w0-1, limit, b)
 
 	var (
 		best, stop int64
@@ -153,7 +177,7 @@ func (s *Schedule) next(lowerMs int64) (int64, bool) {
 	)
 	for range maxSteps {
 		w, ok := walls()
-		if !ok || found && w > stop {
+		if !ok || found && w > stop || !b.spend(1) {
 			break
 		}
 		if s.hasEnd && (w-maxOffset)*1000 >= s.endMs {
@@ -172,7 +196,7 @@ func (s *Schedule) next(lowerMs int64) (int64, bool) {
 			break
 		}
 	}
-	if !found || s.hasEnd && best*1000 >= s.endMs {
+	if !found || s.hasEnd && best*1000 >= s.endMs || b.Err() != nil {
 		return 0, false
 	}
 	return best, true
@@ -201,4 +225,51 @@ func guard(f func()) (ok bool) {
 	}()
 	f()
 	return true
+}
+
+// rateSample bounds the occurrences PerHour looks at.
+const rateSample = 1000
+
+// PerHour is how many times an hour the schedule runs from after: the number
+// of occurrences in the hour that starts with the first one after after, or,
+// when its first rateSample occurrences come sooner, their number scaled to
+// an hour. Starting at the first occurrence rather than at after means a rule
+// that runs every second between 09:00 and 10:00 counts 3,600 whenever it is
+// asked. It is 0 when nothing follows after (or the budget ran out: see Err).
+func (s *Schedule) PerHour(after time.Time) int {
+	first, ok := s.Next(after)
+	if !ok {
+		return 0
+	}
+	end := first.Add(time.Hour)
+	n, t := 1, first
+	for n < rateSample {
+		next, ok := s.Next(t)
+		if !ok || !next.Before(end) {
+			return n
+		}
+		n, t = n+1, next
+	}
+	// n occurrences span n-1 intervals.
+	span := t.Sub(first)
+	if span <= 0 {
+		return n * 3600
+	}
+	return int(min(int64(n-1)*int64(time.Hour)/int64(span), math.MaxInt32))
+}
+
+// UsedBefore counts the occurrences from start_at that lie before t, at most
+// Count (0 for an unlimited schedule): what a start_at in the past spends of
+// a count.
+func (s *Schedule) UsedBefore(t time.Time) int {
+	c := s.spec.Count
+	if c == 0 {
+		return 0
+	}
+	k := 0
+	at, ok := s.First()
+	for ; ok && at.Before(t) && k < c; k++ {
+		at, ok = s.Next(at)
+	}
+	return k
 }

@@ -480,3 +480,31 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+func TestPerHour(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		spec schedule.Spec
+		want int
+	}{
+		{schedule.Spec{Cron: "* * * * * *"}, 3600},
+		{schedule.Spec{Cron: "*/10 * * * * *"}, 360},
+		{schedule.Spec{Cron: "* * * * *"}, 60},
+		{schedule.Spec{Cron: "0 * * * *"}, 1},
+		{schedule.Spec{Cron: "0 9 * * *"}, 1},
+		// Every second between 09:00 and 10:00 counts as every second, at any
+		// time of day: the hour from its next occurrence is measured.
+		{schedule.Spec{Cron: "* * 9 * * *"}, 3600},
+		{schedule.Spec{RRule: "FREQ=SECONDLY;INTERVAL=2"}, 1800},
+	} {
+		t.Run(tt.spec.Cron+tt.spec.RRule, func(t *testing.T) {
+			t.Parallel()
+			sp := tt.spec
+			sp.StartAt = &start
+			s, err := sp.Compile(start)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, s.PerHour(start.Add(11*time.Hour)))
+		})
+	}
+}

@@ -112,12 +112,20 @@ func ceilMilli(t time.Time) time.Time {
 	return u.Truncate(time.Millisecond)
 }
 
-// Compile validates the spec and compiles it. now is the creation time, the
+// Compile validates the spec and compiles it, with a budget of its own for
+// the check and none for later evaluations (each gets its own): see
+// CompileWithin, which callers serving a request or a loader round use.
+func (s Spec) Compile(now time.Time) (*Schedule, error) { return s.CompileWithin(nil, now) }
+
+// CompileWithin validates the spec and compiles it, spending from b, and
+// returns the schedule bound to b (see Within). now is the creation time, the
 // default start_at. Every error is a *job.FieldError naming the field
-// ("schedule.cron", "schedule.timezone", ...), so it matches job.ErrInvalid.
-// A schedule without any occurrence after start_at (and before end_at) is an
-// error on its expression field.
-func (s Spec) Compile(now time.Time) (*Schedule, error) {
+// ("schedule.cron", "schedule.timezone", ...), so it matches job.ErrInvalid,
+// except that a context that ended is returned as its error. A schedule
+// without any occurrence after start_at (and before end_at) is an error on
+// its expression field, and so is one whose first occurrence costs more than
+// b allows ("is too expensive to evaluate").
+func (s Spec) CompileWithin(b *Budget, now time.Time) (*Schedule, error) {
 	n := Spec{Count: s.Count}
 
 	var kinds []string
@@ -271,7 +279,15 @@ func (s Spec) Compile(now time.Time) (*Schedule, error) {
 	if n.EndAt != nil {
 		sc.endMs, sc.hasEnd = n.EndAt.UnixMilli(), true
 	}
-	if _, ok := sc.First(); !ok {
+	sc.budget = b
+	check := b
+	if check == nil {
+		check = unitsOnly()
+	}
+	if _, ok := sc.Within(check).First(); !ok {
+		if err := check.Err(); err != nil {
+			return nil, s.BudgetError(err)
+		}
 		if sc.hasEnd {
 			return nil, invalid(kind, "has no occurrence between start_at and end_at")
 		}

@@ -64,7 +64,7 @@ func TestNextMatchesBruteForce(t *testing.T) {
 						lo, hi := change-30*3600, change+30*3600
 						// Every wall time that can reach [lo, hi].
 						var want []int64
-						walls := s.rule.walls(lo-maxOffset, hi+maxOffset)
+						walls := s.rule.walls(lo-maxOffset, hi+maxOffset, nil)
 						for w, ok := walls(); ok; w, ok = walls() {
 							want = append(want, zn.resolve(w, s.gapSkip, s.overlapBoth, nil)...)
 						}
