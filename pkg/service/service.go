@@ -39,7 +39,7 @@ func Open(ctx context.Context, name string, c config.Common, opts ...store.Optio
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(ctx, c.DatabaseURL, int32(c.DBMaxConns), opts...)
+	st, err := store.Open(ctx, c.DatabaseURL, int32(c.DBMaxConns), append(opts, store.DirectURL(c.DatabaseDirectURL))...)
 	if err != nil {
 		_ = log.Sync()
 		return nil, err

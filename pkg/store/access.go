@@ -40,6 +40,13 @@ type Limits struct {
 	JobsPerMinute     *int `json:"jobs_per_minute,omitempty"`
 	JobBurst          *int `json:"job_burst,omitempty"`
 	MaxActiveJobs     *int `json:"max_active_jobs,omitempty"`
+	// OccurrencesPerMinute caps how often the user's scheduled recurring
+	// jobs may run together, averaged over an hour.
+	OccurrencesPerMinute *int `json:"occurrences_per_minute,omitempty"`
+	// MaxRunning caps the user's attempts in flight at once (published to
+	// the workers and not yet finished); the scheduler's publisher holds the
+	// rest back.
+	MaxRunning *int `json:"max_running,omitempty"`
 }
 
 const userColumns = `id, name, role, created_at, disabled_at, limits`
@@ -141,7 +148,17 @@ type UserEdit func(u *User) error
 // user does not resume them: an administrator or the user decides which.
 func (s *Store) UpdateUser(ctx context.Context, id uuid.UUID, now time.Time, edit UserEdit, a Audit) (*User, error) {
 	var out *User
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	// Disabling pauses the user's jobs: a row the loader moved meanwhile is
+	// a serialization failure, tried again rather than answered as an outage.
+	err := retrySerialization(ctx, func() error { return s.updateUser(ctx, id, now, edit, a, &out) })
+	if err != nil {
+		return nil, fmt.Errorf("update user %s: %w", id, err)
+	}
+	return out, nil
+}
+
+func (s *Store) updateUser(ctx context.Context, id uuid.UUID, now time.Time, edit UserEdit, a Audit, out **User) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		before, err := scanUser(tx.QueryRow(ctx, lockUserSQL, id))
 		if err != nil {
 			return translate(err)
@@ -157,21 +174,23 @@ func (s *Store) UpdateUser(ctx context.Context, id uuid.UUID, now time.Time, edi
 		if err != nil {
 			return err
 		}
-		if out, err = scanUser(tx.QueryRow(ctx, updateUserSQL, id, u.Name, limits, nullTime(u.DisabledAt))); err != nil {
+		after, err := scanUser(tx.QueryRow(ctx, updateUserSQL, id, u.Name, limits, nullTime(u.DisabledAt)))
+		if err != nil {
 			return translate(err)
 		}
+		*out = after
 		change := map[string]any{}
-		if before.Name != out.Name {
-			change["name"] = map[string]any{"from": before.Name, "to": out.Name}
+		if before.Name != after.Name {
+			change["name"] = map[string]any{"from": before.Name, "to": after.Name}
 		}
 		bl, _ := json.Marshal(before.Limits)
 		if string(bl) != string(limits) {
-			change["limits"] = map[string]any{"from": before.Limits, "to": out.Limits}
+			change["limits"] = map[string]any{"from": before.Limits, "to": after.Limits}
 		}
-		if before.DisabledAt.IsZero() != out.DisabledAt.IsZero() {
-			change["disabled"] = map[string]any{"from": !before.DisabledAt.IsZero(), "to": !out.DisabledAt.IsZero()}
+		if before.DisabledAt.IsZero() != after.DisabledAt.IsZero() {
+			change["disabled"] = map[string]any{"from": !before.DisabledAt.IsZero(), "to": !after.DisabledAt.IsZero()}
 		}
-		if before.DisabledAt.IsZero() && !out.DisabledAt.IsZero() {
+		if before.DisabledAt.IsZero() && !after.DisabledAt.IsZero() {
 			tag, err := tx.Exec(ctx, pauseOwnedSQL, id, now, PausedOwnerDisabled)
 			if err != nil {
 				return translate(err)
@@ -180,10 +199,6 @@ func (s *Store) UpdateUser(ctx context.Context, id uuid.UUID, now time.Time, edi
 		}
 		return record(ctx, tx, a, now, TargetUser, id, change)
 	})
-	if err != nil {
-		return nil, fmt.Errorf("update user %s: %w", id, err)
-	}
-	return out, nil
 }
 
 // Key is an API key's public record. Its secret is never stored: only the
@@ -336,4 +351,32 @@ WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2::timestamptz - make
 		return fmt.Errorf("touch key %s: %w", id, translate(err))
 	}
 	return nil
+}
+
+// ownerCapsSQL lists the enabled users with a cap of their own on attempts
+// in flight.
+const ownerCapsSQL = `SELECT id, (limits->>'max_running')::integer FROM users
+WHERE limits ? 'max_running' AND disabled_at IS NULL`
+
+// OwnerCaps returns each enabled user's own cap on attempts in flight
+// (limits.max_running), for the scheduler to record in Redis.
+func (s *Store) OwnerCaps(ctx context.Context) (map[uuid.UUID]int, error) {
+	rows, err := s.pool.Query(ctx, ownerCapsSQL)
+	if err != nil {
+		return nil, fmt.Errorf("owner caps: %w", translate(err))
+	}
+	defer rows.Close()
+	out := map[uuid.UUID]int{}
+	for rows.Next() {
+		var id uuid.UUID
+		var c int
+		if err := rows.Scan(&id, &c); err != nil {
+			return nil, fmt.Errorf("owner caps: %w", err)
+		}
+		out[id] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("owner caps: %w", translate(err))
+	}
+	return out, nil
 }

@@ -706,7 +706,7 @@ func TestAudit(t *testing.T) {
 			j.Name, j.Priority = "after", 5
 			j.Payload = json.RawMessage(`{"url":"https://example.com/hook","headers":{"Authorization":"Bearer n3w` + secret + `"}}`)
 			return nil
-		}, store.Audit{Actor: actor, Action: store.ActionJobUpdate})
+		}, store.Update{Audit: store.Audit{Actor: actor, Action: store.ActionJobUpdate}})
 		require.NoError(t, err)
 		require.Equal(t, "after", after.Name)
 
@@ -735,7 +735,7 @@ func TestAudit(t *testing.T) {
 			j.Payload = json.RawMessage(`{ "headers": {"Authorization": "Bearer ` + secret + `"}, "url": "https://example.com/hook" }`)
 			j.RunAt, j.DueAt = runAt, runAt
 			return nil
-		}, store.Audit{Actor: actor, Action: store.ActionJobUpdate})
+		}, store.Update{Audit: store.Audit{Actor: actor, Action: store.ActionJobUpdate}})
 		require.NoError(t, err)
 
 		e := b.onlyAudit(t, store.AuditFilter{Target: j.ID})
@@ -751,7 +751,7 @@ func TestAudit(t *testing.T) {
 		_, _, err := b.st.UpdateJob(b.ctx, ownerA, j.ID, b.now, func(j *job.Job, _ bool) error {
 			j.Name = "after"
 			return fmt.Errorf("%w: no", job.ErrConflict)
-		}, store.Audit{Actor: actor, Action: store.ActionJobUpdate})
+		}, store.Update{Audit: store.Audit{Actor: actor, Action: store.ActionJobUpdate}})
 		require.ErrorIs(t, err, job.ErrConflict)
 		require.Equal(t, j.Name, b.job(t, j.ID).Name)
 		require.Empty(t, b.auditLog(t, store.AuditFilter{}))

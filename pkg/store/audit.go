@@ -23,6 +23,7 @@ const (
 	ActionJobCancel   = "job.cancel"
 	ActionJobTrigger  = "job.trigger"
 	ActionJobRetry    = "job.retry"
+	ActionJobAbort    = "job.abort"
 	ActionUserCreate  = "user.create"
 	ActionUserUpdate  = "user.update"
 	ActionUserDisable = "user.disable"

@@ -16,7 +16,7 @@ const (
 FROM jobs WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2) FOR UPDATE`
 	updateJobSQL = `UPDATE jobs SET status = $3, priority = $4, max_retries = $5, timeout_ms = $6, run_at = $7,
     due_at = $8, due_hour = $9, generation = $10, occurrences = $11, timezone = $12, last_at = $13,
-    schedule = $14, payload = $15, name = $16, updated_at = $17, paused_reason = nullif($18, '')
+    schedule = $14, payload = $15, name = $16, updated_at = $17, paused_reason = nullif($18, ''), per_hour = $19
 WHERE id = $1 AND due_hour = $2
 RETURNING ` + jobColumns
 )
@@ -25,11 +25,22 @@ RETURNING ` + jobColumns
 // run of it exists. It returns job.ErrConflict (wrapped) to refuse.
 type Edit func(j *job.Job, started bool) error
 
+// Update says who changes a job, for the audit log, and how often its
+// owner's recurring jobs may run.
+type Update struct {
+	Audit Audit
+	// MaxPerHour says the cap on the occurrences an hour of an owner's
+	// scheduled recurring jobs (see Create.MaxPerHour): an edit or a resume
+	// that would make this job run more often and pass it is a *RateError.
+	// It is asked only then; nil, or 0, is no cap.
+	MaxPerHour func(ctx context.Context, owner uuid.UUID) (int, error)
+}
+
 // UpdateJob applies edit to a job of owner and writes it back in one
 // transaction with its audit entry, keeping its id. It returns the job as it
 // was and as it is now; the caller moves the job's Redis entries accordingly
 // (see job.Generation).
-func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Time, edit Edit, audit Audit) (before, after *job.Job, err error) {
+func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Time, edit Edit, u Update) (before, after *job.Job, err error) {
 	err = retrySerialization(ctx, func() error {
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			var hour int16
@@ -42,20 +53,43 @@ func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 			if err := edit(&a, started); err != nil {
 				return err
 			}
+			if u.MaxPerHour != nil && running(&a) > running(b) {
+				max, err := u.MaxPerHour(ctx, a.Owner)
+				if err != nil {
+					return err
+				}
+				if max > 0 {
+					if _, err := tx.Exec(ctx, lockOwnerSQL, a.Owner); err != nil {
+						return translate(err)
+					}
+					if err := checkRate(ctx, tx, a.Owner, a.ID, running(&a), max); err != nil {
+						return err
+					}
+				}
+			}
 			a.UpdatedAt = now
 			row := tx.QueryRow(ctx, updateJobSQL, a.ID, hour, string(a.Status), int16(a.Priority), int16(a.MaxRetries),
 				int32(a.Timeout/time.Millisecond), nullTime(a.RunAt), nullTime(a.DueAt), dueHour(a.DueAt), int32(a.Generation),
 				int32(a.Occurrences), nullString(a.Timezone), nullTime(a.LastAt), nullJSON(a.Schedule), []byte(a.Payload), a.Name, now,
-				a.PausedReason)
+				a.PausedReason, perHour(&a))
 			if after, err = scanJob(row); err != nil {
 				return translate(err)
 			}
 			before = b
-			return record(ctx, tx, audit, now, TargetJob, id, jobChanged(b, after))
+			return record(ctx, tx, u.Audit, now, TargetJob, id, jobChanged(b, after))
 		})
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("update job %s: %w", id, err)
 	}
 	return before, after, nil
+}
+
+// running is how many occurrences an hour j adds to its owner's count: its
+// rate while it is scheduled, none while it is paused or over.
+func running(j *job.Job) int {
+	if j.Status != job.StatusScheduled || !j.Recurring() {
+		return 0
+	}
+	return j.PerHour
 }

@@ -13,7 +13,7 @@ import (
 )
 
 const jobColumns = `id, owner_id, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload,
-    generation, occurrences, coalesce(timezone, 'UTC'), last_at, schedule, coalesce(paused_reason, '')`
+    generation, occurrences, coalesce(timezone, 'UTC'), last_at, schedule, coalesce(paused_reason, ''), coalesce(per_hour, 0)`
 
 // scanJob scans jobColumns, then any extra columns into extra.
 func scanJob(row pgx.Row, extra ...any) (*job.Job, error) {
@@ -24,7 +24,7 @@ func scanJob(row pgx.Row, extra ...any) (*job.Job, error) {
 	)
 	dest := append([]any{&j.ID, &j.Owner, &j.Type, &j.Status, &j.Priority, &j.MaxRetries, &timeoutMS,
 		&runAt, &dueAt, &j.CreatedAt, &j.UpdatedAt, &j.Name, &j.Payload,
-		&j.Generation, &j.Occurrences, &j.Timezone, &lastAt, &j.Schedule, &j.PausedReason}, extra...)
+		&j.Generation, &j.Occurrences, &j.Timezone, &lastAt, &j.Schedule, &j.PausedReason, &j.PerHour}, extra...)
 	err := row.Scan(dest...)
 	if err != nil {
 		return nil, err
@@ -60,13 +60,22 @@ func nullTime(t time.Time) *time.Time {
 
 var jobCopyColumns = []string{"id", "owner_id", "due_hour", "type", "status", "priority", "max_retries",
 	"timeout_ms", "run_at", "due_at", "created_at", "updated_at", "name", "payload",
-	"generation", "occurrences", "timezone", "last_at", "schedule"}
+	"generation", "occurrences", "timezone", "last_at", "schedule", "per_hour"}
 
 func jobRow(j *job.Job) []any {
 	return []any{j.ID, j.Owner, dueHour(j.DueAt), string(j.Type), string(j.Status), int16(j.Priority),
 		int16(j.MaxRetries), int32(j.Timeout / time.Millisecond), nullTime(j.RunAt), nullTime(j.DueAt),
 		j.CreatedAt, j.UpdatedAt, j.Name, []byte(j.Payload),
-		int32(j.Generation), int32(j.Occurrences), nullString(j.Timezone), nullTime(j.LastAt), nullJSON(j.Schedule)}
+		int32(j.Generation), int32(j.Occurrences), nullString(j.Timezone), nullTime(j.LastAt), nullJSON(j.Schedule), perHour(j)}
+}
+
+// perHour is the per_hour column of j: NULL for a one-off job.
+func perHour(j *job.Job) *int32 {
+	if !j.Recurring() {
+		return nil
+	}
+	n := int32(j.PerHour)
+	return &n
 }
 
 func nullString(s string) *string {
@@ -92,6 +101,10 @@ type Create struct {
 	// cap, every job must have the same owner, and creations for one owner
 	// are serialized so that concurrent requests cannot pass it together.
 	MaxActive int
+	// MaxPerHour caps how many occurrences an hour the owner's scheduled
+	// recurring jobs may have together (job.Job.PerHour), the new ones
+	// included; 0 means no cap. It is checked as MaxActive is.
+	MaxPerHour int
 }
 
 // QuotaError refuses jobs that would take their owner past Create.MaxActive.
@@ -120,13 +133,13 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 		return nil
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if c.MaxActive > 0 {
-			if err := checkQuota(ctx, tx, jobs, c.MaxActive); err != nil {
+		if c.MaxActive > 0 || c.MaxPerHour > 0 {
+			if err := checkQuota(ctx, tx, jobs, c.MaxActive, c.MaxPerHour); err != nil {
 				return err
 			}
 		}
 		if len(jobs) == 1 {
-			if _, err := tx.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19)`, jobRow(jobs[0])...); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20)`, jobRow(jobs[0])...); err != nil {
 				return fmt.Errorf("insert job: %w", translate(err))
 			}
 			j := jobs[0]
@@ -157,28 +170,66 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 	return nil
 }
 
-func checkQuota(ctx context.Context, tx pgx.Tx, jobs []*job.Job, max int) error {
+func checkQuota(ctx context.Context, tx pgx.Tx, jobs []*job.Job, maxActive, maxPerHour int) error {
 	owner := jobs[0].Owner
+	adding := 0
 	for _, j := range jobs {
 		if j.Owner != owner {
 			return fmt.Errorf("%w: a capped batch must have one owner", job.ErrInvalid)
+		}
+		if j.Status == job.StatusScheduled {
+			adding += j.PerHour
 		}
 	}
 	if _, err := tx.Exec(ctx, lockOwnerSQL, owner); err != nil {
 		return translate(err)
 	}
-	var active int
-	if err := tx.QueryRow(ctx, countActiveSQL, owner).Scan(&active); err != nil {
+	if maxActive > 0 {
+		var active int
+		if err := tx.QueryRow(ctx, countActiveSQL, owner).Scan(&active); err != nil {
+			return translate(err)
+		}
+		if active+len(jobs) > maxActive {
+			return &QuotaError{Active: active, Adding: len(jobs), Max: maxActive}
+		}
+	}
+	if maxPerHour > 0 && adding > 0 {
+		return checkRate(ctx, tx, owner, uuid.Nil, adding, maxPerHour)
+	}
+	return nil
+}
+
+// sumPerHourSQL adds up how often an owner's scheduled recurring jobs run,
+// but for one job (being edited), through the index of active jobs.
+const sumPerHourSQL = `SELECT coalesce(sum(per_hour), 0) FROM jobs
+WHERE owner_id = $1 AND status IN ('scheduled', 'paused') AND status = 'scheduled' AND per_hour > 0 AND id <> $2`
+
+// RateError refuses recurring jobs that would take their owner past
+// Create.MaxPerHour.
+type RateError struct {
+	PerHour, Adding, Max int
+}
+
+func (e *RateError) Error() string {
+	return fmt.Sprintf("%d occurrences an hour and %d more would pass the cap of %d", e.PerHour, e.Adding, e.Max)
+}
+
+// checkRate fails with a *RateError when the owner's scheduled recurring
+// jobs, but for except, and adding more occurrences an hour would pass max.
+// The caller holds the owner's lock (lockOwnerSQL).
+func checkRate(ctx context.Context, tx pgx.Tx, owner, except uuid.UUID, adding, max int) error {
+	var sum int
+	if err := tx.QueryRow(ctx, sumPerHourSQL, owner, except).Scan(&sum); err != nil {
 		return translate(err)
 	}
-	if active+len(jobs) > max {
-		return &QuotaError{Active: active, Adding: len(jobs), Max: max}
+	if sum+adding > max {
+		return &RateError{PerHour: sum, Adding: adding, Max: max}
 	}
 	return nil
 }
 
 const jobCopyColumnList = `id, owner_id, due_hour, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload,
-    generation, occurrences, timezone, last_at, schedule`
+    generation, occurrences, timezone, last_at, schedule, per_hour`
 
 // AnyOwner passed as an owner lets an administrator's query see every owner's jobs.
 var AnyOwner = uuid.Nil

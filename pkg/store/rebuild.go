@@ -14,7 +14,7 @@ import (
 
 // claimedOneOffsSQL pages through claimed one-off jobs whose first attempt never
 // started, in (run_at, id) order, whatever their due time.
-const claimedOneOffsSQL = `SELECT j.id, j.run_at, 1, j.priority, j.generation FROM jobs_idle j
+const claimedOneOffsSQL = `SELECT j.id, j.run_at, 1, j.priority, j.generation, j.owner_id, ` + targetURLSQL + ` FROM jobs_idle j
 WHERE j.status = 'scheduled' AND j.run_at IS NOT NULL AND j.run_at < $1 AND (j.run_at, j.id) > ($2, $3)
   AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = j.id AND r.scheduled_for = j.run_at)
 ORDER BY j.run_at, j.id
@@ -34,7 +34,7 @@ func (s *Store) ClaimedNotStarted(ctx context.Context, before time.Time, after j
 
 // lostRetriesSQL finds failed attempts whose next attempt has no row: the retry
 // lives only in Redis until it starts, so a Redis that lost its data lost it.
-const lostRetriesSQL = `SELECT r.job_id, r.scheduled_for, r.attempt + 1, j.priority, j.generation
+const lostRetriesSQL = `SELECT r.job_id, r.scheduled_for, r.attempt + 1, j.priority, j.generation, j.owner_id, ` + targetURLSQL + `
 FROM job_runs r JOIN jobs j ON j.id = r.job_id
 WHERE r.status = 'failed' AND j.status = 'scheduled'
   AND NOT EXISTS (SELECT 1 FROM job_runs n
@@ -109,7 +109,7 @@ func (s *Store) rewindBatch(ctx context.Context, since time.Time, after uuid.UUI
 			for i, x := range recs {
 				ids[i], oldHours[i], counts[i], newHours[i] = x.id, x.hour, x.occurrences, x.hour
 				dues[i], lasts[i] = x.due, x.lastAt
-				sched, err := schedule.FromJSON(x.schedule)
+				sched, err := schedule.FromJSONWithin(schedule.LoaderBudget(ctx), x.schedule)
 				if err != nil {
 					continue // left as it is; the loader reports it
 				}
@@ -125,13 +125,16 @@ func (s *Store) rewindBatch(ctx context.Context, since time.Time, after uuid.UUI
 					lastAt = *x.lastAt
 				}
 				next, used := sched.Rewind(from, cursor, lastAt, int(x.occurrences))
+				if sched.Err() != nil {
+					continue // too costly to walk back: left where it is
+				}
 				counts[i], lasts[i], newHours[i] = int32(used), nil, dueHour(next)
 				dues[i] = nullTime(next)
 				if next.IsZero() {
 					lasts[i] = x.lastAt
 				}
 			}
-			if _, err := tx.Exec(ctx, advanceSQL, ids, oldHours, dues, newHours, counts, lasts, now); err != nil {
+			if _, err := tx.Exec(ctx, advanceSQL, ids, oldHours, dues, newHours, counts, lasts, now, make([]*int32, n)); err != nil {
 				return err
 			}
 			moved, last = n, recs[n-1].id

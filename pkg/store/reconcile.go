@@ -13,7 +13,7 @@ import (
 // unstartedClaimsSQL finds one-off jobs claimed into Redis whose due time passed
 // before olderThan without any attempt starting: their member may have been lost
 // (a dashboard that died between commit and ZADD, a Redis that lost its data).
-const unstartedClaimsSQL = `SELECT j.id, j.run_at, 1, j.priority, j.generation FROM jobs_idle j
+const unstartedClaimsSQL = `SELECT j.id, j.run_at, 1, j.priority, j.generation, j.owner_id, ` + targetURLSQL + ` FROM jobs_idle j
 WHERE j.status = 'scheduled' AND j.run_at IS NOT NULL AND j.run_at < $1
   AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = j.id AND r.scheduled_for = j.run_at)
 ORDER BY j.run_at
@@ -27,7 +27,7 @@ func (s *Store) UnstartedClaims(ctx context.Context, olderThan time.Time, limit 
 
 // expiredLeasesSQL finds attempts still running past their lease: their worker
 // died or stalled. Requeuing the same attempt lets another worker take it over.
-const expiredLeasesSQL = `SELECT r.job_id, r.scheduled_for, r.attempt, j.priority, j.generation
+const expiredLeasesSQL = `SELECT r.job_id, r.scheduled_for, r.attempt, j.priority, j.generation, j.owner_id, ` + targetURLSQL + `
 FROM job_runs r JOIN jobs j ON j.id = r.job_id
 WHERE r.status = 'running' AND r.lease_until < $1 AND j.status = 'scheduled'
 ORDER BY r.lease_until
@@ -39,8 +39,8 @@ func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]
 }
 
 // occurrences runs a query whose rows are (job_id, scheduled_for, attempt,
-// priority, generation) and returns them as occurrences; what names the query
-// in errors.
+// priority, generation, owner_id, target URL) and returns them as routed
+// occurrences; what names the query in errors.
 func (s *Store) occurrences(ctx context.Context, what, sql string, args ...any) ([]job.Occurrence, error) {
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
@@ -49,8 +49,9 @@ func (s *Store) occurrences(ctx context.Context, what, sql string, args ...any) 
 	occs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job.Occurrence, error) {
 		var o job.Occurrence
 		var attempt, prio int16
-		err := r.Scan(&o.JobID, &o.ScheduledFor, &attempt, &prio, &o.Generation)
-		o.ScheduledFor, o.Attempt, o.Priority = o.ScheduledFor.UTC(), int(attempt), int(prio)
+		var target *string
+		err := r.Scan(&o.JobID, &o.ScheduledFor, &attempt, &prio, &o.Generation, &o.Owner, &target)
+		o.ScheduledFor, o.Attempt, o.Priority, o.Target = o.ScheduledFor.UTC(), int(attempt), int(prio), targetKey(target)
 		return o, err
 	})
 	if err != nil {

@@ -180,8 +180,9 @@ type Result struct {
 
 // finishRunsSQL records a batch of outcomes in one statement (a group commit)
 // and ends the jobs whose last occurrence this was: a one-off job with the
-// outcome of its run_at occurrence's final attempt, a recurring job completed
-// once its final occurrence (last_at) is done. Only a row still running is
+// outcome of its run_at occurrence's final attempt (cancelled when it was
+// aborted), a recurring job completed once its final occurrence (last_at) is
+// done. Only a row still running is
 // updated, so a late duplicate cannot overwrite an outcome.
 const finishRunsSQL = `WITH res AS (
     SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::smallint[], $4::run_status[], $5::timestamptz[], $6::text[], $7::text[])
@@ -201,11 +202,12 @@ const finishRunsSQL = `WITH res AS (
 )
 UPDATE jobs j SET status = CASE
         WHEN j.schedule IS NOT NULL OR d.status = 'completed' THEN 'completed'::job_status
+        WHEN d.status = 'aborted' THEN 'cancelled'::job_status
         ELSE 'permanently_failed'::job_status END,
     updated_at = $8
 FROM done d
 WHERE j.id = d.job_id AND j.due_hour = -1 AND j.status = 'scheduled'
-  AND d.status IN ('completed', 'permanently_failed', 'skipped')
+  AND d.status IN ('completed', 'permanently_failed', 'skipped', 'aborted')
   AND (j.run_at = d.scheduled_for OR j.last_at = d.scheduled_for)`
 
 // FinishRuns records outcomes in one round trip.
@@ -307,4 +309,67 @@ func (s *Store) AutoPause(ctx context.Context, ids []uuid.UUID, n int, now time.
 		return nil, fmt.Errorf("auto-pause: %w", translate(err))
 	}
 	return paused, nil
+}
+
+const (
+	lockJobForAbortSQL = `SELECT status, schedule IS NOT NULL FROM jobs
+WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2) FOR UPDATE`
+	// cancelAbortedSQL ends a one-off job whose attempt is aborted: no retry
+	// of it, queued or reclaimed after a worker's death, may start again.
+	cancelAbortedSQL = `UPDATE jobs SET status = 'cancelled', due_at = NULL, due_hour = -1,
+    generation = generation + 1, updated_at = $2
+WHERE id = $1 AND status = 'scheduled' AND schedule IS NULL`
+	runningAttemptsSQL = `SELECT scheduled_for, attempt, started_at FROM job_runs
+WHERE job_id = $1 AND status = 'running'
+ORDER BY scheduled_for, attempt`
+)
+
+// AbortJob finds the running attempts of a job of owner (or of anyone, for
+// AnyOwner) and records in the audit log that they are being aborted; the
+// caller then tells the workers (queue.Ring.Abort), which stop them and
+// record them aborted. A one-off job is cancelled in the same transaction,
+// so that no attempt of it starts again (a retry, or a takeover after a
+// worker's death); a recurring job keeps its schedule. No running attempt is
+// job.ErrConflict; an unknown job, or another owner's, job.ErrNotFound.
+func (s *Store) AbortJob(ctx context.Context, owner, id uuid.UUID, now time.Time, a Audit) ([]job.Run, error) {
+	var runs []job.Run
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var status job.Status
+		var recurring bool
+		if err := tx.QueryRow(ctx, lockJobForAbortSQL, id, owner).Scan(&status, &recurring); err != nil {
+			return translate(err)
+		}
+		rows, err := tx.Query(ctx, runningAttemptsSQL, id)
+		if err != nil {
+			return translate(err)
+		}
+		runs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (job.Run, error) {
+			run := job.Run{JobID: id, Status: job.RunRunning}
+			var attempt int16
+			err := r.Scan(&run.ScheduledFor, &attempt, &run.StartedAt)
+			run.Attempt, run.ScheduledFor, run.StartedAt = int(attempt), run.ScheduledFor.UTC(), run.StartedAt.UTC()
+			return run, err
+		})
+		if err != nil {
+			return translate(err)
+		}
+		if len(runs) == 0 {
+			return fmt.Errorf("%w: no attempt of this %s job is running", job.ErrConflict, status)
+		}
+		change := map[string]any{"attempts": len(runs)}
+		if !recurring {
+			tag, err := tx.Exec(ctx, cancelAbortedSQL, id, now)
+			if err != nil {
+				return translate(err)
+			}
+			if tag.RowsAffected() > 0 {
+				change["status"] = map[string]any{"from": status, "to": job.StatusCancelled}
+			}
+		}
+		return record(ctx, tx, a, now, TargetJob, id, change)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("abort job %s: %w", id, err)
+	}
+	return runs, nil
 }

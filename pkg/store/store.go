@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,10 +28,26 @@ var migrations embed.FS
 // Store runs tock's queries on a connection pool.
 type Store struct {
 	pool *pgxpool.Pool
+	// direct reaches Postgres itself, for the migrations; empty means the
+	// pool's URL.
+	direct string
 }
 
-// Option adjusts the connections Open makes.
-type Option func(*pgxpool.Config)
+// Option adjusts what Open makes.
+type Option func(*options)
+
+type options struct {
+	pool   *pgxpool.Config
+	direct string
+}
+
+// DirectURL is where Migrate connects when the pool's URL goes through a
+// pooler in transaction mode (PgBouncer): tern holds a session's advisory
+// lock while it migrates, which such a pooler cannot carry. Empty keeps the
+// pool's URL.
+func DirectURL(url string) Option {
+	return func(o *options) { o.direct = url }
+}
 
 // GenericPlans makes every connection plan its prepared statements once,
 // with partition pruning at execution (plan_cache_mode=force_generic_plan),
@@ -41,7 +58,15 @@ type Option func(*pgxpool.Config)
 // optional filters (the dashboard's listings) want custom plans, so this is
 // for the hot paths only.
 func GenericPlans() Option {
-	return func(c *pgxpool.Config) {
+	return func(o *options) {
+		c := o.pool
+		// Only prepared statements have plans to keep; a URL that asks for
+		// another mode (default_query_exec_mode=cache_describe, for PgBouncer in
+		// transaction mode, which also refuses unknown start-up
+		// parameters) gets none.
+		if c.ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement {
+			return
+		}
 		if _, set := c.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
 			c.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 		}
@@ -58,8 +83,9 @@ func Open(ctx context.Context, url string, maxConns int32, opts ...Option) (*Sto
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
-	for _, o := range opts {
-		o(cfg)
+	o := options{pool: cfg}
+	for _, opt := range opts {
+		opt(&o)
 	}
 	// pgx would pass a google/uuid UUID through its driver.Valuer, as text:
 	// an allocation, an error value and a parse per id, which was nearly half
@@ -77,7 +103,7 @@ func Open(ctx context.Context, url string, maxConns int32, opts ...Option) (*Sto
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	return &Store{pool: pool}, nil
+	return &Store{pool: pool, direct: o.direct}, nil
 }
 
 // Close releases every connection.
@@ -92,12 +118,23 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Migrate applies the embedded migrations. tern holds a Postgres advisory lock
 // while it works, so every service can call this at start-up at once.
 func (s *Store) Migrate(ctx context.Context) error {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
+	var conn *pgx.Conn
+	if s.direct != "" {
+		c, err := pgx.Connect(ctx, s.direct)
+		if err != nil {
+			return fmt.Errorf("migrate: connect to TOCK_DATABASE_DIRECT_URL: %w", err)
+		}
+		defer c.Close(context.WithoutCancel(ctx))
+		conn = c
+	} else {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		defer c.Release()
+		conn = c.Conn()
 	}
-	defer conn.Release()
-	m, err := migrate.NewMigrator(ctx, conn.Conn(), "tock_schema_version")
+	m, err := migrate.NewMigrator(ctx, conn, "tock_schema_version")
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -159,22 +196,33 @@ func (s *Store) Warm(ctx context.Context, n int) error {
 	return nil
 }
 
-// retrySerialization runs f again, a few times, when Postgres aborted it for a
-// serialization failure or a deadlock: for example a row lock that met a row the
-// loader had just moved to another partition. Such aborts are safe to retry.
+// retryFor is how long retrySerialization keeps trying: well over the time
+// one loader round holds its rows (bounded by its budgets), and well within
+// the second a cancel, pause or disable must answer in.
+const retryFor = 2 * time.Second
+
+// retrySerialization runs f again when Postgres aborted it for a
+// serialization failure or a deadlock: for example a row lock that met a row
+// the loader had just moved to another partition. Such aborts are safe to
+// retry, and the client must never see one as an outage: f is tried again,
+// with a short growing pause, until it succeeds, fails otherwise, ctx ends,
+// or retryFor has passed.
 func retrySerialization(ctx context.Context, f func() error) error {
-	var err error
-	for attempt := range 5 {
-		err = f()
+	deadline := time.Now().Add(retryFor)
+	for attempt := 0; ; attempt++ {
+		err := f()
 		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || (pgErr.Code != "40001" && pgErr.Code != "40P01") {
+		if !errors.As(err, &pgErr) || (pgErr.Code != "40001" && pgErr.Code != "40P01") || time.Now().After(deadline) {
 			return err
 		}
+		// At once the first time (the lock holder has just committed), then
+		// a few milliseconds more each time, jittered.
+		pause := time.Duration(min(attempt, 10)) * 5 * time.Millisecond
+		pause = pause/2 + time.Duration(rand.Int64N(int64(pause)+int64(time.Millisecond)))
 		select {
 		case <-ctx.Done():
 			return err
-		case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
+		case <-time.After(pause):
 		}
 	}
-	return err
 }

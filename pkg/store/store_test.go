@@ -122,7 +122,7 @@ func ids(occs []job.Occurrence) []uuid.UUID {
 
 // firstAttempt is the occurrence a claim of j hands to Redis.
 func firstAttempt(j *job.Job) job.Occurrence {
-	return job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority}
+	return job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority}.Route(j.Owner, j.Payload)
 }
 
 // claimDue runs one loader claim with the default misfire threshold and

@@ -43,7 +43,7 @@ type Config struct {
 // message carries the token's value.
 func readConfig(e *config.Env) (Config, error) {
 	c := Config{
-		Common:            config.ReadCommon(e),
+		Common:            config.ReadCommon(e, config.Dashboard),
 		HTTPAddr:          e.String("TOCK_HTTP_ADDR", "127.0.0.1:8080"),
 		MetricsAddr:       e.String("TOCK_METRICS_ADDR", "127.0.0.1:9090"),
 		AdminToken:        e.Required("TOCK_ADMIN_TOKEN", fmt.Sprintf("the administrator's bearer token, at least %d characters", minTokenLen)),
@@ -54,11 +54,13 @@ func readConfig(e *config.Env) (Config, error) {
 		MaxBatchBodyBytes: e.Int("TOCK_MAX_BATCH_BODY_BYTES", 32<<20, 1, 1<<30),
 		Targets:           config.ReadTargets(e),
 		Quotas: api.Quotas{
-			RequestsPerMinute: e.Int("TOCK_LIMIT_REQUESTS_PER_MINUTE", api.DefaultQuotas.RequestsPerMinute, 0, 10_000_000),
-			RequestBurst:      e.Int("TOCK_LIMIT_REQUEST_BURST", api.DefaultQuotas.RequestBurst, 0, 10_000_000),
-			JobsPerMinute:     e.Int("TOCK_LIMIT_JOBS_PER_MINUTE", api.DefaultQuotas.JobsPerMinute, 0, 10_000_000),
-			JobBurst:          e.Int("TOCK_LIMIT_JOB_BURST", api.DefaultQuotas.JobBurst, 0, 10_000_000),
-			MaxActiveJobs:     e.Int("TOCK_LIMIT_MAX_ACTIVE_JOBS", api.DefaultQuotas.MaxActiveJobs, 0, 1_000_000_000),
+			RequestsPerMinute:    e.Int("TOCK_LIMIT_REQUESTS_PER_MINUTE", api.DefaultQuotas.RequestsPerMinute, 0, 10_000_000),
+			RequestBurst:         e.Int("TOCK_LIMIT_REQUEST_BURST", api.DefaultQuotas.RequestBurst, 0, 10_000_000),
+			JobsPerMinute:        e.Int("TOCK_LIMIT_JOBS_PER_MINUTE", api.DefaultQuotas.JobsPerMinute, 0, 10_000_000),
+			JobBurst:             e.Int("TOCK_LIMIT_JOB_BURST", api.DefaultQuotas.JobBurst, 0, 10_000_000),
+			MaxActiveJobs:        e.Int("TOCK_LIMIT_MAX_ACTIVE_JOBS", api.DefaultQuotas.MaxActiveJobs, 0, 1_000_000_000),
+			OccurrencesPerMinute: e.Int("TOCK_LIMIT_OCCURRENCES_PER_MINUTE", api.DefaultQuotas.OccurrencesPerMinute, 0, 10_000_000),
+			MaxRunning:           e.Int("TOCK_LIMIT_MAX_RUNNING", 0, 0, 10_000_000),
 		},
 	}
 	if c.AdminToken != "" && len(c.AdminToken) < minTokenLen {

@@ -90,7 +90,7 @@ func (b *bundle) inDue(t *testing.T, occ job.Occurrence) bool {
 }
 
 func firstAttempt(j api.Job, generation int) job.Occurrence {
-	return job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt.Time, Attempt: 1, Priority: j.Priority, Generation: generation}
+	return job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt.Time, Attempt: 1, Priority: j.Priority, Generation: generation}.Route(j.Owner, j.Payload)
 }
 
 func path(j api.Job, suffix string) string { return "/api/v1/jobs/" + j.ID.String() + suffix }
@@ -139,7 +139,7 @@ func TestCreateScheduledJob(t *testing.T) {
 			require.False(t, o.ScheduledFor.Before(first))
 			require.True(t, o.ScheduledFor.Before(b.now.Add(horizon)))
 		}
-		require.Contains(t, due, job.Occurrence{JobID: j.ID, ScheduledFor: first, Attempt: 1, Generation: st.Generation})
+		require.Contains(t, due, job.Occurrence{JobID: j.ID, ScheduledFor: first, Attempt: 1, Generation: st.Generation}.Route(j.Owner, j.Payload))
 		require.False(t, st.DueAt.Before(b.now.Add(horizon)), "cursor moved past the horizon")
 		require.Equal(t, len(due), st.Occurrences)
 
@@ -601,7 +601,7 @@ func TestTriggerJob(t *testing.T) {
 		require.JSONEq(t, `{"job_id": "`+j.ID.String()+`", "scheduled_for": "`+b.now.Format(api.TimeFormat)+`", "idempotency_key": "`+key+`"}`,
 			rec.Body.String())
 
-		occ := job.Occurrence{JobID: j.ID, ScheduledFor: b.now, Attempt: 1, Priority: j.Priority, Generation: 0}
+		occ := job.Occurrence{JobID: j.ID, ScheduledFor: b.now, Attempt: 1, Priority: j.Priority, Generation: 0}.Route(j.Owner, j.Payload)
 		require.Equal(t, key, occ.Key())
 		require.Equal(t, map[job.Occurrence]time.Time{occ: b.now}, b.due(t))
 	})
@@ -629,7 +629,7 @@ func TestCancelRecurring(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		j := b.post(t, recurring("tick", map[string]any{"cron": "*/10 * * * * *"}))
-		first := job.Occurrence{JobID: j.ID, ScheduledFor: j.NextRunAt.Time, Attempt: 1}
+		first := job.Occurrence{JobID: j.ID, ScheduledFor: j.NextRunAt.Time, Attempt: 1}.Route(j.Owner, j.Payload)
 		started, err := b.store.StartRuns(t.Context(), []store.Start{{Occurrence: first, DueAt: first.ScheduledFor}}, first.ScheduledFor, time.Second)
 		require.NoError(t, err)
 		require.Len(t, started, 1)

@@ -162,7 +162,7 @@ func (b *bundle) create(t *testing.T, name string, runAt time.Time) api.Job {
 }
 
 func (b *bundle) occurrence(j api.Job) job.Occurrence {
-	return job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt.Time, Attempt: 1, Priority: j.Priority}
+	return job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt.Time, Attempt: 1, Priority: j.Priority}.Route(j.Owner, j.Payload)
 }
 
 // wireTime matches TimeFormat: UTC with milliseconds.

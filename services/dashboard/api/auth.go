@@ -77,6 +77,13 @@ func splitKey(token string) (prefix string, ok bool) {
 	if !ok || len(prefix) != 13 || secret == "" {
 		return "", false
 	}
+	// Only base32's lower-case alphabet: anything else names no key, and
+	// must not reach Postgres (a byte that is not UTF-8 would fail the query).
+	for i := 0; i < len(prefix); i++ {
+		if c := prefix[i]; (c < 'a' || c > 'z') && (c < '2' || c > '7') {
+			return "", false
+		}
+	}
 	return prefix, true
 }
 

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/schedule"
 	"github.com/tockhq/tock/pkg/store"
 )
 
@@ -25,6 +27,14 @@ const batchRoute = `/api/v1/jobs\:batch`
 
 // MaxBatchJobs is the most jobs one bulk create may hold.
 const MaxBatchJobs = 10_000
+
+// batchUnits and batchTime bound the schedule work of one bulk create, all
+// its jobs together, each job also within a single create's budget. A batch
+// of 10,000 daily or hourly rules needs a few hundred milliseconds.
+const (
+	batchUnits = 50 * schedule.RequestUnits
+	batchTime  = 2 * time.Second
+)
 
 // batchRequest is the body of POST /api/v1/jobs:batch: jobs as for POST
 // /api/v1/jobs, all for one owner (the caller, or the user an administrator
@@ -63,8 +73,16 @@ type BatchErrorBody struct {
 // (TOCK_LOAD_INTERVAL) rather than loaded one by one here.
 func (s *Server) createBatch(c *echo.Context) error {
 	var req batchRequest
-	if err := decodeJSON(c, &req); err != nil {
+	raw, err := readBody(c)
+	if err != nil {
 		return err
+	}
+	// The jobs are checked one by one below, so that an error names its job.
+	if err := decodeStrict(raw, &req); err != nil {
+		return err
+	}
+	if _, err := uuid.Parse(req.Owner); req.Owner != "" && err != nil {
+		return invalid("owner", "must be a user id (a UUID)")
 	}
 	switch {
 	case len(req.Jobs) == 0:
@@ -79,15 +97,11 @@ func (s *Server) createBatch(c *echo.Context) error {
 	now := s.clock()
 	jobs := make([]*job.Job, len(req.Jobs))
 	var problems []ItemError
-	for i, raw := range req.Jobs {
-		var spec jobspec.Spec
-		err := decodeRaw(raw, &spec)
-		if err == nil {
-			jobs[i], err = spec.Build(owner.ID, now, s.limits)
-		}
-		if err != nil {
-			problems = append(problems, itemError(i, err))
-		}
+	if err := s.evaluate(c, hasSchedule(req.Jobs), func() error {
+		problems = s.buildBatch(c, req.Jobs, owner.ID, now, jobs)
+		return c.Request().Context().Err()
+	}); err != nil {
+		return err
 	}
 	if len(problems) > 0 {
 		return writeJSON(c, http.StatusBadRequest, BatchErrorBody{
@@ -108,7 +122,7 @@ func (s *Server) createBatch(c *echo.Context) error {
 		}
 	}
 	ctx := c.Request().Context()
-	create := store.Create{Audit: caller(c).audit(store.ActionJobCreate), MaxActive: s.maxActive(owner)}
+	create := store.Create{Audit: caller(c).audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), MaxPerHour: s.maxPerHour(owner)}
 	if err := s.store.CreateJobs(ctx, jobs, create); err != nil {
 		return createError(err)
 	}
@@ -120,6 +134,48 @@ func (s *Server) createBatch(c *echo.Context) error {
 		out.IDs[i] = j.ID
 	}
 	return writeJSON(c, http.StatusCreated, out)
+}
+
+// buildBatch validates every job of a bulk create into jobs and returns
+// what is wrong with them. Each job's schedule has the budget of a single
+// create, and the batch as a whole batchUnits and batchTime: a batch of
+// rules that each pass, but together would hold a core for seconds, is
+// refused job by job once it runs out.
+func (s *Server) buildBatch(c *echo.Context, raws []json.RawMessage, owner uuid.UUID, now time.Time, jobs []*job.Job) []ItemError {
+	var problems []ItemError
+	ctx := c.Request().Context()
+	total := schedule.NewBudget(ctx, batchUnits, batchTime)
+	for i, raw := range raws {
+		var spec jobspec.Spec
+		err := decodeRaw(raw, &spec)
+		if err == nil {
+			units := min(schedule.RequestUnits, total.Left())
+			b := schedule.NewBudget(ctx, units, min(schedule.RequestTime, total.Remaining()))
+			jobs[i], err = spec.BuildWithin(b, owner, now, s.limits)
+			total.Spend(units - b.Left())
+			if err != nil && (total.Left() == 0 || total.Remaining() == 0) && spec.Schedule != nil {
+				err = invalid("schedule", fmt.Sprintf("the batch's schedules together need more than the %s of work a batch may use; send recurring jobs in smaller batches", batchTime))
+			}
+		}
+		if ctx.Err() != nil {
+			return problems
+		}
+		if err != nil {
+			problems = append(problems, itemError(i, err))
+		}
+	}
+	return problems
+}
+
+// hasSchedule reports whether any job of a batch may carry a schedule: only
+// then does building it wait for the caller's turn at schedule work.
+func hasSchedule(raws []json.RawMessage) bool {
+	for _, raw := range raws {
+		if bytes.Contains(raw, []byte(`"schedule"`)) {
+			return true
+		}
+	}
+	return false
 }
 
 // itemError says what is wrong with job i, with the field when known.
@@ -144,7 +200,7 @@ func (s *Server) enqueueClaimed(ctx context.Context, jobs []*job.Job) {
 	defer cancel()
 	entries := make([]queue.Entry, len(jobs))
 	for i, j := range jobs {
-		occ := job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority, Generation: j.Generation}
+		occ := job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority, Generation: j.Generation}.Route(j.Owner, j.Payload)
 		entries[i] = queue.Entry{Occurrence: occ, DueAt: j.RunAt}
 	}
 	err := s.queue.Enqueue(ctx, entries)

@@ -54,7 +54,7 @@ func TestCreateBatch(t *testing.T) {
 		require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
 		got := decode[api.BatchCreated](t, rec)
 		for i, id := range got.IDs {
-			occ := job.Occurrence{JobID: id, ScheduledFor: b.now.Add(30 * time.Second), Attempt: 1}
+			occ := job.Occurrence{JobID: id, ScheduledFor: b.now.Add(30 * time.Second), Attempt: 1}.Route(store.BootstrapAdmin, []byte(`{"url":"https://example.com/health"}`))
 			require.Equal(t, i < 3, b.inDue(t, occ), "job %d", i)
 		}
 	})

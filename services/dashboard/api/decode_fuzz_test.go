@@ -87,6 +87,8 @@ func FuzzDecodeJob(f *testing.F) {
 		{``, `null`},
 		{`"just a string"`, `42`},
 		{"{\"name\":\"\xff\xfe\"}", "{\"name\":\"\\ud800\"}"},
+		{`{"name":"a\u0000b","type":"ping","delay":"1m",` + ping + `}`, `{"payload":{"url":"https://example.com/","expect_status":"2xx\u0000"}}`},
+		{`{"name":"a","type":"webhook","delay":"1m","payload":{"url":"https://example.com/","headers":{"X-A\u0000":"v"},"body":{"k":["\ud83d\ude00","\udc00"]}}}`, `{"payload":{"url":"https://example.com/","body":"\u0000"}}`},
 		{`{"a":` + strings.Repeat(`[`, 10000) + strings.Repeat(`]`, 10000) + `}`, `{"payload":` + strings.Repeat(`{"a":`, 1000) + `1` + strings.Repeat(`}`, 1000) + `}`},
 		// Over the cap.
 		{`{"name":"` + strings.Repeat("a", fuzzBodyCap) + `"}`, `{"payload":{"body":"` + strings.Repeat("b", fuzzBodyCap) + `"}}`},
@@ -206,6 +208,12 @@ func checkJob(t *testing.T, op string, j *job.Job) {
 	t.Helper()
 	if j.Name == "" || !json.Valid(j.Payload) {
 		t.Fatalf("%s accepted an invalid job: %+v", op, j)
+	}
+	// What Postgres would refuse (and the API once answered 503 for) must
+	// have been refused with a 400 before: text that is not UTF-8 or holds a
+	// NUL, and a payload jsonb cannot take.
+	if !textOK(j.Name) || !textOK(j.Timezone) || !textOK(string(j.Schedule)) || checkText(j.Payload) != nil {
+		t.Fatalf("%s accepted a job Postgres cannot store: %q %q %q %q", op, j.Name, j.Timezone, j.Schedule, j.Payload)
 	}
 	if !j.Recurring() {
 		if j.RunAt.IsZero() {

@@ -33,7 +33,21 @@ func (s *Server) patchJob(c *echo.Context) error {
 		return err
 	}
 	now := s.now()
-	return s.edit(c, id, now, store.ActionJobUpdate, func(j *job.Job, started bool) error { return p.Apply(j, started, now, s.limits) })
+	// Every check, and compiling a new schedule, happens before the row is
+	// locked: the job is read once to learn its type, and the prepared
+	// change is then applied under the lock in a few comparisons.
+	cur, err := s.store.GetJob(c.Request().Context(), caller(c).scope(), id)
+	if err != nil {
+		return dependency(err)
+	}
+	var change *jobspec.Change
+	if err := s.evaluate(c, p.Schedule != nil, func() (err error) {
+		change, err = p.Prepare(requestBudget(c), cur, now, s.limits)
+		return err
+	}); err != nil {
+		return err
+	}
+	return s.edit(c, id, now, store.ActionJobUpdate, change.Apply)
 }
 
 // pauseJob stops a scheduled job from running until it is resumed. What the
@@ -68,7 +82,7 @@ func (s *Server) edit(c *echo.Context, id uuid.UUID, now time.Time, action strin
 	before, after, err := s.store.UpdateJob(ctx, caller(c).scope(), id, now, func(j *job.Job, started bool) error {
 		refused = e(j, started)
 		return refused
-	}, caller(c).audit(action))
+	}, store.Update{Audit: caller(c).audit(action), MaxPerHour: s.ownerMaxPerHour(c)})
 	if err != nil {
 		return editError(err, refused)
 	}
@@ -81,9 +95,12 @@ func (s *Server) edit(c *echo.Context, id uuid.UUID, now time.Time, action strin
 // cannot.
 func editError(err, refused error) error {
 	var fe *job.FieldError
+	var re *store.RateError
 	switch {
 	case errors.As(err, &fe):
 		return err
+	case errors.As(err, &re):
+		return rateError(re)
 	case errors.Is(err, job.ErrConflict):
 		msg := "the job's state does not allow this change"
 		if refused != nil {
@@ -109,7 +126,7 @@ func editError(err, refused error) error {
 func (s *Server) afterEdit(ctx context.Context, before, after *job.Job, now time.Time) {
 	if !before.Recurring() && before.Generation != after.Generation && !before.RunAt.IsZero() {
 		s.removeStale(ctx, job.Occurrence{JobID: before.ID, ScheduledFor: before.RunAt, Attempt: 1,
-			Priority: before.Priority, Generation: before.Generation})
+			Priority: before.Priority, Generation: before.Generation}.Route(before.Owner, before.Payload))
 	}
 	if after.Status == job.StatusScheduled && !after.DueAt.IsZero() && after.DueAt.Before(now.Add(s.horizon)) {
 		s.load(ctx, after.ID, now)
@@ -134,7 +151,7 @@ func (s *Server) triggerJob(c *echo.Context) error {
 		return newError(http.StatusConflict, CodeConflict, "", fmt.Sprintf("a %s job cannot be triggered; only a scheduled one can", j.Status))
 	}
 	now := s.now()
-	occ := job.Occurrence{JobID: j.ID, ScheduledFor: now, Attempt: 1, Priority: j.Priority, Generation: j.Generation}
+	occ := job.Occurrence{JobID: j.ID, ScheduledFor: now, Attempt: 1, Priority: j.Priority, Generation: j.Generation}.Route(j.Owner, j.Payload)
 	if err := s.queue.Enqueue(ctx, []queue.Entry{{Occurrence: occ, DueAt: now}}); err != nil {
 		return dependency(fmt.Errorf("trigger job %s: %w", j.ID, err))
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/schedule"
 	"github.com/tockhq/tock/pkg/store"
 )
 
@@ -47,8 +48,11 @@ func (s *Server) createJob(c *echo.Context) error {
 		return err
 	}
 	now := s.clock()
-	j, err := req.Build(owner.ID, now, s.limits)
-	if err != nil {
+	var j *job.Job
+	if err := s.evaluate(c, req.Schedule != nil, func() (err error) {
+		j, err = req.BuildWithin(requestBudget(c), owner.ID, now, s.limits)
+		return err
+	}); err != nil {
 		return err
 	}
 	if err := s.allowJobs(c, 1); err != nil {
@@ -59,7 +63,7 @@ func (s *Server) createJob(c *echo.Context) error {
 		j.DueAt = time.Time{}
 	}
 	ctx := c.Request().Context()
-	create := store.Create{Audit: caller(c).audit(store.ActionJobCreate), MaxActive: s.maxActive(owner)}
+	create := store.Create{Audit: caller(c).audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), MaxPerHour: s.maxPerHour(owner)}
 	if err := s.store.CreateJobs(ctx, []*job.Job{j}, create); err != nil {
 		return createError(err)
 	}
@@ -70,6 +74,12 @@ func (s *Server) createJob(c *echo.Context) error {
 		s.load(context.WithoutCancel(ctx), j.ID, now)
 	}
 	return writeJSON(c, http.StatusCreated, s.jobView(j, now))
+}
+
+// requestBudget bounds the schedule work of one request: compiling, checking
+// and previewing stop when it runs out or the client goes away.
+func requestBudget(c *echo.Context) *schedule.Budget {
+	return schedule.RequestBudget(c.Request().Context())
 }
 
 // createRequest is the body of POST /api/v1/jobs: a job, and for an
@@ -116,8 +126,12 @@ func (s *Server) owner(c *echo.Context, named string) (*store.User, error) {
 // createError maps a failed creation.
 func createError(err error) error {
 	var qe *store.QuotaError
-	if errors.As(err, &qe) {
+	var re *store.RateError
+	switch {
+	case errors.As(err, &qe):
 		return quotaError(qe)
+	case errors.As(err, &re):
+		return rateError(re)
 	}
 	return dependency(err)
 }
@@ -243,7 +257,7 @@ func (s *Server) cancelJob(c *echo.Context) error {
 	}
 	if !j.Recurring() {
 		// The member was planned under the generation before the cancel.
-		occ := job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority, Generation: j.Generation - 1}
+		occ := job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority, Generation: j.Generation - 1}.Route(j.Owner, j.Payload)
 		s.removeStale(context.WithoutCancel(ctx), occ)
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -33,6 +33,14 @@ type Quotas struct {
 	// MaxActiveJobs caps the jobs a user may have that can still run
 	// (scheduled or paused); 0 means no cap.
 	MaxActiveJobs int
+	// OccurrencesPerMinute caps how often a user's scheduled recurring jobs
+	// may run together, averaged over an hour (each job's rate is its
+	// schedule.Schedule.PerHour); 0 means no cap.
+	OccurrencesPerMinute int
+	// MaxRunning caps a user's attempts in flight at once. The dashboard
+	// only shows and stores it; the scheduler's publisher applies it, and
+	// 0 leaves the scheduler's default.
+	MaxRunning int
 }
 
 // DefaultQuotas are the limits when the operator sets none.
@@ -42,6 +50,8 @@ var DefaultQuotas = Quotas{
 	JobsPerMinute:     6000,
 	JobBurst:          1000,
 	MaxActiveJobs:     100000,
+	// Ten every-second jobs, or six hundred every-minute ones.
+	OccurrencesPerMinute: 600,
 }
 
 // effective resolves the limits that hold for a user with overrides l and
@@ -60,6 +70,8 @@ func (q Quotas) effective(l store.Limits, admin bool) Quotas {
 	pick(&q.JobsPerMinute, l.JobsPerMinute)
 	pick(&q.JobBurst, l.JobBurst)
 	pick(&q.MaxActiveJobs, l.MaxActiveJobs)
+	pick(&q.OccurrencesPerMinute, l.OccurrencesPerMinute)
+	pick(&q.MaxRunning, l.MaxRunning)
 	if q.RequestsPerMinute > 0 && q.RequestBurst <= 0 {
 		q.RequestBurst = q.RequestsPerMinute
 	}
@@ -146,6 +158,38 @@ func (s *Server) allowJobs(c *echo.Context, n int) error {
 func (s *Server) maxActive(owner *store.User) int {
 	return s.quotas.effective(owner.Limits, owner.Role == store.RoleAdmin).MaxActiveJobs
 }
+
+// maxPerHour is the cap on occurrences an hour of an owner's recurring jobs.
+func (s *Server) maxPerHour(owner *store.User) int {
+	return 60 * s.quotas.effective(owner.Limits, owner.Role == store.RoleAdmin).OccurrencesPerMinute
+}
+
+// ownerMaxPerHour answers, for an edit, the cap on occurrences an hour of a
+// job owner's recurring jobs: the caller's own, or the limits of the user an
+// administrator edits a job of.
+func (s *Server) ownerMaxPerHour(c *echo.Context) func(context.Context, uuid.UUID) (int, error) {
+	p := caller(c)
+	return func(ctx context.Context, owner uuid.UUID) (int, error) {
+		if owner == p.user {
+			return 60 * s.quotas.effective(p.limits, p.admin).OccurrencesPerMinute, nil
+		}
+		u, err := s.store.GetUser(ctx, owner)
+		if err != nil {
+			return 0, err
+		}
+		return s.maxPerHour(u), nil
+	}
+}
+
+// rateError refuses a recurring job that would make its owner's jobs run
+// more often than their limit allows.
+func rateError(e *store.RateError) error {
+	return newError(http.StatusTooManyRequests, CodeQuotaExceeded, "schedule",
+		fmt.Sprintf("the owner's scheduled recurring jobs run %d times a minute and this one would add %d; the limit is %d a minute (occurrences_per_minute): pause or cancel some, run this one less often, or ask an administrator to raise the limit",
+			ceilDiv(e.PerHour, 60), ceilDiv(e.Adding, 60), e.Max/60))
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 func quotaError(e *store.QuotaError) error {
 	return newError(http.StatusTooManyRequests, CodeQuotaExceeded, "",

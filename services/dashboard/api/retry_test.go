@@ -38,7 +38,7 @@ func TestRetryJob(t *testing.T) {
 		got := decode[api.Retried](t, rec)
 		require.Equal(t, 5, got.Attempt)
 		require.True(t, got.ScheduledFor.Equal(j.RunAt.Time))
-		occ := job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt.Time, Attempt: 5, Priority: j.Priority, Generation: b.stored(t, j.ID).Generation}
+		occ := job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt.Time, Attempt: 5, Priority: j.Priority, Generation: b.stored(t, j.ID).Generation}.Route(j.Owner, j.Payload)
 		require.Equal(t, occ.Key(), got.IdempotencyKey, "the occurrence keeps its key")
 		due := b.due(t)
 		require.Contains(t, due, occ)

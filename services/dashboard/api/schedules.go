@@ -19,10 +19,8 @@ const (
 	MaxUpcoming     = 100
 )
 
-// maxCountScan bounds the walks over occurrences that work out how much of a
-// count limit is used. They only run for schedules with a count, and cover
-// the occurrences loaded ahead (at most a horizon's worth), or those between
-// a past start_at and now in a preview.
+// maxCountScan bounds the walk over the occurrences loaded ahead that works
+// out how much of a count limit is used (at most a horizon's worth).
 const maxCountScan = 100_000
 
 // nextRuns lists a job's next occurrences, at most ?n= of them (default 10):
@@ -41,7 +39,7 @@ func (s *Server) nextRuns(c *echo.Context) error {
 	if err != nil {
 		return dependency(err)
 	}
-	times, err := upcoming(j, s.clock(), n)
+	times, err := upcoming(requestBudget(c), j, s.clock(), n)
 	if err != nil {
 		return err
 	}
@@ -76,8 +74,9 @@ func jobLocation(j *job.Job) *time.Location {
 // has its run_at while it is scheduled or paused. A recurring job has its
 // schedule's occurrences from now on, within what its count leaves, up to
 // its final occurrence once the loader has found it; none once the job has
-// ended, finished or been cancelled.
-func upcoming(j *job.Job, now time.Time, n int) ([]time.Time, error) {
+// ended, finished or been cancelled. The walk stops where b runs out, with
+// what it found so far: the rule was checked when the job was stored.
+func upcoming(b *schedule.Budget, j *job.Job, now time.Time, n int) ([]time.Time, error) {
 	pending := j.Status == job.StatusScheduled || j.Status == job.StatusPaused
 	if !j.Recurring() {
 		if !pending || j.RunAt.IsZero() {
@@ -91,7 +90,7 @@ func upcoming(j *job.Job, now time.Time, n int) ([]time.Time, error) {
 	if !pending || ended {
 		return nil, nil
 	}
-	sched, err := schedule.FromJSON(j.Schedule)
+	sched, err := schedule.FromJSONWithin(b, j.Schedule)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: %w", j.ID, err)
 	}
@@ -152,8 +151,12 @@ func (s *Server) previewSchedule(c *echo.Context) error {
 		}
 		n = *req.N
 	}
-	times, loc, err := req.preview(s.clock().UTC().Truncate(time.Millisecond), n)
-	if err != nil {
+	var times []time.Time
+	var loc *time.Location
+	if err := s.evaluate(c, req.Schedule != nil, func() (err error) {
+		times, loc, err = req.preview(requestBudget(c), s.clock().UTC().Truncate(time.Millisecond), n)
+		return err
+	}); err != nil {
 		return err
 	}
 	return writeJSON(c, http.StatusOK, upcomingView(times, loc))
@@ -161,8 +164,9 @@ func (s *Server) previewSchedule(c *echo.Context) error {
 
 // preview mirrors jobspec's timing rules: exactly one of run_at, delay,
 // run_on (with timezone) or schedule; a recurring job's zone goes inside its
-// schedule; a one-off time must not be past.
-func (r *previewRequest) preview(now time.Time, n int) ([]time.Time, *time.Location, error) {
+// schedule; a one-off time must not be past. A rule whose occurrences cost
+// more than b to find is refused on its field.
+func (r *previewRequest) preview(b *schedule.Budget, now time.Time, n int) ([]time.Time, *time.Location, error) {
 	given := 0
 	for _, set := range []bool{r.RunAt != nil, r.Delay != "", r.RunOn != "", r.Schedule != nil} {
 		if set {
@@ -183,15 +187,16 @@ func (r *previewRequest) preview(now time.Time, n int) ([]time.Time, *time.Locat
 		if r.Timezone != "" {
 			return nil, nil, invalid("timezone", "goes inside schedule for a recurring job")
 		}
-		sched, err := r.Schedule.Compile(now)
+		sched, err := r.Schedule.CompileWithin(b, now)
 		if err != nil {
 			return nil, nil, err
 		}
-		used := 0
-		if sched.Count() > 0 {
-			used = usedBefore(sched, now)
+		used := sched.UsedBefore(now)
+		times := sched.Upcoming(now.Add(-time.Millisecond), n, used)
+		if err := sched.Err(); err != nil {
+			return nil, nil, r.Schedule.BudgetError(err)
 		}
-		return sched.Upcoming(now.Add(-time.Millisecond), n, used), sched.Location(), nil
+		return times, sched.Location(), nil
 	}
 	loc := time.UTC
 	if r.Timezone != "" {
@@ -225,15 +230,4 @@ func (r *previewRequest) preview(now time.Time, n int) ([]time.Time, *time.Locat
 		}
 	}
 	return []time.Time{at}, loc, nil
-}
-
-// usedBefore counts a schedule's occurrences before now, which a start_at in
-// the past spends out of its count.
-func usedBefore(sched *schedule.Schedule, now time.Time) int {
-	k := 0
-	t, ok := sched.First()
-	for ; ok && t.Before(now) && k < sched.Count() && k < maxCountScan; k++ {
-		t, ok = sched.Next(t)
-	}
-	return k
 }

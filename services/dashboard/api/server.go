@@ -88,7 +88,9 @@ type Server struct {
 	quotas       Quotas
 	limiter      *limiter
 	metrics      *metrics.API
-	echo         *echo.Echo
+	// evaluating lets each user compile and walk one schedule at a time.
+	evaluating *userGate
+	echo       *echo.Echo
 }
 
 // New builds the API on d, filling defaults for the zero fields.
@@ -106,6 +108,8 @@ func New(d Deps) *Server {
 		maxBody: d.MaxBodyBytes,
 		ready:   d.Ready,
 		metrics: d.Metrics,
+
+		evaluating: newUserGate(),
 	}
 	if s.ready == nil {
 		s.ready = func(context.Context) error { return nil }
@@ -163,7 +167,7 @@ func (s *Server) routes() *echo.Echo {
 
 	e.GET("/api/v1/openapi.json", s.openapiDoc)
 
-	v1 := e.Group("/api/v1", s.authenticate, s.whenReady, s.rateLimit)
+	v1 := e.Group("/api/v1", s.authenticate, s.whenReady, s.rateLimit, checkQuery)
 	v1.POST("/jobs", s.createJob)
 	v1.POST(strings.TrimPrefix(batchRoute, "/api/v1"), s.createBatch)
 	v1.GET("/jobs", s.listJobs)
@@ -174,6 +178,7 @@ func (s *Server) routes() *echo.Echo {
 	v1.POST("/jobs/:id/resume", s.resumeJob)
 	v1.POST("/jobs/:id/trigger", s.triggerJob)
 	v1.POST("/jobs/:id/retry", s.retryJob)
+	v1.POST("/jobs/:id/abort", s.abortJob)
 	v1.GET("/jobs/:id/next", s.nextRuns)
 	v1.GET("/jobs/:id/runs", s.listRuns)
 	v1.POST("/schedules/preview", s.previewSchedule)

@@ -37,6 +37,9 @@ type QueueStats struct {
 	Stream int64 `json:"stream"`
 	// Pending is how many entries workers hold unacknowledged.
 	Pending int64 `json:"pending"`
+	// Held is how many due occurrences wait for their owner or their target
+	// host to have fewer attempts in flight (fair dispatch).
+	Held int64 `json:"held"`
 }
 
 // SchedulerStatus is what Redis tells of the schedulers: whether one holds
@@ -106,7 +109,7 @@ func (s *Server) system(c *echo.Context) error {
 	out := System{
 		GeneratedAt: Time{now},
 		DueNextHour: []MinuteCount{},
-		Queue:       QueueStats{Due: st.Due, Stream: st.Ready, Pending: st.Pending},
+		Queue:       QueueStats{Due: st.Due, Stream: st.Ready, Pending: st.Pending, Held: st.Held},
 		Runs:        []MinuteRuns{},
 		Lateness:    make([]MinuteLateness, 0, len(pg.Lateness)),
 		Scheduler:   SchedulerStatus{LoaderLockHeld: held, LoaderLockTTLMS: ttl.Milliseconds()},

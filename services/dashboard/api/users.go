@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
+	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/store"
@@ -72,6 +74,12 @@ func checkLimits(l *Limits) (store.Limits, error) {
 	if l.MaxActiveJobs != nil && (*l.MaxActiveJobs < 0 || *l.MaxActiveJobs > 1_000_000_000) {
 		return store.Limits{}, invalid("limits.max_active_jobs", "must be an integer from 0 (no cap) to 1000000000")
 	}
+	if l.OccurrencesPerMinute != nil && (*l.OccurrencesPerMinute < 0 || *l.OccurrencesPerMinute > 10_000_000) {
+		return store.Limits{}, invalid("limits.occurrences_per_minute", "must be an integer from 0 (no cap) to 10000000")
+	}
+	if l.MaxRunning != nil && (*l.MaxRunning < 1 || *l.MaxRunning > 10_000_000) {
+		return store.Limits{}, invalid("limits.max_running", "must be an integer from 1 to 10000000")
+	}
 	return store.Limits(*l), nil
 }
 
@@ -96,6 +104,9 @@ func (s *Server) createUser(c *echo.Context) error {
 	out, err := s.store.CreateUser(c.Request().Context(), u, caller(c).audit(store.ActionUserCreate))
 	if err != nil {
 		return dependency(err)
+	}
+	if out.Limits.MaxRunning != nil {
+		s.syncOwnerCap(c.Request().Context(), out)
 	}
 	return writeJSON(c, http.StatusCreated, s.userView(out))
 }
@@ -211,13 +222,18 @@ func (s *Server) disableUser(c *echo.Context) error {
 		return newError(http.StatusConflict, CodeConflict, "", "the bootstrap administrator cannot be disabled")
 	}
 	now := s.now()
-	return s.updateUser(c, id, store.ActionUserDisable, func(u *store.User) error {
+	err = s.updateUser(c, id, store.ActionUserDisable, func(u *store.User) error {
 		if !u.DisabledAt.IsZero() {
 			return fmt.Errorf("%w: the user is already disabled", job.ErrConflict)
 		}
 		u.DisabledAt = now
 		return nil
 	})
+	if err == nil {
+		// Their jobs are paused; what of theirs is running is stopped too.
+		s.abortOwner(c.Request().Context(), id, caller(c).user, now)
+	}
+	return err
 }
 
 // enableUser lets a disabled user back in (admin only). Their paused jobs
@@ -249,7 +265,26 @@ func (s *Server) updateUser(c *echo.Context, id uuid.UUID, action string, edit s
 		}
 		return userError(err)
 	}
+	s.syncOwnerCap(c.Request().Context(), u)
 	return writeJSON(c, http.StatusOK, s.userView(u))
+}
+
+// syncOwnerCap records a user's own cap on attempts in flight (max_running)
+// for the scheduler's publishers, at once. It is best effort: the scheduler's
+// reconciler records every user's within seconds anyway.
+func (s *Server) syncOwnerCap(ctx context.Context, u *store.User) {
+	if s.queue == nil {
+		return
+	}
+	cap := 0
+	if u.DisabledAt.IsZero() && u.Limits.MaxRunning != nil {
+		cap = *u.Limits.MaxRunning
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterCommitTimeout)
+	defer cancel()
+	if err := s.queue.SetOwnerCap(ctx, u.ID, cap); err != nil {
+		s.log.Warn("owner_cap_not_recorded", zap.Stringer("user_id", u.ID), zap.Error(err))
+	}
 }
 
 // userJobs lists one user's jobs, finished ones included, newest first, each

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/schedule"
 	"github.com/tockhq/tock/pkg/store"
 )
 
@@ -85,11 +87,19 @@ type LastRun struct {
 	Error        string        `json:"error"`
 }
 
+// viewUnits and viewTime bound the work of finding one job's next run for a
+// view: a listing shows up to MaxPageSize jobs, and a stored rule was checked
+// when it was stored (a plain one needs a few dozen units and microseconds).
+const (
+	viewUnits = schedule.RequestUnits / 50
+	viewTime  = 2 * time.Millisecond
+)
+
 // jobView shows j as of now. A stored schedule that no longer compiles
 // leaves next_run_at null rather than failing the request: the loader ends
 // such a job with a skipped run that says why.
 func (s *Server) jobView(j *job.Job, now time.Time) Job {
-	next, err := upcoming(j, now, 1)
+	next, err := upcoming(schedule.NewBudget(context.Background(), viewUnits, viewTime), j, now, 1)
 	if err != nil {
 		s.log.Warn("stored_schedule_invalid", zap.Stringer("job_id", j.ID), zap.Error(err))
 	}
@@ -204,6 +214,11 @@ type Limits struct {
 	JobsPerMinute     *int `json:"jobs_per_minute,omitempty"`
 	JobBurst          *int `json:"job_burst,omitempty"`
 	MaxActiveJobs     *int `json:"max_active_jobs,omitempty"`
+	// OccurrencesPerMinute caps how often the user's scheduled recurring jobs
+	// run together, averaged over an hour.
+	OccurrencesPerMinute *int `json:"occurrences_per_minute,omitempty"`
+	// MaxRunning caps the user's attempts in flight at once.
+	MaxRunning *int `json:"max_running,omitempty"`
 }
 
 // EffectiveLimits are the limits that hold for a user: their own over the
@@ -214,6 +229,11 @@ type EffectiveLimits struct {
 	JobsPerMinute     int `json:"jobs_per_minute"`
 	JobBurst          int `json:"job_burst"`
 	MaxActiveJobs     int `json:"max_active_jobs"`
+	// OccurrencesPerMinute: 0 is unlimited.
+	OccurrencesPerMinute int `json:"occurrences_per_minute"`
+	// MaxRunning: 0 means the scheduler's default, derived from the
+	// workers' slots (TOCK_LIMIT_MAX_RUNNING, docs/operations.md).
+	MaxRunning int `json:"max_running"`
 }
 
 // User is a user as the API shows it.
@@ -237,7 +257,8 @@ func (s *Server) userView(u *store.User) User {
 		DisabledAt: Time{u.DisabledAt},
 		Limits:     Limits(u.Limits),
 		EffectiveLimits: EffectiveLimits{RequestsPerMinute: q.RequestsPerMinute, RequestBurst: q.RequestBurst,
-			JobsPerMinute: q.JobsPerMinute, JobBurst: q.JobBurst, MaxActiveJobs: q.MaxActiveJobs},
+			JobsPerMinute: q.JobsPerMinute, JobBurst: q.JobBurst, MaxActiveJobs: q.MaxActiveJobs,
+			OccurrencesPerMinute: q.OccurrencesPerMinute, MaxRunning: q.MaxRunning},
 	}
 }
 
