@@ -90,6 +90,9 @@ type Scheduler struct {
 	Claimed prometheus.Counter
 	// Moved counts members the publisher moved from the due set to the stream.
 	Moved prometheus.Counter
+	// Round measures the loader's rounds: every batch claimed from one tick
+	// to the next, misfires and recurrences planned included.
+	Round prometheus.Histogram
 }
 
 // NewScheduler creates the scheduler's counters and registers them on reg.
@@ -103,8 +106,13 @@ func NewScheduler(reg prometheus.Registerer) *Scheduler {
 			Name: "tock_publisher_moved_total",
 			Help: "Due-set members the publisher moved to the ready stream.",
 		}),
+		Round: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "tock_loader_round_seconds",
+			Help:    "How long the loader leader's rounds take, from the first claim to the last commit.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
 	}
-	reg.MustRegister(s.Claimed, s.Moved)
+	reg.MustRegister(s.Claimed, s.Moved, s.Round)
 	return s
 }
 
@@ -139,6 +147,7 @@ var (
 	dueDesc     = prometheus.NewDesc("tock_due_set_size", "Members waiting in the Redis due set.", nil, nil)
 	streamDesc  = prometheus.NewDesc("tock_stream_length", "Entries in the ready stream, unread and pending.", nil, nil)
 	pendingDesc = prometheus.NewDesc("tock_stream_pending", "Stream entries delivered to a worker and not yet acknowledged.", nil, nil)
+	heldDesc    = prometheus.NewDesc("tock_held", "Due occurrences held back because their owner or their target host was at its cap on attempts in flight.", nil, nil)
 	upDesc      = prometheus.NewDesc("tock_queue_stats_up", "1 when the last scrape read the queue's sizes from Redis, 0 when it could not.", nil, nil)
 )
 
@@ -159,6 +168,7 @@ func (q *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- dueDesc
 	ch <- streamDesc
 	ch <- pendingDesc
+	ch <- heldDesc
 	ch <- upDesc
 }
 
@@ -178,4 +188,5 @@ func (q *QueueCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(dueDesc, prometheus.GaugeValue, float64(st.Due))
 	ch <- prometheus.MustNewConstMetric(streamDesc, prometheus.GaugeValue, float64(st.Ready))
 	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(st.Pending))
+	ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(st.Held))
 }

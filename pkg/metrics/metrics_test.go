@@ -18,12 +18,15 @@ func TestQueueCollector(t *testing.T) {
 	t.Run("ReportsSizes", func(t *testing.T) {
 		t.Parallel()
 		c := NewQueueCollector(func(context.Context) (queue.Stats, error) {
-			return queue.Stats{Due: 7, Ready: 3, Pending: 2}, nil
+			return queue.Stats{Due: 7, Ready: 3, Pending: 2, Held: 4}, nil
 		})
 		want := `
 # HELP tock_due_set_size Members waiting in the Redis due set.
 # TYPE tock_due_set_size gauge
 tock_due_set_size 7
+# HELP tock_held Due occurrences held back because their owner or their target host was at its cap on attempts in flight.
+# TYPE tock_held gauge
+tock_held 4
 # HELP tock_stream_length Entries in the ready stream, unread and pending.
 # TYPE tock_stream_length gauge
 tock_stream_length 3

@@ -89,6 +89,47 @@ func (k Keys) Ready() string { return k.key("ready") }
 // Dead is the stream where entries that cannot be decoded are set aside.
 func (k Keys) Dead() string { return k.key("dead") }
 
+// Inflight is the hash of attempts in flight per lane: field "o:<owner>" or
+// "h:<target>" (see job.OwnerKey, job.TargetKey), value the entries of that
+// owner or host in the ready stream, read or not. The publish and settle
+// scripts keep it; it is what the caps are held against.
+func (k Keys) Inflight() string { return k.key("inflight") }
+
+// Caps is the hash of the caps on attempts in flight: "*o" and "*h", the
+// deployment's default per owner and per host (the scheduler records them),
+// and "o:<owner>" for an owner with a limit of their own (max_running).
+// Values are per shard.
+func (k Keys) Caps() string { return k.key("caps") }
+
+// Released is the set of stream entry ids whose places in their lanes were
+// given back when their attempts ended, before they were settled (see
+// Ring.Release).
+func (k Keys) Released() string { return k.key("released") }
+
+// HeldLanes is the set of lanes that have members held back.
+func (k Keys) HeldLanes() string { return k.key("held") }
+
+// HeldPrefix is what a lane's held set's key starts with; the scripts append
+// the lane, which keeps the shard's hash tag (see Held).
+func (k Keys) HeldPrefix() string { return k.key("held:") }
+
+// Held is the sorted set of a lane's members that are due but held back
+// because the lane was at its cap: score = due time in unix ms, as in Due.
+func (k Keys) Held(lane string) string { return k.HeldPrefix() + lane }
+
+// Workers is the sorted set of worker instances (home shard): member = name,
+// score = the unix ms of its last heartbeat; WorkerSlots holds each one's
+// slots. The scheduler derives the default caps from the live ones' total.
+func (k Keys) Workers() string { return k.key("workers") }
+
+// WorkerSlots is the hash of each worker's slots (TOCK_WORKER_CONCURRENCY).
+func (k Keys) WorkerSlots() string { return k.key("worker-slots") }
+
+// Aborts is the sorted set of abort requests (home shard): member = a job id
+// or "owner:<id>", score = the unix ms of the request. Workers poll it and
+// stop the attempts it names.
+func (k Keys) Aborts() string { return k.key("aborts") }
+
 // LoaderLock is the lock held by the scheduler instance that loads from Postgres.
 func (k Keys) LoaderLock() string { return k.key("loader-lock") }
 
@@ -111,3 +152,10 @@ func (k Keys) Marker() string { return k.key("marker") }
 func RateKey(prefix, bucket string, user fmt.Stringer) string {
 	return fmt.Sprintf("%s:{u:%s}:rate:%s", prefix, user, bucket)
 }
+
+// OwnerLane and TargetLane name the lanes of an owner and of a target host
+// in Inflight, Caps and Held.
+func OwnerLane(owner string) string { return "o:" + owner }
+
+// TargetLane: see OwnerLane.
+func TargetLane(target string) string { return "h:" + target }

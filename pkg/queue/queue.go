@@ -76,18 +76,26 @@ func (q *Queue) Scheduled(ctx context.Context, occs []job.Occurrence) ([]bool, e
 // alone is a ring of this one shard: the multi-shard code serves one shard too.
 func (q *Queue) alone() *Ring { return &Ring{rdb: q.rdb, shards: []*Queue{q}} }
 
-// publishScript moves due members from the due set to the ready stream, at most
-// ARGV[1] per call so one call never blocks Redis for long. Members of equal
+// publishScript moves due members from the due set to the ready stream, at
+// most ARGV[1] per call so one call never blocks Redis for long, holding back
+// those whose owner or host is at its cap (see fair.go). Members of equal
 // score come out in member order, which puts higher priority first (see
 // job.Occurrence.Member). Being one script, the pop is atomic: two schedulers
-// never publish the same member.
+// never publish the same member. Before popping, it looks at up to ARGV[5]
+// lanes with held members and publishes those that now have room (a cap was
+// raised, a count repaired); settling does that too, at once, for the lanes
+// of what it settles.
 //
-// KEYS[1] due sorted set
-// KEYS[2] ready stream
+// KEYS[1..6] as lanesLua
 // ARGV[1] most members to move
 // ARGV[2] now in unix ms, or "" to use Redis TIME (the one clock of due-ness)
-// Returns {moved, now_ms, next_due_ms or -1}
-var publishScript = redis.NewScript(`
+// ARGV[3] default cap per owner to record, or "" to keep the recorded one
+// ARGV[4] default cap per host to record, or ""
+// ARGV[5] most held lanes to look at
+// ARGV[6] borrow limit to record (routed entries in flight under which a
+// lane may pass its cap while no other lane waits; 0 lends nothing), or ""
+// Returns {popped, now_ms, next_due_ms or -1, published, held}
+var publishScript = redis.NewScript(lanesLua + `
 local now
 if ARGV[2] ~= '' then
   now = tonumber(ARGV[2])
@@ -95,10 +103,24 @@ else
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[1]))
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[4], '*o', ARGV[3]) end
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[4], '*h', ARGV[4]) end
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[4], '*b', ARGV[6]) end
+local limit = tonumber(ARGV[1])
+local published, held = 0, 0
+local sweep = redis.call('SRANDMEMBER', KEYS[5], tonumber(ARGV[5]))
+for _, lane in ipairs(sweep) do
+  if published >= limit then break end
+  published = published + unhold(lane, limit - published)
+end
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
 local n = #due / 2
 for i = 1, #due, 2 do
-  redis.call('XADD', KEYS[2], '*', 'm', due[i], 'd', due[i + 1])
+  if place(due[i], due[i + 1]) then
+    published = published + 1
+  else
+    held = held + 1
+  end
 end
 if n > 0 then
   redis.call('ZREMRANGEBYRANK', KEYS[1], 0, n - 1)
@@ -106,28 +128,47 @@ end
 local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local next_due = -1
 if #nxt > 0 then next_due = tonumber(nxt[2]) end
-return {n, now, next_due}
+return {n, now, next_due, published, held}
 `)
+
+// heldLanesPerCall bounds the held lanes one publish call looks at.
+const heldLanesPerCall = 16
 
 // Published is what one publish call did.
 type Published struct {
+	// Moved is how many due members it took from the due set: published, or
+	// held back because their owner or host was at its cap.
 	Moved int
-	Now   time.Time // Redis's clock at the call
-	Next  time.Time // due time of the earliest member left, zero if none
+	// Sent is how many members it put in the stream, held ones included;
+	// Held how many due members it held back.
+	Sent, Held int
+	Now        time.Time // Redis's clock at the call
+	Next       time.Time // due time of the earliest member left, zero if none
 }
 
-// Publish moves up to limit due members to the ready stream. A zero now uses
-// Redis TIME; tests pass their own clock.
-func (q *Queue) Publish(ctx context.Context, limit int, now time.Time) (Published, error) {
+// Publish moves up to limit due members to the ready stream, holding back
+// those whose lanes are at their caps, and records caps as the shard's
+// defaults. A zero now uses Redis TIME; tests pass their own clock.
+func (q *Queue) Publish(ctx context.Context, limit int, now time.Time, caps Caps) (Published, error) {
 	nowArg := ""
 	if !now.IsZero() {
 		nowArg = strconv.FormatInt(now.UnixMilli(), 10)
 	}
-	res, err := publishScript.Run(ctx, q.rdb, []string{q.keys.Due(), q.keys.Ready()}, limit, nowArg).Int64Slice()
+	capArg := func(v int) string {
+		if v <= 0 {
+			return ""
+		}
+		return strconv.Itoa(v)
+	}
+	borrow := ""
+	if caps.Borrow != 0 {
+		borrow = strconv.Itoa(max(caps.Borrow, 0))
+	}
+	res, err := publishScript.Run(ctx, q.rdb, q.keys.laneKeys(), limit, nowArg, capArg(caps.Owner), capArg(caps.Host), heldLanesPerCall, borrow).Int64Slice()
 	if err != nil {
 		return Published{}, fmt.Errorf("publish due: %w", err)
 	}
-	p := Published{Moved: int(res[0]), Now: time.UnixMilli(res[1]).UTC()}
+	p := Published{Moved: int(res[0]), Now: time.UnixMilli(res[1]).UTC(), Sent: int(res[3]), Held: int(res[4])}
 	if res[2] >= 0 {
 		p.Next = time.UnixMilli(res[2]).UTC()
 	}
@@ -239,15 +280,21 @@ func (q *Queue) Settle(ctx context.Context, ids []string, retries []Entry) error
 // one script: a pipeline of ZADD, XACK and XDEL is not atomic, so a ZADD
 // refused (Redis out of memory under noeviction, a slot mid-migration) would
 // still let the acknowledgement through and lose the retry. A script stops at
-// the first refused command, before the acknowledgement.
+// the first refused command, before the acknowledgement. Each entry deleted
+// frees a place in its lanes (see fair.go), which goes at once to the lane's
+// oldest held member: the host's first (another owner may be waiting on it),
+// then the owner's.
 //
-// KEYS[1] due sorted set
-// KEYS[2] ready stream
+// An entry whose worker gave its place back when its attempt ended
+// (Release, noted in the released set) is only acknowledged and deleted.
+//
+// KEYS[1..7] as lanesLua
 // ARGV[1] consumer group
 // ARGV[2] number of retries, r
 // ARGV[3 .. 2+2r] score, member pairs
 // ARGV[3+2r ..] entry ids
-var settleScript = redis.NewScript(`
+// Returns the number of entries deleted
+var settleScript = redis.NewScript(lanesLua + `
 local r = tonumber(ARGV[2])
 local first = 3
 local last = 2 + 2 * r
@@ -255,13 +302,26 @@ local chunk = 1000
 for i = first, last, chunk do
   redis.call('ZADD', KEYS[1], unpack(ARGV, i, math.min(i + chunk - 1, last)))
 end
-local n = #ARGV - last
+local freed = {}
+for i = last + 1, #ARGV do
+  local ol, hl, present = entryLanes(ARGV[i])
+  local released = redis.call('SREM', KEYS[7], ARGV[i]) == 1
+  if ol and present and not released then freed[#freed + 1] = {ol, hl} end
+end
+local deleted = 0
 for i = last + 1, #ARGV, chunk do
   local j = math.min(i + chunk - 1, #ARGV)
   redis.call('XACK', KEYS[2], ARGV[1], unpack(ARGV, i, j))
-  redis.call('XDEL', KEYS[2], unpack(ARGV, i, j))
+  deleted = deleted + redis.call('XDEL', KEYS[2], unpack(ARGV, i, j))
 end
-return n
+for _, l in ipairs(freed) do
+  free(l[1], l[2])
+end
+for _, l in ipairs(freed) do
+  if l[2] then unhold(l[2], 1) end
+  unhold(l[1], 1)
+end
+return deleted
 `)
 
 func (q *Queue) settle(ctx context.Context, pipe redis.Pipeliner, ids []string, retries []Entry) {
@@ -275,7 +335,7 @@ func (q *Queue) settle(ctx context.Context, pipe redis.Pipeliner, ids []string, 
 	}
 	// EVAL, not EVALSHA: in a pipeline a NOSCRIPT could not be retried, and
 	// Redis caches the compiled script by its hash either way.
-	settleScript.Eval(ctx, pipe, []string{q.keys.Due(), q.keys.Ready()}, args...)
+	settleScript.Eval(ctx, pipe, q.keys.laneKeys(), args...)
 }
 
 // SetAside moves poison entries to the dead stream and acknowledges them, so a
@@ -297,8 +357,9 @@ func (q *Queue) SetAside(ctx context.Context, msgs []Message) error {
 		}
 		pipe.XAdd(ctx, &redis.XAddArgs{Stream: q.keys.Dead(), MaxLen: 10000, Approx: true, Values: vals})
 	}
-	pipe.XAck(ctx, q.keys.Ready(), Group, ids...)
-	pipe.XDel(ctx, q.keys.Ready(), ids...)
+	// Acknowledged and deleted as settling does, so that an entry whose
+	// member names its lanes gives its place back.
+	q.settle(ctx, pipe, ids, nil)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("set aside %d entries: %w", len(msgs), err)
 	}
@@ -310,6 +371,9 @@ type Stats struct {
 	Due     int64 // members waiting in the due set
 	Ready   int64 // entries in the stream (unread and pending)
 	Pending int64 // entries delivered and not yet acknowledged
+	// Held is how many due members are held back because their owner or
+	// their host was at its cap on attempts in flight.
+	Held int64
 }
 
 // Stats reads the queue's sizes in one round trip.

@@ -111,7 +111,7 @@ func (b *bundle) enqueue(t *testing.T, occs ...job.Occurrence) {
 func (b *bundle) publishAndRead(t *testing.T, consumer string, n int) []queue.Message {
 	t.Helper()
 	require.NoError(t, b.q.EnsureGroup(b.ctx))
-	p, err := b.q.Publish(b.ctx, 100, base)
+	p, err := b.q.Publish(b.ctx, 100, base, queue.Caps{})
 	require.NoError(t, err)
 	require.Equal(t, n, p.Moved)
 	msgs, err := b.q.Read(b.ctx, consumer, 100, noBlock)
@@ -138,7 +138,8 @@ func TestKeys(t *testing.T) {
 		for _, shard := range []int{0, 1, 7, 15, 1023} {
 			k := queue.Keys{Prefix: "tock", Shard: shard}
 			want := fmt.Sprintf("s%d", shard)
-			for _, key := range []string{k.Due(), k.Ready(), k.Dead(), k.LoaderLock()} {
+			for _, key := range []string{k.Due(), k.Ready(), k.Dead(), k.LoaderLock(), k.Inflight(), k.Caps(),
+				k.HeldLanes(), k.HeldPrefix() + "o:x", k.Held("h:0badc0de"), k.Workers(), k.WorkerSlots(), k.Aborts()} {
 				require.Equal(t, want, hashTag(t, key), "key %q", key)
 			}
 		}
@@ -177,7 +178,7 @@ func TestPublish(t *testing.T) {
 			soon, later := occ(base.Add(time.Millisecond), 0), occ(base.Add(time.Hour), 0)
 			b.enqueue(t, later, past, soon, now)
 
-			p, err := b.q.Publish(b.ctx, 100, base)
+			p, err := b.q.Publish(b.ctx, 100, base, queue.Caps{})
 			require.NoError(t, err)
 			require.Equal(t, 2, p.Moved)
 			require.True(t, p.Now.Equal(base), "now %s", p.Now)
@@ -187,11 +188,11 @@ func TestPublish(t *testing.T) {
 			require.ElementsMatch(t, memberOf(soon, later), b.dueMembers(t))
 			require.Equal(t, []job.Occurrence{past, now}, b.streamOccurrences(t), "published in due order")
 
-			p, err = b.q.Publish(b.ctx, 100, base)
+			p, err = b.q.Publish(b.ctx, 100, base, queue.Caps{})
 			require.NoError(t, err)
 			require.Zero(t, p.Moved, "a second call at the same instant has nothing left")
 
-			p, err = b.q.Publish(b.ctx, 100, base.Add(2*time.Hour))
+			p, err = b.q.Publish(b.ctx, 100, base.Add(2*time.Hour), queue.Caps{})
 			require.NoError(t, err)
 			require.Equal(t, 2, p.Moved)
 			require.True(t, p.Next.IsZero(), "nothing left, so no next: %s", p.Next)
@@ -208,13 +209,13 @@ func TestPublish(t *testing.T) {
 			}
 			b.enqueue(t, occs...)
 
-			p, err := b.q.Publish(b.ctx, 5, base)
+			p, err := b.q.Publish(b.ctx, 5, base, queue.Caps{})
 			require.NoError(t, err)
 			require.Equal(t, 5, p.Moved)
 			require.True(t, p.Next.Equal(occs[5].ScheduledFor), "next is the first member the limit left behind")
 			require.Len(t, b.dueMembers(t), 2)
 
-			p, err = b.q.Publish(b.ctx, 5, base)
+			p, err = b.q.Publish(b.ctx, 5, base, queue.Caps{})
 			require.NoError(t, err)
 			require.Equal(t, 2, p.Moved, "the second call takes the rest")
 			require.True(t, p.Next.IsZero())
@@ -234,7 +235,7 @@ func TestPublish(t *testing.T) {
 			earlier := occ(at.Add(-time.Millisecond), job.MinPriority)
 			b.enqueue(t, append(occs, earlier)...)
 
-			p, err := b.q.Publish(b.ctx, 100, base)
+			p, err := b.q.Publish(b.ctx, 100, base, queue.Caps{})
 			require.NoError(t, err)
 			require.Equal(t, len(prios)+1, p.Moved)
 
@@ -256,7 +257,7 @@ func TestPublish(t *testing.T) {
 			past, future := occ(wall.Add(-time.Hour), 0), occ(wall.Add(time.Hour), 0)
 			b.enqueue(t, past, future)
 
-			p, err := b.q.Publish(b.ctx, 100, time.Time{})
+			p, err := b.q.Publish(b.ctx, 100, time.Time{}, queue.Caps{})
 			require.NoError(t, err)
 			require.Equal(t, 1, p.Moved)
 			require.WithinDuration(t, wall, p.Now, time.Minute, "now comes from Redis TIME")
@@ -600,7 +601,7 @@ func TestStats(t *testing.T) {
 			}
 			b.enqueue(t, occs...)
 			require.NoError(t, b.q.EnsureGroup(b.ctx))
-			p, err := b.q.Publish(b.ctx, 100, base)
+			p, err := b.q.Publish(b.ctx, 100, base, queue.Caps{})
 			require.NoError(t, err)
 			require.Equal(t, 3, p.Moved)
 			msgs, err := b.q.Read(b.ctx, "w1", 2, noBlock)

@@ -89,17 +89,22 @@ func (r *Ring) split(entries []Entry) map[int][]Entry {
 	return parts
 }
 
-// Remove takes occurrences out of their shards' due sets, in one round trip.
+// Remove takes occurrences out of their shards' due sets, and out of the
+// held sets of their lanes, in one round trip.
 func (r *Ring) Remove(ctx context.Context, occs []job.Occurrence) error {
 	if len(occs) == 0 {
 		return nil
 	}
 	members := make(map[int][]any, len(r.shards))
+	pipe := r.rdb.Pipeline()
 	for _, o := range occs {
 		i := ShardOf(o.JobID, len(r.shards))
-		members[i] = append(members[i], o.Member())
+		m := o.Member()
+		members[i] = append(members[i], m)
+		for _, lane := range routeLanes(o) {
+			pipe.ZRem(ctx, r.shards[i].keys.Held(lane), m)
+		}
 	}
-	pipe := r.rdb.Pipeline()
 	for i, m := range members {
 		pipe.ZRem(ctx, r.shards[i].keys.Due(), m...)
 	}
@@ -109,7 +114,21 @@ func (r *Ring) Remove(ctx context.Context, occs []job.Occurrence) error {
 	return nil
 }
 
-// Scheduled reports which of occs are in their shards' due sets.
+// routeLanes names the lanes an occurrence may be held in: none for one
+// without a route.
+func routeLanes(o job.Occurrence) []string {
+	if o.Owner == (uuid.UUID{}) {
+		return nil
+	}
+	lanes := []string{OwnerLane(job.OwnerKey(o.Owner))}
+	if o.Target != "" {
+		lanes = append(lanes, TargetLane(o.Target))
+	}
+	return lanes
+}
+
+// Scheduled reports which of occs are in their shards' due sets, or held
+// back in the held set of one of their lanes.
 func (r *Ring) Scheduled(ctx context.Context, occs []job.Occurrence) ([]bool, error) {
 	if len(occs) == 0 {
 		return nil, nil
@@ -130,13 +149,27 @@ func (r *Ring) Scheduled(ctx context.Context, occs []job.Occurrence) ([]bool, er
 	for i, m := range members {
 		lookups = append(lookups, lookup{at: at[i], cmd: pipe.ZMScore(ctx, r.shards[i].keys.Due(), m...)})
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	held := make([][]*redis.FloatCmd, len(occs))
+	for k, o := range occs {
+		q := r.shards[ShardOf(o.JobID, len(r.shards))]
+		for _, lane := range routeLanes(o) {
+			held[k] = append(held[k], pipe.ZScore(ctx, q.keys.Held(lane), o.Member()))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("look up %d occurrences: %w", len(occs), err)
 	}
 	in := make([]bool, len(occs))
 	for _, l := range lookups {
 		for j, s := range l.cmd.Val() {
 			in[l.at[j]] = s != 0
+		}
+	}
+	for k, cmds := range held {
+		for _, c := range cmds {
+			if c.Err() == nil {
+				in[k] = true
+			}
 		}
 	}
 	return in, nil
@@ -158,16 +191,18 @@ func (r *Ring) Stats(ctx context.Context) (Stats, error) {
 	type cmds struct {
 		due, ready *redis.IntCmd
 		pending    *redis.XPendingCmd
+		held       *redis.Cmd
 	}
 	all := make([]cmds, len(r.shards))
 	for i, q := range r.shards {
-		all[i] = cmds{pipe.ZCard(ctx, q.keys.Due()), pipe.XLen(ctx, q.keys.Ready()), pipe.XPending(ctx, q.keys.Ready(), Group)}
+		all[i] = cmds{pipe.ZCard(ctx, q.keys.Due()), pipe.XLen(ctx, q.keys.Ready()), pipe.XPending(ctx, q.keys.Ready(), Group),
+			heldScript.Eval(ctx, pipe, []string{q.keys.HeldLanes(), q.keys.HeldPrefix()})}
 	}
 	_, _ = pipe.Exec(ctx)
 	// Every command's error, not only the first: a shard with no group yet
 	// (NOGROUP) must not hide another master that did not answer.
 	for _, c := range all {
-		for _, err := range []error{c.due.Err(), c.ready.Err(), c.pending.Err()} {
+		for _, err := range []error{c.due.Err(), c.ready.Err(), c.pending.Err(), c.held.Err()} {
 			if err != nil && !errors.Is(err, redis.Nil) && !strings.HasPrefix(err.Error(), "NOGROUP") {
 				return Stats{}, fmt.Errorf("queue stats: %w", err)
 			}
@@ -177,6 +212,8 @@ func (r *Ring) Stats(ctx context.Context) (Stats, error) {
 	for _, c := range all {
 		st.Due += c.due.Val()
 		st.Ready += c.ready.Val()
+		held, _ := c.held.Int64()
+		st.Held += held
 		if p := c.pending.Val(); p != nil {
 			st.Pending += p.Count
 		}

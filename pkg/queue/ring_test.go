@@ -142,7 +142,7 @@ func TestRing(t *testing.T) {
 			done := map[int]queue.Settlement{}
 			read := 0
 			for i, q := range r.Shards() {
-				_, err := q.Publish(ctx, 100, base)
+				_, err := q.Publish(ctx, 100, base, queue.Caps{})
 				require.NoError(t, err)
 				msgs, err := q.Read(ctx, "c1", 100, noBlock)
 				require.NoError(t, err)
@@ -234,7 +234,7 @@ func TestSettleIsAtomic(t *testing.T) {
 	require.NoError(t, r.EnsureGroup(ctx))
 	o := occ(base, 0)
 	require.NoError(t, r.Enqueue(ctx, []queue.Entry{entry(o)}))
-	_, err := q.Publish(ctx, 10, base)
+	_, err := q.Publish(ctx, 10, base, queue.Caps{})
 	require.NoError(t, err)
 	msgs, err := q.Read(ctx, "c1", 10, noBlock)
 	require.NoError(t, err)

@@ -116,3 +116,60 @@ func (q *Queue) Schedulers(ctx context.Context) ([]Instance, error) {
 	}
 	return out, nil
 }
+
+// workerBeatScript records a worker's heartbeat and slots, and forgets the
+// workers silent for longer than ARGV[4] ms, in both keys at once.
+//
+// KEYS[1] workers sorted set
+// KEYS[2] worker slots hash
+// ARGV[1] worker name
+// ARGV[2] now in unix ms
+// ARGV[3] its slots
+// ARGV[4] how long a silent worker is remembered, ms
+var workerBeatScript = redis.NewScript(`
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', tonumber(ARGV[2]) - tonumber(ARGV[4]), 'LIMIT', 0, 100)
+for _, name in ipairs(gone) do
+  redis.call('ZREM', KEYS[1], name)
+  redis.call('HDEL', KEYS[2], name)
+end
+return #gone
+`)
+
+// WorkerBeat records in the home shard that the worker name is alive at now
+// with slots slots; workers silent for an hour are forgotten.
+func (q *Queue) WorkerBeat(ctx context.Context, name string, slots int, now time.Time) error {
+	err := workerBeatScript.Run(ctx, q.rdb, []string{q.keys.Workers(), q.keys.WorkerSlots()},
+		name, now.UnixMilli(), slots, instanceMemory.Milliseconds()).Err()
+	if err != nil {
+		return fmt.Errorf("worker heartbeat %s: %w", name, err)
+	}
+	return nil
+}
+
+// poolScript adds up the slots of the workers heard from since ARGV[1].
+//
+// KEYS[1] workers sorted set
+// KEYS[2] worker slots hash
+// ARGV[1] the oldest heartbeat that counts, unix ms
+// Returns {slots, workers}
+var poolScript = redis.NewScript(`
+local names = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf')
+local slots = 0
+for _, name in ipairs(names) do
+  slots = slots + (tonumber(redis.call('HGET', KEYS[2], name) or '0') or 0)
+end
+return {slots, #names}
+`)
+
+// Pool is the slots of the workers heard from in the last fresh before now,
+// and how many workers that is: what the scheduler derives the default caps
+// on attempts in flight from.
+func (q *Queue) Pool(ctx context.Context, now time.Time, fresh time.Duration) (slots, workers int, err error) {
+	res, err := poolScript.Run(ctx, q.rdb, []string{q.keys.Workers(), q.keys.WorkerSlots()}, now.Add(-fresh).UnixMilli()).Int64Slice()
+	if err != nil {
+		return 0, 0, fmt.Errorf("worker pool: %w", err)
+	}
+	return int(res[0]), int(res[1]), nil
+}

@@ -120,6 +120,7 @@ func (c *CloudWatch) put(ctx context.Context) error {
 			datum("StreamBacklog", st.Ready),
 			datum("StreamPending", st.Pending),
 			datum("DueSetSize", st.Due),
+			datum("Held", st.Held),
 		},
 	})
 	if err != nil {

@@ -201,7 +201,7 @@ func setupCloudWatch(t *testing.T, stats queue.Stats, now time.Time) (*cloudWatc
 func TestCloudWatch(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	stats := queue.Stats{Due: 7, Ready: 42, Pending: 5}
+	stats := queue.Stats{Due: 7, Ready: 42, Pending: 5, Held: 3}
 
 	t.Run("PutsQueueSizesWhileLeading", func(t *testing.T) {
 		t.Parallel()
@@ -215,6 +215,7 @@ func TestCloudWatch(t *testing.T) {
 			{Name: "StreamBacklog", Unit: "Count", Value: 42, Dims: dims, Time: now},
 			{Name: "StreamPending", Unit: "Count", Value: 5, Dims: dims, Time: now},
 			{Name: "DueSetSize", Unit: "Count", Value: 7, Dims: dims, Time: now},
+			{Name: "Held", Unit: "Count", Value: 3, Dims: dims, Time: now},
 		}}, b.fake.received(t)[0])
 	})
 

@@ -24,6 +24,13 @@ type Config struct {
 	Misfire           time.Duration
 	// Name identifies this instance on the dashboard's system page.
 	Name string
+	// MaxRunning and MaxRunningPerHost cap the attempts in flight of one
+	// owner and of one target host, for the whole deployment; 0 derives each
+	// from the live workers' slots (see caps.go).
+	MaxRunning, MaxRunningPerHost int
+	// LendIdle lets an owner or host at its cap use slots nobody else is
+	// waiting for (see caps.go); false holds every lane to its cap.
+	LendIdle bool
 	// CloudWatchNamespace turns on the backlog reporter, for ECS to scale
 	// workers on; empty leaves it off.
 	CloudWatchNamespace string
@@ -32,7 +39,7 @@ type Config struct {
 
 func readConfig(e *config.Env) (Config, error) {
 	c := Config{
-		Common:            config.ReadCommon(e),
+		Common:            config.ReadCommon(e, config.Scheduler),
 		MetricsAddr:       e.String("TOCK_METRICS_ADDR", "127.0.0.1:9091"),
 		Name:              e.String("TOCK_SCHEDULER_NAME", ""),
 		Horizon:           e.Duration("TOCK_LOAD_HORIZON", 10*time.Minute),
@@ -46,6 +53,9 @@ func readConfig(e *config.Env) (Config, error) {
 		RunRetention:      e.Duration("TOCK_RUN_RETENTION", 30*24*time.Hour),
 		PartitionsAhead:   e.Duration("TOCK_PARTITIONS_AHEAD", 7*24*time.Hour),
 		Misfire:           e.Duration("TOCK_MISFIRE_THRESHOLD", time.Minute),
+		MaxRunning:        e.Int("TOCK_LIMIT_MAX_RUNNING", 0, 0, 10_000_000),
+		MaxRunningPerHost: e.Int("TOCK_LIMIT_MAX_RUNNING_PER_HOST", 0, 0, 10_000_000),
+		LendIdle:          e.Bool("TOCK_LIMIT_LEND_IDLE_SLOTS", true),
 
 		CloudWatchNamespace: e.String("TOCK_CLOUDWATCH_NAMESPACE", ""),
 		CloudWatchInterval:  e.Duration("TOCK_CLOUDWATCH_INTERVAL", 10*time.Second),

@@ -152,6 +152,7 @@ func (l *Leader) load(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
+	l.metrics.Round.Observe(l.clock().Sub(start).Seconds())
 	// Anything due from a minute before this round on is looked at again next
 	// round; older jobs were all claimed now, and the reconciler sweeps the rest.
 	l.watermark = start.Add(-time.Minute)
@@ -178,6 +179,18 @@ func (l *Leader) reconcile(ctx context.Context) {
 		l.log.Warn("reconcile_marker_failed", zap.Error(err))
 	} else if !intact {
 		l.rebuild(ctx, now)
+	}
+	// The counts of attempts in flight that fair dispatch holds owners and
+	// hosts to are kept exactly by the scripts; recounting them from the
+	// streams repairs any drift. Users' own caps follow their limits here
+	// too, should the dashboard have failed to record one.
+	if err := l.queue.Recount(ctx); err != nil {
+		l.log.Warn("reconcile_recount_failed", zap.Error(err))
+	}
+	if caps, err := l.store.OwnerCaps(ctx); err != nil {
+		l.log.Warn("reconcile_owner_caps_failed", zap.Error(err))
+	} else if err := l.queue.SetOwnerCaps(ctx, caps); err != nil {
+		l.log.Warn("reconcile_owner_caps_failed", zap.Error(err))
 	}
 	// A full sweep over every hour partition catches anything the windowed
 	// rounds could not see, such as a claim released after its window passed.

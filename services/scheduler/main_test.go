@@ -181,7 +181,7 @@ func (b *bundle) job(t *testing.T, id uuid.UUID) *job.Job {
 
 // firstAttempt is the occurrence a claim of j hands to Redis.
 func firstAttempt(j *job.Job) job.Occurrence {
-	return job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority}
+	return job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority}.Route(j.Owner, j.Payload)
 }
 
 // scheduled reports whether o is in the due set.

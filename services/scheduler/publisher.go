@@ -19,6 +19,9 @@ type Publisher struct {
 	log   *zap.Logger
 	batch int
 	tick  time.Duration
+	// caps are the caps on attempts in flight it records for its shard;
+	// nil records none (every lane unlimited until something does).
+	caps func() queue.Caps
 	// metrics counts the members moved.
 	metrics *metrics.Scheduler
 }
@@ -35,7 +38,11 @@ func (p *Publisher) Run(ctx context.Context) {
 		case <-timer.C:
 		}
 		wait := p.tick
-		res, err := p.queue.Publish(ctx, p.batch, time.Time{})
+		var caps queue.Caps
+		if p.caps != nil {
+			caps = p.caps()
+		}
+		res, err := p.queue.Publish(ctx, p.batch, time.Time{}, caps)
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
@@ -59,9 +66,9 @@ func (p *Publisher) Run(ctx context.Context) {
 				}
 			}
 		}
-		if res.Moved > 0 {
-			p.metrics.Moved.Add(float64(res.Moved))
-			p.log.Debug("published", zap.Int("moved", res.Moved))
+		if res.Sent > 0 {
+			p.metrics.Moved.Add(float64(res.Sent))
+			p.log.Debug("published", zap.Int("sent", res.Sent), zap.Int("held", res.Held))
 		}
 		timer.Reset(wait)
 	}

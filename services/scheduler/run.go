@@ -39,10 +39,13 @@ func run(ctx context.Context) error {
 	}
 
 	leader := &Leader{store: st, queue: q, locker: redislock.New(rdb), log: log.Named("loader"), clock: time.Now, cfg: cfg, metrics: m}
-	// A publisher per shard: each sleeps until its own shard's next due time.
+	// A publisher per shard: each sleeps until its own shard's next due time,
+	// and records the caps on attempts in flight that caps works out.
+	caps := NewCapsWatcher(q, cfg.MaxRunning, cfg.MaxRunningPerHost, cfg.LendIdle, log.Named("caps"), time.Now)
 	pubs := make([]*Publisher, len(q.Shards()))
 	for i, sq := range q.Shards() {
-		pubs[i] = &Publisher{queue: sq, log: log.Named("publisher").With(zap.Int("shard", i)), batch: cfg.PublishBatch, tick: cfg.PublishTick, metrics: m}
+		pubs[i] = &Publisher{queue: sq, log: log.Named("publisher").With(zap.Int("shard", i)), batch: cfg.PublishBatch, tick: cfg.PublishTick,
+			caps: caps.Caps, metrics: m}
 	}
 
 	// The backlog in CloudWatch, for scaling workers on AWS: only when asked,
@@ -73,6 +76,7 @@ func run(ctx context.Context) error {
 		}
 		gate.Open()
 		wg.Go(func() { leader.Run(ctx) })
+		wg.Go(func() { caps.Run(ctx) })
 		for _, p := range pubs {
 			wg.Go(func() { p.Run(ctx) })
 		}

@@ -12,6 +12,13 @@ import (
 	"github.com/tockhq/tock/services/worker/executor"
 )
 
+// DefaultConcurrency is how many attempts a worker runs at once. A slot is a
+// goroutine and, for a call to a target, one connection: an attempt waiting
+// on a slow socket costs memory and a file descriptor, not a CPU, so a worker
+// keeps many more attempts in flight than it has cores. 2048 attempts that
+// all hang cost about 100 MB and 2048 descriptors (docs/operations.md).
+const DefaultConcurrency = 2048
+
 // Config is the worker's settings, read once from the environment.
 type Config struct {
 	config.Common
@@ -36,9 +43,9 @@ type Config struct {
 
 func readConfig(e *config.Env) (Config, error) {
 	c := Config{
-		Common:       config.ReadCommon(e),
+		Common:       config.ReadCommon(e, config.Worker),
 		MetricsAddr:  e.String("TOCK_METRICS_ADDR", "127.0.0.1:9092"),
-		Concurrency:  e.Int("TOCK_WORKER_CONCURRENCY", 256, 1, 100000),
+		Concurrency:  e.Int("TOCK_WORKER_CONCURRENCY", DefaultConcurrency, 1, 100000),
 		Batch:        e.Int("TOCK_WORKER_BATCH", 256, 1, 10000),
 		Block:        e.Duration("TOCK_WORKER_BLOCK", time.Second),
 		Visibility:   e.Duration("TOCK_VISIBILITY_TIMEOUT", 15*time.Second),

@@ -16,7 +16,7 @@ func TestReadConfig(t *testing.T) {
 		t.Parallel()
 		c, err := readConfig(config.FromMap(nil))
 		require.NoError(t, err)
-		require.Equal(t, 256, c.Concurrency)
+		require.Equal(t, DefaultConcurrency, c.Concurrency)
 		require.Equal(t, time.Second, c.Block)
 	})
 

@@ -116,7 +116,7 @@ func (b *bundle) publishing(t *testing.T) {
 	goRun(t, func(ctx context.Context) {
 		for ctx.Err() == nil {
 			for _, q := range b.ring.Shards() {
-				if _, err := q.Publish(ctx, 100, time.Time{}); err != nil && ctx.Err() == nil {
+				if _, err := q.Publish(ctx, 100, time.Time{}, queue.Caps{}); err != nil && ctx.Err() == nil {
 					t.Errorf("publish: %v", err)
 					return
 				}
@@ -164,7 +164,7 @@ func (b *bundle) claimedJob(mods ...func(*job.Job)) *job.Job {
 
 // firstAttempt is the occurrence a claim of j hands to Redis.
 func firstAttempt(j *job.Job) job.Occurrence {
-	return job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority}
+	return job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority}.Route(j.Owner, j.Payload)
 }
 
 // create stores jobs and puts their first attempts into the due set.
@@ -183,7 +183,7 @@ func (b *bundle) publish(t *testing.T) int {
 	t.Helper()
 	moved := 0
 	for _, q := range b.ring.Shards() {
-		p, err := q.Publish(b.ctx, 1000, time.Now())
+		p, err := q.Publish(b.ctx, 1000, time.Now(), queue.Caps{})
 		require.NoError(t, err)
 		moved += p.Moved
 	}

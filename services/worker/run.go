@@ -89,7 +89,13 @@ func run(ctx context.Context) error {
 			return
 		}
 		gate.Open()
+		beat := make(chan struct{})
+		go func() {
+			defer close(beat)
+			heartbeat(cctx, q.Home(), name, cfg.Concurrency, time.Now, log.Named("heartbeat"))
+		}()
 		consumer.Run(cctx)
+		<-beat
 	}()
 	log.Info("worker_started", zap.String("consumer", name), zap.String("metrics_addr", cfg.MetricsAddr),
 		zap.Int("concurrency", cfg.Concurrency), zap.Bool("allow_private_targets", cfg.Targets.AllowPrivate),

@@ -1,0 +1,452 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tockhq/tock/pkg/job"
+)
+
+// Fair dispatch. Every routed occurrence (job.Occurrence.Owner set) belongs
+// to two lanes: its owner's ("o:<owner>") and the host it calls
+// ("h:<target>"; none for a job that calls no user-given host). The ready
+// stream holds, per lane, at most the lane's cap of entries, read or not: a
+// due member whose lane is full is held back in that lane's held set instead
+// of being published, and comes out, oldest first, as soon as an entry of the
+// lane is settled. So an owner whose targets hang, or a host that is down,
+// can occupy no more than its cap of the workers' slots, and another owner's
+// due member goes to the stream at once, ahead of everything held.
+//
+// The caps bind only when others are waiting. While no other lane has
+// members held back, a lane at its cap may borrow idle slots: its members are
+// published past the cap as long as the shard's routed entries in flight stay
+// under the borrow limit (the workers' slots less one owner's cap, kept for
+// whoever comes next) and the workers have read what is in the stream (fewer
+// than maxUnread entries wait unread), so that borrowed entries never queue
+// ahead of another owner's. An owner alone thus gets most of the pool; once
+// another lane waits, nobody borrows more, and what was borrowed comes back
+// as those attempts end.
+//
+// Whatever the caps, the stream's unread part is first come, first served,
+// so it is kept short: an owner with maxUnread entries in flight already
+// publishes another only while fewer than maxUnread wait unread; otherwise
+// the member is held in its owner lane until the workers have read. Another
+// owner's next entry thus waits behind at most about one read of the
+// workers, even while one owner's burst drains (a 100,000-job burst put over
+// 1,000 entries ahead of it before).
+//
+// The counts live in Inflight and are kept by the scripts that add entries
+// to the stream (publish) and remove them (settle, and set aside through
+// it), so they are exact while Redis keeps its data; losing it loses the
+// stream, the counts and the held sets together, and the rebuild puts the
+// members back in the due set. Recount repairs them from the stream should
+// they ever drift.
+
+// maxUnread is how many entries may wait unread in a shard's stream for a
+// lane to borrow: a worker's read. More unread means the workers are busy,
+// and a borrowed entry would wait ahead of other owners' next ones.
+const maxUnread = 256
+
+// lanesLua is the Lua the publish and settle scripts share: a member's lanes,
+// their caps and counts, and publishing or holding a member. A script that
+// includes it takes these keys first, all of one shard:
+//
+// KEYS[1] due sorted set
+// KEYS[2] ready stream
+// KEYS[3] inflight hash (Keys.Inflight): per lane, and "*" for all routed
+// entries
+// KEYS[4] caps hash (Keys.Caps): "*o", "*h" default caps, "*b" the borrow
+// limit, "o:<owner>" an owner's own cap
+// KEYS[5] held lanes set (Keys.HeldLanes)
+// KEYS[6] held sets' key prefix (Keys.HeldPrefix): a lane's held set is
+// KEYS[6] .. lane, in the same hash tag
+// KEYS[7] released set (Keys.Released): entries whose places were given back
+// before they were settled
+var lanesLua = strings.NewReplacer("GROUP", Group, "MAXUNREAD", strconv.Itoa(maxUnread)).Replace(`
+local caps = {}
+-- cap returns the most entries a lane may have in the stream: the owner's
+-- own cap, or the recorded default for owners or hosts; unlimited when the
+-- scheduler has recorded none yet.
+local function cap(lane)
+  local c = caps[lane]
+  if c ~= nil then return c end
+  local kind = string.sub(lane, 1, 1)
+  if kind == 'o' then
+    c = tonumber(redis.call('HGET', KEYS[4], lane) or '') or tonumber(redis.call('HGET', KEYS[4], '*o') or '')
+  else
+    c = tonumber(redis.call('HGET', KEYS[4], '*h') or '')
+  end
+  c = c or math.huge
+  caps[lane] = c
+  return c
+end
+local function used(lane)
+  return tonumber(redis.call('HGET', KEYS[3], lane) or '0') or 0
+end
+-- unread is how many entries of the stream no worker has read yet, counted
+-- once per script and kept up as it publishes.
+local unreadCount = nil
+local function unread()
+  if unreadCount == nil then
+    local p = redis.pcall('XPENDING', KEYS[2], 'GROUP')
+    local pending = 0
+    if type(p) == 'table' and p.err == nil then pending = tonumber(p[1]) or 0 end
+    unreadCount = redis.call('XLEN', KEYS[2]) - pending
+  end
+  return unreadCount
+end
+-- canBorrow says whether a member of lanes ol and hl may be published past
+-- their caps: lending is on, no other lane waits, the shard's routed entries
+-- in flight are under the borrow limit and the workers keep up.
+local borrowLimit = nil
+local function canBorrow(ol, hl)
+  if borrowLimit == nil then borrowLimit = tonumber(redis.call('HGET', KEYS[4], '*b') or '') or 0 end
+  if borrowLimit <= 0 or used('*') >= borrowLimit then return false end
+  local waiting = redis.call('SCARD', KEYS[5])
+  if waiting > 2 then return false end
+  if waiting > 0 then
+    for _, lane in ipairs(redis.call('SMEMBERS', KEYS[5])) do
+      if lane ~= ol and lane ~= hl then return false end
+    end
+  end
+  return unread() < MAXUNREAD
+end
+-- deep says whether owner lane ol must wait for the workers to read: it has
+-- a worker's read in flight already and as much waits unread in the stream,
+-- so another entry of it would only queue ahead of other owners' next ones.
+local function deep(ol)
+  return used(ol) >= MAXUNREAD and unread() >= MAXUNREAD
+end
+-- lanes returns a member's owner lane and host lane (nil if none); nil for
+-- a member without a route.
+local function lanes(m)
+  local o, h = string.match(m, '^[^:]*:[^:]*:[^:]*:[^:]*:[^:]*:([^:]+):([^:]*)$')
+  if not o then return nil, nil end
+  if h == '' then return 'o:' .. o, nil end
+  return 'o:' .. o, 'h:' .. h
+end
+local function release(lane)
+  if redis.call('HINCRBY', KEYS[3], lane, -1) <= 0 then
+    redis.call('HDEL', KEYS[3], lane)
+  end
+end
+-- free gives back the places of an entry of lanes ol and hl.
+local function free(ol, hl)
+  release(ol)
+  if hl then release(hl) end
+  release('*')
+end
+-- entryLanes returns the lanes of the stream entry with id, and whether the
+-- entry is in the stream.
+local function entryLanes(id)
+  local e = redis.call('XRANGE', KEYS[2], id, id)
+  if #e == 0 then return nil, nil, false end
+  local f = e[1][2]
+  for j = 1, #f, 2 do
+    if f[j] == 'm' then
+      local ol, hl = lanes(f[j + 1])
+      return ol, hl, true
+    end
+  end
+  return nil, nil, true
+end
+-- place publishes member m, due at score, or holds it in the first of its
+-- lanes that is at its cap, unless it may borrow. A new member (not
+-- fromHeld) of a lane that already has members held goes behind them. It
+-- returns true when it published.
+local function place(m, score, fromHeld)
+  local ol, hl = lanes(m)
+  if ol then
+    local full, hold = nil, false
+    if used(ol) >= cap(ol) then
+      full = ol
+    elseif hl and used(hl) >= cap(hl) then
+      full = hl
+    end
+    if full then
+      hold = (not fromHeld and redis.call('EXISTS', KEYS[6] .. full) == 1) or not canBorrow(ol, hl)
+    elseif deep(ol) or (not fromHeld and redis.call('EXISTS', KEYS[6] .. ol) == 1) then
+      full, hold = ol, true
+    end
+    if hold then
+      redis.call('ZADD', KEYS[6] .. full, score, m)
+      redis.call('SADD', KEYS[5], full)
+      return false
+    end
+    redis.call('HINCRBY', KEYS[3], ol, 1)
+    if hl then redis.call('HINCRBY', KEYS[3], hl, 1) end
+    redis.call('HINCRBY', KEYS[3], '*', 1)
+  end
+  redis.call('XADD', KEYS[2], '*', 'm', m, 'd', score)
+  if unreadCount ~= nil then unreadCount = unreadCount + 1 end
+  return true
+end
+-- unhold takes up to n of a lane's held members, oldest first, while the
+-- lane has room or may borrow, and places each: published, or held under
+-- its other lane if that one is full. It returns how many it published.
+local function unhold(lane, n)
+  local key = KEYS[6] .. lane
+  local published = 0
+  for _ = 1, n do
+    local top = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    if #top == 0 then break end
+    local ol, hl = lanes(top[1])
+    if used(lane) >= cap(lane) then
+      if not canBorrow(ol, hl) then break end
+    elseif ol == lane and deep(ol) then
+      break
+    end
+    redis.call('ZREM', key, top[1])
+    if redis.call('EXISTS', key) == 0 then redis.call('SREM', KEYS[5], lane) end
+    if place(top[1], top[2], true) then published = published + 1 end
+  end
+  if redis.call('EXISTS', key) == 0 then redis.call('SREM', KEYS[5], lane) end
+  return published
+end
+`)
+
+// Caps are the default caps on attempts in flight that the publisher records
+// for its shard: per owner (unless the owner has one of their own) and per
+// target host. Zero leaves what is recorded.
+type Caps struct {
+	Owner int
+	Host  int
+	// Borrow is the routed entries in flight under which a lane at its cap
+	// may still be published while no other lane waits: the workers' slots
+	// less what is kept for newcomers. Zero leaves what is recorded; a
+	// negative value records 0, which lends nothing.
+	Borrow int
+}
+
+// PerShard divides caps for the whole deployment among n shards: an owner's
+// jobs spread evenly over them, so each shard holds its share, rounded up.
+func (c Caps) PerShard(n int) Caps {
+	n = max(n, 1)
+	div := func(v int) int {
+		if v <= 0 {
+			return 0
+		}
+		return (v + n - 1) / n
+	}
+	borrow := c.Borrow
+	if borrow > 0 {
+		borrow = div(borrow)
+	}
+	return Caps{Owner: div(c.Owner), Host: div(c.Host), Borrow: borrow}
+}
+
+func (k Keys) laneKeys() []string {
+	return []string{k.Due(), k.Ready(), k.Inflight(), k.Caps(), k.HeldLanes(), k.HeldPrefix(), k.Released()}
+}
+
+// heldScript counts the members held back in one shard.
+//
+// KEYS[1] held lanes set
+// KEYS[2] held sets' key prefix
+// Returns the number of held members
+var heldScript = redis.NewScript(`
+local n = 0
+for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  n = n + redis.call('ZCARD', KEYS[2] .. lane)
+end
+return n
+`)
+
+// recountScript sets the shard's counts of entries in flight to what the
+// ready stream holds, less the entries whose places were given back already
+// (the released set, which it also rids of entries no longer in the stream),
+// for when they drifted (a counted entry that was deleted some other way),
+// then publishes what the corrected counts make room for. It does nothing
+// when the stream holds more than ARGV[1] entries: a count of that many
+// entries would block Redis for too long.
+//
+// KEYS[1..7] as lanesLua
+// ARGV[1] most entries to count
+// Returns the number of entries counted, or -1 when there were too many
+var recountScript = redis.NewScript(lanesLua + `
+if redis.call('XLEN', KEYS[2]) > tonumber(ARGV[1]) then return -1 end
+local counts = {}
+local n = 0
+local present = {}
+for _, e in ipairs(redis.call('XRANGE', KEYS[2], '-', '+')) do
+  n = n + 1
+  present[e[1]] = true
+  if redis.call('SISMEMBER', KEYS[7], e[1]) == 0 then
+    local f = e[2]
+    for j = 1, #f, 2 do
+      if f[j] == 'm' then
+        local ol, hl = lanes(f[j + 1])
+        if ol then
+          counts[ol] = (counts[ol] or 0) + 1
+          counts['*'] = (counts['*'] or 0) + 1
+        end
+        if hl then counts[hl] = (counts[hl] or 0) + 1 end
+        break
+      end
+    end
+  end
+end
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[7])) do
+  if not present[id] then redis.call('SREM', KEYS[7], id) end
+end
+redis.call('DEL', KEYS[3])
+for lane, c in pairs(counts) do redis.call('HSET', KEYS[3], lane, c) end
+for _, lane in ipairs(redis.call('SMEMBERS', KEYS[5])) do unhold(lane, 1000) end
+return n
+`)
+
+// maxRecount is the longest stream Recount counts.
+const maxRecount = 100_000
+
+// Recount sets every shard's counts of attempts in flight to what its stream
+// holds, and publishes held members the corrected counts make room for. The
+// scheduler's reconciler runs it: the counts are kept exactly by the scripts,
+// and this repairs them should anything else ever remove an entry.
+func (r *Ring) Recount(ctx context.Context) error {
+	for _, q := range r.shards {
+		if err := recountScript.Run(ctx, r.rdb, q.keys.laneKeys(), maxRecount).Err(); err != nil {
+			return fmt.Errorf("recount in flight: %w", err)
+		}
+	}
+	return nil
+}
+
+// SetOwnerCaps records the caps of owners with a limit of their own (the
+// user's max_running, for the whole deployment) in every shard, divided
+// among the shards, and forgets those of owners not in caps. A cap of 0 is
+// no cap of their own.
+func (r *Ring) SetOwnerCaps(ctx context.Context, caps map[uuid.UUID]int) error {
+	n := len(r.shards)
+	want := make(map[string]string, len(caps))
+	for owner, c := range caps {
+		if c > 0 {
+			want[OwnerLane(job.OwnerKey(owner))] = strconv.Itoa(Caps{Owner: c}.PerShard(n).Owner)
+		}
+	}
+	for _, q := range r.shards {
+		have, err := r.rdb.HGetAll(ctx, q.keys.Caps()).Result()
+		if err != nil {
+			return fmt.Errorf("owner caps: %w", err)
+		}
+		pipe := r.rdb.Pipeline()
+		for field, v := range have {
+			if strings.HasPrefix(field, "o:") && want[field] != v {
+				pipe.HDel(ctx, q.keys.Caps(), field)
+			}
+		}
+		for field, v := range want {
+			if have[field] != v {
+				pipe.HSet(ctx, q.keys.Caps(), field, v)
+			}
+		}
+		if pipe.Len() == 0 {
+			continue
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("owner caps: %w", err)
+		}
+	}
+	return nil
+}
+
+// SetOwnerCap records one owner's cap of their own (0: none) in every shard,
+// in one round trip, as SetOwnerCaps does for all of them.
+func (r *Ring) SetOwnerCap(ctx context.Context, owner uuid.UUID, cap int) error {
+	field := OwnerLane(job.OwnerKey(owner))
+	pipe := r.rdb.Pipeline()
+	for _, q := range r.shards {
+		if cap > 0 {
+			pipe.HSet(ctx, q.keys.Caps(), field, Caps{Owner: cap}.PerShard(len(r.shards)).Owner)
+		} else {
+			pipe.HDel(ctx, q.keys.Caps(), field)
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("owner cap: %w", err)
+	}
+	return nil
+}
+
+// InFlight reads how many attempts of an owner are in flight, over every
+// shard, and how many of its due members are held back.
+func (r *Ring) InFlight(ctx context.Context, owner uuid.UUID) (inFlight, held int64, err error) {
+	lane := OwnerLane(job.OwnerKey(owner))
+	pipe := r.rdb.Pipeline()
+	var counts []*redis.StringCmd
+	var helds []*redis.IntCmd
+	for _, q := range r.shards {
+		counts = append(counts, pipe.HGet(ctx, q.keys.Inflight(), lane))
+		helds = append(helds, pipe.ZCard(ctx, q.keys.Held(lane)))
+	}
+	_, _ = pipe.Exec(ctx)
+	for i := range counts {
+		if e := counts[i].Err(); e != nil && !errors.Is(e, redis.Nil) {
+			return 0, 0, fmt.Errorf("owner in flight: %w", e)
+		}
+		if e := helds[i].Err(); e != nil {
+			return 0, 0, fmt.Errorf("owner in flight: %w", e)
+		}
+		n, _ := counts[i].Int64()
+		inFlight += n
+		held += helds[i].Val()
+	}
+	return inFlight, held, nil
+}
+
+// releaseScript gives back the places of entries whose attempts ended, before
+// they are settled: the group commit that records outcomes takes a while, and
+// an owner's next attempt should not wait for it. Each place goes at once to
+// the oldest held member of the host lane, then of the owner lane, as
+// settling does. A released entry is noted in the released set, so that its
+// settlement, a second release (its worker died after releasing, and
+// another ran it again) and a recount do not count it again; an entry
+// already settled is left alone.
+//
+// KEYS[1..7] as lanesLua
+// ARGV the entries' ids
+// Returns the number of places given back
+var releaseScript = redis.NewScript(lanesLua + `
+local n = 0
+for i = 1, #ARGV do
+  local ol, hl = entryLanes(ARGV[i])
+  if ol and redis.call('SADD', KEYS[7], ARGV[i]) == 1 then
+    n = n + 1
+    free(ol, hl)
+    if hl then unhold(hl, 1) end
+    unhold(ol, 1)
+  end
+end
+return n
+`)
+
+// Release gives back, per shard, the places in their lanes of entries whose
+// attempts ended (their stream ids), in one round trip. Settling them later
+// only acknowledges them.
+func (r *Ring) Release(ctx context.Context, ids map[int][]string) error {
+	pipe := r.rdb.Pipeline()
+	n := 0
+	for i, shard := range ids {
+		if len(shard) == 0 {
+			continue
+		}
+		args := make([]any, len(shard))
+		for j, id := range shard {
+			args[j] = id
+		}
+		releaseScript.Eval(ctx, pipe, r.shards[i].keys.laneKeys(), args...)
+		n += len(shard)
+	}
+	if pipe.Len() == 0 {
+		return nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("release %d places: %w", n, err)
+	}
+	return nil
+}

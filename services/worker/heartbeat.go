@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/queue"
+)
+
+// heartbeatEvery is how often a worker says it is alive and how many slots
+// it has. The scheduler counts the slots of workers heard from in the last
+// few seconds when it derives the default caps on attempts in flight.
+const heartbeatEvery = time.Second
+
+// heartbeat records in Redis, every second until ctx ends, that this worker
+// is alive with slots slots. A failure is only logged, once per outage: the
+// scheduler then counts this worker out of the pool, which makes the
+// derived caps smaller, never larger.
+func heartbeat(ctx context.Context, q *queue.Queue, name string, slots int, clock func() time.Time, log *zap.Logger) {
+	t := time.NewTicker(heartbeatEvery)
+	defer t.Stop()
+	failing := false
+	for {
+		err := q.WorkerBeat(ctx, name, slots, clock())
+		switch {
+		case err != nil && !failing && ctx.Err() == nil:
+			log.Warn("heartbeat_failed", zap.Error(err))
+			failing = true
+		case err == nil:
+			failing = false
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
