@@ -2,7 +2,7 @@
 SERVICES := dashboard scheduler worker
 MODULES  := $(shell go list -m -f '{{.Dir}}')
 # Every package of every workspace module (a module may have none yet).
-PKGS     := $(shell go list $(addsuffix /...,$(MODULES)) 2>/dev/null | grep -v -e /e2e/chaos)
+PKGS     := $(shell go list $(addsuffix /...,$(MODULES)) 2>/dev/null | grep -v -e /e2e/chaos -e /e2e/isolation)
 # Executions per fuzz target. A count, not a duration: Go 1.26's fuzzer can
 # fail with a spurious "context deadline exceeded" when a duration runs out
 # (golang/go#75804, fixed in Go 1.27).
@@ -24,7 +24,7 @@ run: build
 
 ## test: gofmt, go vet, then every module's tests (unit, integration, end-to-end)
 test: lint
-	go test -count=1 -timeout 20m $(PKGS)
+	go run ./scripts/pgpeak -max 40 -- go test -count=1 -timeout 20m $(PKGS)
 
 ## lint: gofmt and go vet over every module
 lint:
@@ -52,9 +52,9 @@ fuzz:
 browser:
 	go test -count=1 -v -timeout 10m ./e2e/browser/...
 
-## chaos: the fault suite on private Postgres and Redis: kills, stalls and restarts under load, one row per fault
+## chaos: the fault suite on private Postgres and Redis (kills, stalls and restarts under load, one row per fault), then the tenant isolation tests (hanging targets, a 100,000-job burst, aborts), one package at a time as they measure lateness
 chaos:
-	go test -count=1 -v -timeout 15m ./e2e/chaos/...
+	go test -count=1 -v -p 1 -timeout 25m ./e2e/chaos/... ./e2e/isolation/...
 
 ## bench: the benchmark on the real services and the local Postgres and Redis; writes bench/results/latest.json (ARGS=-quick, -workers 4...)
 bench: build

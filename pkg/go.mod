@@ -12,7 +12,6 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
-	github.com/teambition/rrule-go v1.8.2
 	github.com/vgarvardt/pgx-google-uuid/v5 v5.6.0
 	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.28.0

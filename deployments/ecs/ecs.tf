@@ -9,13 +9,12 @@ locals {
   # and closes its pools before ECS's SIGKILL.
   worker_stop_margin = 10
 
-  common_env = {
+  common_env = merge({
     TOCK_REDIS_PREFIX  = var.redis_prefix
     TOCK_REDIS_CLUSTER = "true"
     TOCK_REDIS_SHARDS  = tostring(var.redis_shards)
-    TOCK_DB_MAX_CONNS  = tostring(var.db_max_conns)
     TOCK_LOG_LEVEL     = var.log_level
-  }
+  }, var.db_max_conns == null ? {} : { TOCK_DB_MAX_CONNS = tostring(var.db_max_conns) })
 
   common_secrets = {
     TOCK_DATABASE_URL = aws_secretsmanager_secret.database_url.arn

@@ -107,7 +107,7 @@ variable "worker_count" {
 }
 
 variable "worker_max_count" {
-  description = "Autoscaling maximum of the worker service. Mind the database: every task opens up to db_max_conns connections."
+  description = "Autoscaling maximum of the worker service. Mind the database: every worker opens up to 6 connections (db_max_conns)."
   type        = number
   default     = 20
 }
@@ -119,9 +119,9 @@ variable "worker_backlog_per_task" {
 }
 
 variable "worker_concurrency" {
-  description = "TOCK_WORKER_CONCURRENCY: attempts run at once by one worker."
+  description = "TOCK_WORKER_CONCURRENCY: attempts in flight at once in one worker. A slot waiting on a slow target costs memory and a descriptor, not CPU."
   type        = number
-  default     = 256
+  default     = 2048
 }
 
 variable "worker_shutdown_grace_seconds" {
@@ -192,9 +192,9 @@ variable "db_backup_retention_days" {
 }
 
 variable "db_max_conns" {
-  description = "TOCK_DB_MAX_CONNS: each task's Postgres pool."
+  description = "TOCK_DB_MAX_CONNS for every task; null keeps each service's own default (dashboard 8, scheduler 3, worker 6). docs/operations.md adds up the budget."
   type        = number
-  default     = 16
+  default     = null
 }
 
 variable "deletion_protection" {

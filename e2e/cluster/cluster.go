@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,6 +37,12 @@ type Options struct {
 	KeepDB      bool
 	Logf        func(format string, args ...any)
 	StartupWait time.Duration
+	// Pooler, host:port of a Postgres pooler in transaction mode
+	// (PgBouncer), puts it between the services and Postgres: their
+	// TOCK_DATABASE_URL goes through it, with pgx's cache_describe mode (no
+	// named prepared statements), and TOCK_DATABASE_DIRECT_URL, for the
+	// migrations, straight to Postgres.
+	Pooler string
 }
 
 // Cluster is a running set of services.
@@ -135,6 +143,20 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	return c, nil
 }
 
+// PoolerURL is the cluster's database through Options.Pooler, as the
+// services reach it.
+func (c *Cluster) PoolerURL() string {
+	u, err := url.Parse(c.DatabaseURL)
+	if err != nil {
+		return c.DatabaseURL
+	}
+	u.Host = c.opts.Pooler
+	q := u.Query()
+	q.Set("default_query_exec_mode", "cache_describe")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
 // StartProc starts one more service process named name and waits until it is
 // ready. Restarting a stopped name reuses its address.
 func (c *Cluster) StartProc(ctx context.Context, service, name string, extraEnv ...string) (*Proc, error) {
@@ -158,8 +180,13 @@ func (c *Cluster) StartProc(ctx context.Context, service, name string, extraEnv 
 			}
 		}
 	}
+	dbURL := c.DatabaseURL
+	if c.opts.Pooler != "" {
+		dbURL = c.PoolerURL()
+	}
 	env := append(os.Environ(),
-		"TOCK_DATABASE_URL="+c.DatabaseURL,
+		"TOCK_DATABASE_URL="+dbURL,
+		"TOCK_DATABASE_DIRECT_URL="+c.DatabaseURL,
 		"TOCK_REDIS_URL="+c.opts.RedisURL,
 		"TOCK_REDIS_PREFIX="+c.RedisPrefix,
 		"TOCK_ADMIN_TOKEN="+c.Token,
@@ -225,6 +252,21 @@ func (c *Cluster) Proc(name string) *Proc {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.procs[name]
+}
+
+// RSS is the process's resident memory now, from /proc (Linux only).
+func (p *Proc) RSS() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc status")
 }
 
 // Signal sends sig to the process named name.

@@ -119,9 +119,13 @@ func (e *Env) Err() error { return errors.Join(e.errs...) }
 // Common is what every service reads.
 type Common struct {
 	DatabaseURL string
-	DBMaxConns  int
-	RedisURL    string
-	RedisPrefix string
+	// DatabaseDirectURL reaches Postgres itself, for what a pooler in
+	// transaction mode cannot carry: the migrations, which hold a session's
+	// advisory lock. Empty means DatabaseURL.
+	DatabaseDirectURL string
+	DBMaxConns        int
+	RedisURL          string
+	RedisPrefix       string
 	// RedisCluster treats RedisURL as a Redis Cluster node or configuration
 	// endpoint; RedisAddrs, when set, are the cluster's seed nodes.
 	RedisCluster bool
@@ -134,19 +138,38 @@ type Common struct {
 	Pprof bool
 }
 
+// Service names a tock service, for the defaults that differ between them.
+type Service string
+
+// The services.
+const (
+	Dashboard Service = "dashboard"
+	Scheduler Service = "scheduler"
+	Worker    Service = "worker"
+)
+
+// DBConns is each service's default Postgres pool (TOCK_DB_MAX_CONNS), from
+// what it needs: the dashboard one connection per request in progress,
+// which a few cores cannot use more than a handful of; the scheduler's
+// leader one loader or reconciler round at a time (the others none); a
+// worker a few batch starts at once and one group commit. docs/operations.md
+// adds them up for a deployment.
+var DBConns = map[Service]int{Dashboard: 8, Scheduler: 3, Worker: 6}
+
 // ReadCommon reads the settings every service shares. The defaults reach the
 // Postgres and Redis of a development machine.
-func ReadCommon(e *Env) Common {
+func ReadCommon(e *Env, s Service) Common {
 	return Common{
-		DatabaseURL:  e.String("TOCK_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
-		DBMaxConns:   e.Int("TOCK_DB_MAX_CONNS", 16, 1, 1000),
-		RedisURL:     e.String("TOCK_REDIS_URL", "redis://127.0.0.1:6379/0"),
-		RedisPrefix:  e.String("TOCK_REDIS_PREFIX", "tock"),
-		RedisCluster: e.Bool("TOCK_REDIS_CLUSTER", false),
-		RedisAddrs:   e.List("TOCK_REDIS_ADDRS"),
-		RedisShards:  e.Int("TOCK_REDIS_SHARDS", 1, 1, 256),
-		LogLevel:     e.String("TOCK_LOG_LEVEL", "info"),
-		Pprof:        e.Bool("TOCK_PPROF", false),
+		DatabaseURL:       e.String("TOCK_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+		DatabaseDirectURL: e.String("TOCK_DATABASE_DIRECT_URL", ""),
+		DBMaxConns:        e.Int("TOCK_DB_MAX_CONNS", DBConns[s], 1, 1000),
+		RedisURL:          e.String("TOCK_REDIS_URL", "redis://127.0.0.1:6379/0"),
+		RedisPrefix:       e.String("TOCK_REDIS_PREFIX", "tock"),
+		RedisCluster:      e.Bool("TOCK_REDIS_CLUSTER", false),
+		RedisAddrs:        e.List("TOCK_REDIS_ADDRS"),
+		RedisShards:       e.Int("TOCK_REDIS_SHARDS", 1, 1, 256),
+		LogLevel:          e.String("TOCK_LOG_LEVEL", "info"),
+		Pprof:             e.Bool("TOCK_PPROF", false),
 	}
 }
 

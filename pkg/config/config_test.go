@@ -20,7 +20,7 @@ func TestEnv(t *testing.T) {
 			"TOCK_HORIZON":      "10 minutes",
 			"TOCK_DEBUG":        "yes please",
 		})
-		common := config.ReadCommon(e)
+		common := config.ReadCommon(e, config.Worker)
 		_ = e.Duration("TOCK_HORIZON", 10*time.Minute)
 		_ = e.Bool("TOCK_DEBUG", false)
 		_ = e.Required("TOCK_ADMIN_TOKEN", "the dashboard authenticates its administrator with it")
@@ -40,17 +40,17 @@ func TestEnv(t *testing.T) {
 		var joined interface{ Unwrap() []error }
 		require.ErrorAs(t, err, &joined)
 		require.Len(t, joined.Unwrap(), 5, "one error per problem")
-		require.Equal(t, 16, common.DBMaxConns, "a bad value still yields the default, so start-up can report everything")
+		require.Equal(t, 6, common.DBMaxConns, "a bad value still yields the default, so start-up can report everything")
 	})
 
 	t.Run("AppliesDefaults", func(t *testing.T) {
 		t.Parallel()
 		e := config.FromMap(map[string]string{"TOCK_LOG_LEVEL": "   "})
-		got := config.ReadCommon(e)
+		got := config.ReadCommon(e, config.Worker)
 		require.NoError(t, e.Err())
 		require.Equal(t, config.Common{
 			DatabaseURL: "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable",
-			DBMaxConns:  16,
+			DBMaxConns:  6,
 			RedisURL:    "redis://127.0.0.1:6379/0",
 			RedisPrefix: "tock",
 			RedisShards: 1,
@@ -58,31 +58,40 @@ func TestEnv(t *testing.T) {
 		}, got, "a blank variable counts as unset")
 	})
 
+	t.Run("PoolsFitEachService", func(t *testing.T) {
+		t.Parallel()
+		for s, want := range map[config.Service]int{config.Dashboard: 8, config.Scheduler: 3, config.Worker: 6} {
+			require.Equal(t, want, config.ReadCommon(config.FromMap(nil), s).DBMaxConns, "%s", s)
+		}
+	})
+
 	t.Run("ReadsValues", func(t *testing.T) {
 		t.Parallel()
 		e := config.FromMap(map[string]string{
-			"TOCK_DATABASE_URL":  " postgres://db/tock ",
-			"TOCK_DB_MAX_CONNS":  "1000",
-			"TOCK_REDIS_URL":     "rediss://cache:6380/1",
-			"TOCK_REDIS_PREFIX":  "prod",
-			"TOCK_REDIS_CLUSTER": "true",
-			"TOCK_REDIS_ADDRS":   "10.0.0.1:6379, 10.0.0.2:6379",
-			"TOCK_REDIS_SHARDS":  "8",
-			"TOCK_LOG_LEVEL":     "debug",
-			"TOCK_HORIZON":       "90s",
-			"TOCK_DEBUG":         "1",
-			"TOCK_ADMIN_TOKEN":   "s3cret",
+			"TOCK_DATABASE_URL":        " postgres://db/tock ",
+			"TOCK_DATABASE_DIRECT_URL": "postgres://db:5432/tock",
+			"TOCK_DB_MAX_CONNS":        "1000",
+			"TOCK_REDIS_URL":           "rediss://cache:6380/1",
+			"TOCK_REDIS_PREFIX":        "prod",
+			"TOCK_REDIS_CLUSTER":       "true",
+			"TOCK_REDIS_ADDRS":         "10.0.0.1:6379, 10.0.0.2:6379",
+			"TOCK_REDIS_SHARDS":        "8",
+			"TOCK_LOG_LEVEL":           "debug",
+			"TOCK_HORIZON":             "90s",
+			"TOCK_DEBUG":               "1",
+			"TOCK_ADMIN_TOKEN":         "s3cret",
 		})
-		got := config.ReadCommon(e)
+		got := config.ReadCommon(e, config.Worker)
 		require.Equal(t, config.Common{
-			DatabaseURL:  "postgres://db/tock",
-			DBMaxConns:   1000,
-			RedisURL:     "rediss://cache:6380/1",
-			RedisPrefix:  "prod",
-			RedisCluster: true,
-			RedisAddrs:   []string{"10.0.0.1:6379", "10.0.0.2:6379"},
-			RedisShards:  8,
-			LogLevel:     "debug",
+			DatabaseURL:       "postgres://db/tock",
+			DatabaseDirectURL: "postgres://db:5432/tock",
+			DBMaxConns:        1000,
+			RedisURL:          "rediss://cache:6380/1",
+			RedisPrefix:       "prod",
+			RedisCluster:      true,
+			RedisAddrs:        []string{"10.0.0.1:6379", "10.0.0.2:6379"},
+			RedisShards:       8,
+			LogLevel:          "debug",
 		}, got, "values are trimmed")
 		require.Equal(t, 90*time.Second, e.Duration("TOCK_HORIZON", time.Minute))
 		require.True(t, e.Bool("TOCK_DEBUG", false))
