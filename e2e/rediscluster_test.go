@@ -49,9 +49,10 @@ func TestRedisCluster(t *testing.T) {
 	// creation, the rest through the loader), a bulk of 300 due in 3 s, a job
 	// failing twice before it gives up, and a recurring job every second.
 	var ids []string
-	due := time.Now().Add(time.Second)
 	for i := range 200 {
-		at := due.Add(time.Duration(i%4) * time.Second)
+		// Each from its own creation: 200 creates in a row can take longer
+		// than a second, and a time in the past is refused.
+		at := time.Now().Add(time.Second + time.Duration(i%4)*time.Second)
 		j, err := api.CreateJob(ctx, createJob{Name: fmt.Sprintf("single-%d", i), Type: "webhook", RunAt: at,
 			Payload: map[string]any{"url": target.URL + "/ok"}})
 		require.NoError(t, err)
@@ -116,18 +117,26 @@ func TestRedisCluster(t *testing.T) {
 	require.Len(t, sys.Schedulers, 2, "both schedulers heard through the home shard")
 	require.Len(t, sys.Workers, 2, "both workers, each reading all six shards, listed once")
 
-	// Wave 2: 100 jobs due in 5 s, in Redis at creation (the horizon is
+	// Wave 2: 100 jobs due in 5 s, not in Redis at creation (the horizon is
 	// 2 s, so the loader claims them a few seconds ahead) ... then the whole
 	// cluster loses its data. The reconciler must see the markers gone and
 	// put every claimed job back.
+	// One batch, so that a slow machine still creates them all well before
+	// they are due.
 	wave2At := time.Now().Add(5 * time.Second)
-	var wave2 []string
-	for i := range 100 {
-		j, err := api.CreateJob(ctx, createJob{Name: fmt.Sprintf("wave2-%d", i), Type: "webhook", RunAt: wave2At,
-			Payload: map[string]any{"url": target.URL + "/wave2"}})
-		require.NoError(t, err)
-		wave2 = append(wave2, j.ID)
+	batch2 := make([]createJob, 100)
+	for i := range batch2 {
+		batch2[i] = createJob{Name: fmt.Sprintf("wave2-%d", i), Type: "webhook", RunAt: wave2At,
+			Payload: map[string]any{"url": target.URL + "/wave2"}}
 	}
+	var created2 struct {
+		IDs []string `json:"ids"`
+	}
+	code, err = api.Do(ctx, "POST", "/api/v1/jobs:batch", map[string]any{"jobs": batch2}, &created2)
+	require.NoError(t, err)
+	require.Equal(t, 201, code)
+	wave2 := created2.IDs
+	require.Len(t, wave2, len(batch2))
 	db, err := pgx.Connect(ctx, c.DatabaseURL)
 	require.NoError(t, err)
 	defer db.Close(context.Background())
