@@ -28,18 +28,22 @@ import (
 // published past the cap as long as the shard's routed entries in flight stay
 // under the borrow limit (the workers' slots less one owner's cap, kept for
 // whoever comes next) and the workers have read what is in the stream (fewer
-// than maxUnread entries wait unread), so that borrowed entries never queue
+// than one read per worker wait unread), so that borrowed entries never queue
 // ahead of another owner's. An owner alone thus gets most of the pool; once
 // another lane waits, nobody borrows more, and what was borrowed comes back
 // as those attempts end.
 //
 // Whatever the caps, the stream's unread part is first come, first served,
-// so it is kept short: an owner with maxUnread entries in flight already
-// publishes another only while fewer than maxUnread wait unread; otherwise
-// the member is held in its owner lane until the workers have read. Another
-// owner's next entry thus waits behind at most about one read of the
-// workers, even while one owner's burst drains (a 100,000-job burst put over
-// 1,000 entries ahead of it before).
+// so it is kept short: an owner with the unread limit (Caps.Unread, a read
+// per live worker, so that every worker finds a full read waiting) in flight
+// already publishes another only while fewer than that wait unread;
+// otherwise the member is held in its owner lane until the workers have
+// read. And an owner with less than a read in flight goes ahead of what is
+// unread: publishing its entry puts the unread entries of owners with a
+// read's worth or more in flight back in their held sets (makeWay), where
+// they come out again, oldest first, behind it. So another owner's job is
+// read next even while one owner's burst drains (a 100,000-job burst put
+// over 1,000 entries ahead of it before).
 //
 // The counts live in Inflight and are kept by the scripts that add entries
 // to the stream (publish) and remove them (settle, and set aside through
@@ -48,10 +52,10 @@ import (
 // members back in the due set. Recount repairs them from the stream should
 // they ever drift.
 
-// maxUnread is how many entries may wait unread in a shard's stream for a
-// lane to borrow: a worker's read. More unread means the workers are busy,
-// and a borrowed entry would wait ahead of other owners' next ones.
-const maxUnread = 256
+// ReadSize is the entries a worker reads at once by default
+// (TOCK_WORKER_BATCH); the unread limit is one such read per live worker,
+// and one read while the scheduler has heard from none.
+const ReadSize = 256
 
 // lanesLua is the Lua the publish and settle scripts share: a member's lanes,
 // their caps and counts, and publishing or holding a member. A script that
@@ -62,13 +66,13 @@ const maxUnread = 256
 // KEYS[3] inflight hash (Keys.Inflight): per lane, and "*" for all routed
 // entries
 // KEYS[4] caps hash (Keys.Caps): "*o", "*h" default caps, "*b" the borrow
-// limit, "o:<owner>" an owner's own cap
+// limit, "*u" the unread limit, "o:<owner>" an owner's own cap
 // KEYS[5] held lanes set (Keys.HeldLanes)
 // KEYS[6] held sets' key prefix (Keys.HeldPrefix): a lane's held set is
 // KEYS[6] .. lane, in the same hash tag
 // KEYS[7] released set (Keys.Released): entries whose places were given back
 // before they were settled
-var lanesLua = strings.NewReplacer("GROUP", Group, "MAXUNREAD", strconv.Itoa(maxUnread)).Replace(`
+var lanesLua = strings.NewReplacer("__GROUP__", Group, "__READSIZE__", strconv.Itoa(ReadSize)).Replace(`
 local caps = {}
 -- cap returns the most entries a lane may have in the stream: the owner's
 -- own cap, or the recorded default for owners or hosts; unlimited when the
@@ -92,9 +96,14 @@ end
 -- unread is how many entries of the stream no worker has read yet, counted
 -- once per script and kept up as it publishes.
 local unreadCount = nil
+local unreadLimit = nil
+local function limitUnread()
+  if unreadLimit == nil then unreadLimit = tonumber(redis.call('HGET', KEYS[4], '*u') or '') or __READSIZE__ end
+  return unreadLimit
+end
 local function unread()
   if unreadCount == nil then
-    local p = redis.pcall('XPENDING', KEYS[2], 'GROUP')
+    local p = redis.pcall('XPENDING', KEYS[2], '__GROUP__')
     local pending = 0
     if type(p) == 'table' and p.err == nil then pending = tonumber(p[1]) or 0 end
     unreadCount = redis.call('XLEN', KEYS[2]) - pending
@@ -115,13 +124,14 @@ local function canBorrow(ol, hl)
       if lane ~= ol and lane ~= hl then return false end
     end
   end
-  return unread() < MAXUNREAD
+  return unread() < limitUnread()
 end
 -- deep says whether owner lane ol must wait for the workers to read: it has
--- a worker's read in flight already and as much waits unread in the stream,
+-- the unread limit in flight already and as much waits unread in the stream,
 -- so another entry of it would only queue ahead of other owners' next ones.
 local function deep(ol)
-  return used(ol) >= MAXUNREAD and unread() >= MAXUNREAD
+  local l = limitUnread()
+  return used(ol) >= l and unread() >= l
 end
 -- lanes returns a member's owner lane and host lane (nil if none); nil for
 -- a member without a route.
@@ -156,6 +166,54 @@ local function entryLanes(id)
   end
   return nil, nil, true
 end
+-- lastDelivered returns the id of the last entry the workers' group was
+-- given, or nil without the group: every entry after it is unread.
+local function lastDelivered()
+  local groups = redis.pcall('XINFO', 'GROUPS', KEYS[2])
+  if type(groups) ~= 'table' or groups.err then return nil end
+  for _, g in ipairs(groups) do
+    local name, last = nil, nil
+    for j = 1, #g, 2 do
+      if g[j] == 'name' then name = g[j + 1] elseif g[j] == 'last-delivered-id' then last = g[j + 1] end
+    end
+    if name == '__GROUP__' then return last end
+  end
+  return nil
+end
+-- makeWay puts the unread entries of other owners with a read's worth or
+-- more in flight back in their held sets, at their due times, so that owner
+-- lane ol's next entry is read before them: a burst that fills the stream's
+-- unread part does not make a newcomer wait for it. Once per script, and
+-- only when others have a read's worth in flight and a quarter of a read
+-- waits unread.
+local madeWay = false
+local function makeWay(ol)
+  if madeWay then return end
+  madeWay = true
+  if used('*') - used(ol) < __READSIZE__ or unread() < __READSIZE__ / 4 then return end
+  local last = lastDelivered()
+  if not last then return end
+  local deepLanes = {}
+  for _, e in ipairs(redis.call('XRANGE', KEYS[2], '(' .. last, '+', 'COUNT', 2 * limitUnread())) do
+    local m, d = nil, nil
+    local f = e[2]
+    for j = 1, #f, 2 do
+      if f[j] == 'm' then m = f[j + 1] elseif f[j] == 'd' then d = f[j + 1] end
+    end
+    local eol, ehl = nil, nil
+    if m and d then eol, ehl = lanes(m) end
+    if eol and eol ~= ol then
+      if deepLanes[eol] == nil then deepLanes[eol] = used(eol) >= __READSIZE__ end
+      if deepLanes[eol] then
+        redis.call('XDEL', KEYS[2], e[1])
+        free(eol, ehl)
+        redis.call('ZADD', KEYS[6] .. eol, d, m)
+        redis.call('SADD', KEYS[5], eol)
+        unreadCount = unread() - 1
+      end
+    end
+  end
+end
 -- place publishes member m, due at score, or holds it in the first of its
 -- lanes that is at its cap, unless it may borrow. A new member (not
 -- fromHeld) of a lane that already has members held goes behind them. It
@@ -179,6 +237,7 @@ local function place(m, score, fromHeld)
       redis.call('SADD', KEYS[5], full)
       return false
     end
+    if used(ol) < __READSIZE__ then makeWay(ol) end
     redis.call('HINCRBY', KEYS[3], ol, 1)
     if hl then redis.call('HINCRBY', KEYS[3], hl, 1) end
     redis.call('HINCRBY', KEYS[3], '*', 1)
@@ -222,6 +281,11 @@ type Caps struct {
 	// less what is kept for newcomers. Zero leaves what is recorded; a
 	// negative value records 0, which lends nothing.
 	Borrow int
+	// Unread is how many entries may wait unread in the stream before an
+	// owner with as many in flight is held back, and a lane at its cap stops
+	// borrowing: one read (ReadSize) per live worker, as every worker reads
+	// every shard. Zero leaves what is recorded (ReadSize if nothing is).
+	Unread int
 }
 
 // PerShard divides caps for the whole deployment among n shards: an owner's
@@ -238,7 +302,7 @@ func (c Caps) PerShard(n int) Caps {
 	if borrow > 0 {
 		borrow = div(borrow)
 	}
-	return Caps{Owner: div(c.Owner), Host: div(c.Host), Borrow: borrow}
+	return Caps{Owner: div(c.Owner), Host: div(c.Host), Borrow: borrow, Unread: c.Unread}
 }
 
 func (k Keys) laneKeys() []string {

@@ -189,27 +189,55 @@ func TestFairDispatch(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, 256, p.Sent)
 			require.Equal(t, 744, p.Held)
+			// The workers take 100 of A's; 156 still wait unread.
+			msgs, err := b.q.Read(b.ctx, "w1", 100, noBlock)
+			require.NoError(t, err)
+			require.Len(t, msgs, 100)
+			// B comes: A's unread entries go back to A's held set, and B's
+			// two are next in the stream. What the workers have read stays.
 			b.enqueue(t, routed(ownerB, "", base), routed(ownerB, "", base))
-			p, err = b.q.Publish(b.ctx, 1000, base, queue.Caps{})
+			_, err = b.q.Publish(b.ctx, 1000, base, queue.Caps{})
 			require.NoError(t, err)
-			require.Equal(t, 2, p.Sent, "B goes to the stream at once")
-			// The workers read A's 256; A refills the stream behind B's two,
-			// and B's come first in the next read.
-			msgs, err := b.q.Read(b.ctx, "w1", 256, noBlock)
+			require.Equal(t, 2, b.inflight(t, "o:"+job.OwnerKey(ownerB)), "B goes to the stream at once")
+			require.Equal(t, 100, b.inflight(t, laneA), "A's read entries keep their places")
+			msgs, err = b.q.Read(b.ctx, "w1", 256, noBlock)
 			require.NoError(t, err)
-			require.Len(t, msgs, 256)
-			for _, m := range msgs {
-				require.Equal(t, ownerA, m.Occurrence.Owner)
-			}
-			p, err = b.q.Publish(b.ctx, 1000, base, queue.Caps{})
-			require.NoError(t, err)
-			require.Equal(t, 254, p.Sent, "A again up to a read's worth unread")
-			msgs, err = b.q.Read(b.ctx, "w1", 3, noBlock)
-			require.NoError(t, err)
-			require.Len(t, msgs, 3)
+			require.Len(t, msgs, 2)
 			require.Equal(t, ownerB, msgs[0].Occurrence.Owner)
 			require.Equal(t, ownerB, msgs[1].Occurrence.Owner)
-			require.Equal(t, ownerA, msgs[2].Occurrence.Owner)
+			// A refills the stream behind B, from its oldest held member on:
+			// the 101st it published first.
+			p, err = b.q.Publish(b.ctx, 1000, base, queue.Caps{})
+			require.NoError(t, err)
+			require.Equal(t, 256, p.Sent, "A again up to a read's worth unread")
+			msgs, err = b.q.Read(b.ctx, "w1", 1, noBlock)
+			require.NoError(t, err)
+			require.Len(t, msgs, 1)
+			require.Equal(t, ownerA, msgs[0].Occurrence.Owner)
+			require.Equal(t, base.Add(-900*time.Millisecond).UnixMilli(), msgs[0].DueAt.UnixMilli())
+			var ids []string
+			all, err := b.rdb.XRange(b.ctx, b.keys.Ready(), "-", "+").Result()
+			require.NoError(t, err)
+			for _, e := range all {
+				ids = append(ids, e.ID)
+			}
+			require.Len(t, ids, 100+2+256, "A's read 100, B's 2 and A's 256 in the stream, no copy")
+		})
+	})
+
+	t.Run("TheUnreadLimitIsWhatTheSchedulerRecords", func(t *testing.T) {
+		t.Parallel()
+		onBothRedis(t, func(t *testing.T, b *bundle) {
+			require.NoError(t, b.q.EnsureGroup(b.ctx))
+			var occs []job.Occurrence
+			for i := range 1000 {
+				occs = append(occs, routed(ownerA, "", base.Add(-time.Duration(1000-i)*time.Millisecond)))
+			}
+			b.enqueue(t, occs...)
+			// Three workers: a read of each may wait unread.
+			p, err := b.q.Publish(b.ctx, 1000, base, queue.Caps{Owner: 5000, Host: 5000, Unread: 3 * queue.ReadSize})
+			require.NoError(t, err)
+			require.Equal(t, 3*queue.ReadSize, p.Sent)
 		})
 	})
 

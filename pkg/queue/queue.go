@@ -94,6 +94,7 @@ func (q *Queue) alone() *Ring { return &Ring{rdb: q.rdb, shards: []*Queue{q}} }
 // ARGV[5] most held lanes to look at
 // ARGV[6] borrow limit to record (routed entries in flight under which a
 // lane may pass its cap while no other lane waits; 0 lends nothing), or ""
+// ARGV[7] unread limit to record (Caps.Unread), or ""
 // Returns {popped, now_ms, next_due_ms or -1, published, held}
 var publishScript = redis.NewScript(lanesLua + `
 local now
@@ -106,6 +107,7 @@ end
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[4], '*o', ARGV[3]) end
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[4], '*h', ARGV[4]) end
 if ARGV[6] ~= '' then redis.call('HSET', KEYS[4], '*b', ARGV[6]) end
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[4], '*u', ARGV[7]) end
 local limit = tonumber(ARGV[1])
 local published, held = 0, 0
 local sweep = redis.call('SRANDMEMBER', KEYS[5], tonumber(ARGV[5]))
@@ -164,7 +166,7 @@ func (q *Queue) Publish(ctx context.Context, limit int, now time.Time, caps Caps
 	if caps.Borrow != 0 {
 		borrow = strconv.Itoa(max(caps.Borrow, 0))
 	}
-	res, err := publishScript.Run(ctx, q.rdb, q.keys.laneKeys(), limit, nowArg, capArg(caps.Owner), capArg(caps.Host), heldLanesPerCall, borrow).Int64Slice()
+	res, err := publishScript.Run(ctx, q.rdb, q.keys.laneKeys(), limit, nowArg, capArg(caps.Owner), capArg(caps.Host), heldLanesPerCall, borrow, capArg(caps.Unread)).Int64Slice()
 	if err != nil {
 		return Published{}, fmt.Errorf("publish due: %w", err)
 	}

@@ -55,7 +55,7 @@ type CapsWatcher struct {
 // first look at the workers.
 func NewCapsWatcher(q *queue.Ring, owner, host int, lend bool, log *zap.Logger, clock func() time.Time) *CapsWatcher {
 	w := &CapsWatcher{queue: q, log: log, clock: clock, Owner: owner, Host: host, Lend: lend}
-	w.set(0)
+	w.set(0, 0)
 	return w
 }
 
@@ -68,14 +68,14 @@ func (w *CapsWatcher) Run(ctx context.Context) {
 	defer t.Stop()
 	failing := false
 	for {
-		slots, _, err := w.queue.Home().Pool(ctx, w.clock(), workerFresh)
+		slots, workers, err := w.queue.Home().Pool(ctx, w.clock(), workerFresh)
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
 			w.log.Warn("worker_pool_unreadable", zap.Error(err))
 			failing = true
 		case err == nil:
 			failing = false
-			w.set(slots)
+			w.set(slots, workers)
 		}
 		select {
 		case <-ctx.Done():
@@ -85,9 +85,10 @@ func (w *CapsWatcher) Run(ctx context.Context) {
 	}
 }
 
-// set works the caps out for a pool of slots.
-func (w *CapsWatcher) set(slots int) {
+// set works the caps out for a pool of slots among workers.
+func (w *CapsWatcher) set(slots, workers int) {
 	c := DeriveCaps(w.Owner, w.Host, slots)
+	c.Unread = max(workers, 1) * queue.ReadSize
 	if !w.Lend {
 		c.Borrow = -1
 	}
@@ -95,7 +96,7 @@ func (w *CapsWatcher) set(slots int) {
 	if old := w.caps.Load(); old == nil || *old != c {
 		w.caps.Store(&c)
 		if old != nil {
-			w.log.Info("caps_changed", zap.Int("worker_slots", slots), zap.Int("owner_cap_per_shard", c.Owner), zap.Int("host_cap_per_shard", c.Host))
+			w.log.Info("caps_changed", zap.Int("worker_slots", slots), zap.Int("owner_cap_per_shard", c.Owner), zap.Int("host_cap_per_shard", c.Host), zap.Int("unread_limit", c.Unread))
 		}
 	}
 }
