@@ -173,6 +173,41 @@ func ReadCommon(e *Env, s Service) Common {
 	}
 }
 
+// The defaults of the settings in Scheduling.
+const (
+	DefaultHorizon          = 10 * time.Minute
+	DefaultMisfireThreshold = time.Minute
+)
+
+// Scheduling is what the dashboard, the scheduler and the worker must agree
+// on about due times, read once by each from the same variables.
+type Scheduling struct {
+	// Horizon is how far ahead the scheduler's loader puts occurrences in
+	// Redis (TOCK_LOAD_HORIZON); the dashboard puts a job due sooner there
+	// itself, or it would wait for the next load.
+	Horizon time.Duration
+	// MisfireThreshold is how late a recurring occurrence may start before
+	// its job's misfire policy decides whether it runs
+	// (TOCK_MISFIRE_THRESHOLD): the loader, the dashboard loading a job it
+	// just created or edited, and the worker about to start one judge alike.
+	MisfireThreshold time.Duration
+}
+
+// ReadScheduling reads the scheduling settings the services share.
+func ReadScheduling(e *Env) Scheduling {
+	s := Scheduling{
+		Horizon:          e.Duration("TOCK_LOAD_HORIZON", DefaultHorizon),
+		MisfireThreshold: e.Duration("TOCK_MISFIRE_THRESHOLD", DefaultMisfireThreshold),
+	}
+	if s.Horizon < time.Second {
+		e.Check(fmt.Errorf("TOCK_LOAD_HORIZON=%s must be at least 1s", s.Horizon))
+	}
+	if s.MisfireThreshold <= 0 {
+		e.Check(fmt.Errorf("TOCK_MISFIRE_THRESHOLD=%s must be positive", s.MisfireThreshold))
+	}
+	return s
+}
+
 // ReadTargets reads the outbound policy for user-supplied URLs. The worker
 // dials through it, and the dashboard refuses at creation the URLs it would
 // refuse, so both must read the same variables.

@@ -135,6 +135,24 @@ func TestEnv(t *testing.T) {
 	})
 }
 
+// TestReadScheduling: the settings the dashboard, scheduler and worker must
+// agree on have one default and one check, whichever service reads them.
+func TestReadScheduling(t *testing.T) {
+	t.Parallel()
+	e := config.FromMap(nil)
+	require.Equal(t, config.Scheduling{Horizon: 10 * time.Minute, MisfireThreshold: time.Minute}, config.ReadScheduling(e))
+	require.NoError(t, e.Err())
+
+	e = config.FromMap(map[string]string{"TOCK_LOAD_HORIZON": "5m", "TOCK_MISFIRE_THRESHOLD": "30s"})
+	require.Equal(t, config.Scheduling{Horizon: 5 * time.Minute, MisfireThreshold: 30 * time.Second}, config.ReadScheduling(e))
+	require.NoError(t, e.Err())
+
+	e = config.FromMap(map[string]string{"TOCK_LOAD_HORIZON": "500ms", "TOCK_MISFIRE_THRESHOLD": "0s"})
+	config.ReadScheduling(e)
+	require.ErrorContains(t, e.Err(), "TOCK_LOAD_HORIZON=500ms must be at least 1s")
+	require.ErrorContains(t, e.Err(), "TOCK_MISFIRE_THRESHOLD=0s must be positive")
+}
+
 // TestFromOS reads the process environment; t.Setenv rules out t.Parallel.
 func TestFromOS(t *testing.T) {
 	t.Run("ReadsProcessEnvironment", func(t *testing.T) {

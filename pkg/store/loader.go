@@ -87,10 +87,6 @@ const maxSkipCount = 1000
 // a round holds its rows locked for about this long at most.
 const roundTime = 200 * time.Millisecond
 
-// DefaultMisfireThreshold is how late an occurrence may start before its job's
-// misfire policy decides whether it runs.
-const DefaultMisfireThreshold = time.Minute
-
 // Window is one loader round: what to claim and how to judge misfires.
 type Window struct {
 	Since, Until time.Time // due times in [Since, Until); zero Since for all

@@ -130,6 +130,6 @@ func firstAttempt(j *job.Job) job.Occurrence {
 func claimDue(st *store.Store, ctx context.Context, since, until time.Time, limit int, now time.Time,
 	enqueue func(context.Context, []job.Occurrence) error) (int, error) {
 	c, err := st.ClaimDue(ctx, store.Window{Since: since, Until: until, Limit: limit, Now: now,
-		MisfireThreshold: store.DefaultMisfireThreshold}, enqueue)
+		MisfireThreshold: time.Minute}, enqueue)
 	return c.Jobs, err
 }

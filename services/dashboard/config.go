@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net"
-	"time"
 
 	"go.uber.org/zap/zapcore"
 
@@ -23,13 +22,11 @@ type Config struct {
 	// metrics never reach the API's clients.
 	MetricsAddr string
 	AdminToken  string
-	Horizon     time.Duration
-	// MisfireThreshold judges misfires when the dashboard loads a recurring
-	// job right after creating or editing it; the scheduler reads the same
-	// variable for its loader.
-	MisfireThreshold time.Duration
-	MaxPayloadBytes  int
-	MaxBodyBytes     int
+	// Scheduling's misfire threshold judges misfires when the dashboard loads
+	// a recurring job right after creating or editing it, as the loader does.
+	config.Scheduling
+	MaxPayloadBytes int
+	MaxBodyBytes    int
 	// MaxBatchBodyBytes caps the body of a bulk create.
 	MaxBatchBodyBytes int
 	// Targets is the workers' outbound policy: a job URL they would refuse
@@ -47,8 +44,7 @@ func readConfig(e *config.Env) (Config, error) {
 		HTTPAddr:          e.String("TOCK_HTTP_ADDR", "127.0.0.1:8080"),
 		MetricsAddr:       e.String("TOCK_METRICS_ADDR", "127.0.0.1:9090"),
 		AdminToken:        e.Required("TOCK_ADMIN_TOKEN", fmt.Sprintf("the administrator's bearer token, at least %d characters", minTokenLen)),
-		Horizon:           e.Duration("TOCK_LOAD_HORIZON", 10*time.Minute),
-		MisfireThreshold:  e.Duration("TOCK_MISFIRE_THRESHOLD", time.Minute),
+		Scheduling:        config.ReadScheduling(e),
 		MaxPayloadBytes:   e.Int("TOCK_MAX_PAYLOAD_BYTES", 64<<10, 1, 16<<20),
 		MaxBodyBytes:      e.Int("TOCK_MAX_BODY_BYTES", 1<<20, 1, 64<<20),
 		MaxBatchBodyBytes: e.Int("TOCK_MAX_BATCH_BODY_BYTES", 32<<20, 1, 1<<30),
@@ -73,12 +69,6 @@ func readConfig(e *config.Env) (Config, error) {
 		e.Check(fmt.Errorf("TOCK_METRICS_ADDR=%q is not host:port", c.MetricsAddr))
 	} else if c.MetricsAddr == c.HTTPAddr {
 		e.Check(fmt.Errorf("TOCK_METRICS_ADDR=%q must differ from TOCK_HTTP_ADDR: metrics stay off the public port", c.MetricsAddr))
-	}
-	if c.Horizon < time.Second {
-		e.Check(fmt.Errorf("TOCK_LOAD_HORIZON=%s must be at least 1s", c.Horizon))
-	}
-	if c.MisfireThreshold <= 0 {
-		e.Check(fmt.Errorf("TOCK_MISFIRE_THRESHOLD=%s must be positive", c.MisfireThreshold))
 	}
 	if c.MaxBodyBytes < c.MaxPayloadBytes {
 		e.Check(fmt.Errorf("TOCK_MAX_BODY_BYTES=%d must be at least TOCK_MAX_PAYLOAD_BYTES=%d", c.MaxBodyBytes, c.MaxPayloadBytes))

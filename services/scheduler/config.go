@@ -10,8 +10,8 @@ import (
 // Config is the scheduler's settings, read once from the environment.
 type Config struct {
 	config.Common
+	config.Scheduling
 	MetricsAddr       string
-	Horizon           time.Duration
 	LoadInterval      time.Duration
 	LoadBatch         int
 	LockTTL           time.Duration
@@ -21,7 +21,6 @@ type Config struct {
 	LostAfter         time.Duration
 	RunRetention      time.Duration
 	PartitionsAhead   time.Duration
-	Misfire           time.Duration
 	// Name identifies this instance on the dashboard's system page.
 	Name string
 	// MaxRunning and MaxRunningPerHost cap the attempts in flight of one
@@ -42,7 +41,7 @@ func readConfig(e *config.Env) (Config, error) {
 		Common:            config.ReadCommon(e, config.Scheduler),
 		MetricsAddr:       e.String("TOCK_METRICS_ADDR", "127.0.0.1:9091"),
 		Name:              e.String("TOCK_SCHEDULER_NAME", ""),
-		Horizon:           e.Duration("TOCK_LOAD_HORIZON", 10*time.Minute),
+		Scheduling:        config.ReadScheduling(e),
 		LoadInterval:      e.Duration("TOCK_LOAD_INTERVAL", time.Second),
 		LoadBatch:         e.Int("TOCK_LOAD_BATCH", 5000, 1, 100000),
 		LockTTL:           e.Duration("TOCK_LOCK_TTL", 10*time.Second),
@@ -52,7 +51,6 @@ func readConfig(e *config.Env) (Config, error) {
 		LostAfter:         e.Duration("TOCK_LOST_AFTER", time.Minute),
 		RunRetention:      e.Duration("TOCK_RUN_RETENTION", 30*24*time.Hour),
 		PartitionsAhead:   e.Duration("TOCK_PARTITIONS_AHEAD", 7*24*time.Hour),
-		Misfire:           e.Duration("TOCK_MISFIRE_THRESHOLD", time.Minute),
 		MaxRunning:        e.Int("TOCK_LIMIT_MAX_RUNNING", 0, 0, 10_000_000),
 		MaxRunningPerHost: e.Int("TOCK_LIMIT_MAX_RUNNING_PER_HOST", 0, 0, 10_000_000),
 		LendIdle:          e.Bool("TOCK_LIMIT_LEND_IDLE_SLOTS", true),
@@ -65,9 +63,6 @@ func readConfig(e *config.Env) (Config, error) {
 	}
 	if c.LockTTL < time.Second {
 		e.Check(fmt.Errorf("TOCK_LOCK_TTL=%s must be at least 1s", c.LockTTL))
-	}
-	if c.Horizon < time.Second {
-		e.Check(fmt.Errorf("TOCK_LOAD_HORIZON=%s must be at least 1s", c.Horizon))
 	}
 	if c.CloudWatchInterval < time.Second {
 		e.Check(fmt.Errorf("TOCK_CLOUDWATCH_INTERVAL=%s must be at least 1s", c.CloudWatchInterval))

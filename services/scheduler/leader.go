@@ -135,7 +135,7 @@ func (l *Leader) load(ctx context.Context) {
 	skipped := 0
 	for ctx.Err() == nil {
 		c, err := l.store.ClaimDue(ctx, store.Window{Since: l.watermark, Until: until, Limit: l.cfg.LoadBatch,
-			Now: l.clock(), MisfireThreshold: l.cfg.Misfire}, l.enqueue)
+			Now: l.clock(), MisfireThreshold: l.cfg.MisfireThreshold}, l.enqueue)
 		if err != nil {
 			if ctx.Err() == nil {
 				l.log.Warn("load_failed", zap.Error(err))

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/tockhq/tock/pkg/config"
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/queue"
@@ -71,7 +72,7 @@ func setupRedis(t *testing.T) *bundle {
 // reconciler and hourly upkeep stay out of the way unless a test calls them.
 func testConfig() Config {
 	return Config{
-		Horizon:           time.Minute,
+		Scheduling:        config.Scheduling{Horizon: time.Minute},
 		LoadInterval:      50 * time.Millisecond,
 		LoadBatch:         100,
 		LockTTL:           time.Second,

@@ -34,8 +34,10 @@ type Config struct {
 	// Targets is the outbound policy for job URLs.
 	Targets      outbound.Options
 	ConsumerName string
-	Misfire      time.Duration
-	AutoPause    int
+	// Scheduling's misfire threshold judges a recurring occurrence that
+	// starts late, as the loader does (the worker has no use for the horizon).
+	config.Scheduling
+	AutoPause int
 	// SMTP is the relay of email jobs; without TOCK_SMTP_HOST email jobs fail
 	// saying so. Its String leaves the password out.
 	SMTP executor.EmailConfig
@@ -55,7 +57,7 @@ func readConfig(e *config.Env) (Config, error) {
 		Grace:        e.Duration("TOCK_SHUTDOWN_GRACE", 25*time.Second),
 		Targets:      config.ReadTargets(e),
 		ConsumerName: e.String("TOCK_WORKER_NAME", ""),
-		Misfire:      e.Duration("TOCK_MISFIRE_THRESHOLD", time.Minute),
+		Scheduling:   config.ReadScheduling(e),
 		AutoPause:    e.Int("TOCK_AUTO_PAUSE_AFTER", 5, 0, 1000),
 	}
 	if c.BackoffBase <= 0 || c.BackoffMax < c.BackoffBase {

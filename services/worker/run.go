@@ -69,7 +69,7 @@ func run(ctx context.Context) error {
 		Store: st, Queue: q, Runner: executor.NewRegistry(client, version, executor.WithSlack(), executor.WithEmail(cfg.SMTP)), Log: log.Named("consumer"), Clock: time.Now,
 		Name: name, Concurrency: cfg.Concurrency, Batch: cfg.Batch, Block: cfg.Block, Visibility: cfg.Visibility,
 		LeaseMargin: cfg.LeaseMargin, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Grace: cfg.Grace,
-		MisfireThreshold: cfg.Misfire, AutoPauseAfter: cfg.AutoPause, Metrics: metrics.NewWorker(reg),
+		MisfireThreshold: cfg.MisfireThreshold, AutoPauseAfter: cfg.AutoPause, Metrics: metrics.NewWorker(reg),
 	}
 
 	var wg sync.WaitGroup

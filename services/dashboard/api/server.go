@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"github.com/tockhq/tock/pkg/config"
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/probe"
@@ -28,7 +29,6 @@ var AdminID = store.BootstrapAdmin
 
 // Defaults for the Deps fields left zero.
 const (
-	DefaultHorizon      = 10 * time.Minute
 	DefaultMaxBodyBytes = 1 << 20
 	// DefaultMaxBatchBodyBytes holds 10,000 jobs of about 3 KiB each.
 	DefaultMaxBatchBodyBytes = 32 << 20
@@ -52,7 +52,7 @@ type Deps struct {
 	// MisfireThreshold is how late an occurrence may start before its job's
 	// misfire policy decides whether it runs, as in the scheduler's loader:
 	// loading a recurring job right after an edit judges misfires the same way.
-	// Zero means store.DefaultMisfireThreshold.
+	// Zero means config.DefaultMisfireThreshold.
 	MisfireThreshold time.Duration
 	// Limits bounds what a job may ask for (payload size).
 	Limits jobspec.Limits
@@ -121,10 +121,10 @@ func New(d Deps) *Server {
 		s.clock = time.Now
 	}
 	if s.horizon == 0 {
-		s.horizon = DefaultHorizon
+		s.horizon = config.DefaultHorizon
 	}
 	if s.misfire <= 0 {
-		s.misfire = store.DefaultMisfireThreshold
+		s.misfire = config.DefaultMisfireThreshold
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
