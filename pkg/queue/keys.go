@@ -31,6 +31,19 @@ func (k Keys) key(name string) string {
 	return k.Prefix + ":{" + tag + "}:" + name
 }
 
+// ShardsKey holds a deployment's shard count. It has no hash tag: one key,
+// outside every shard, that every service of the deployment reads.
+func ShardsKey(prefix string) string { return prefix + ":shards" }
+
+// The Redis error replies tock recognises, by their first word
+// (redis.HasErrorPrefix).
+const (
+	// errNoGroup: the stream, or its consumer group, does not exist.
+	errNoGroup = "NOGROUP"
+	// errBusyGroup: the consumer group exists already.
+	errBusyGroup = "BUSYGROUP"
+)
+
 // clusterSlots is how many hash slots a Redis Cluster has.
 const clusterSlots = 16384
 

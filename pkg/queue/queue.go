@@ -180,7 +180,7 @@ func (q *Queue) Publish(ctx context.Context, limit int, now time.Time, caps Caps
 // EnsureGroup creates the ready stream and its consumer group if missing.
 func (q *Queue) EnsureGroup(ctx context.Context) error {
 	err := q.rdb.XGroupCreateMkStream(ctx, q.keys.Ready(), Group, "0").Err()
-	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+	if err != nil && !redis.HasErrorPrefix(err, errBusyGroup) {
 		return fmt.Errorf("create consumer group: %w", err)
 	}
 	return nil
@@ -226,7 +226,7 @@ func (q *Queue) Read(ctx context.Context, consumer string, count int, block time
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
-	if err != nil && strings.HasPrefix(err.Error(), "NOGROUP") {
+	if err != nil && redis.HasErrorPrefix(err, errNoGroup) {
 		if gerr := q.EnsureGroup(ctx); gerr != nil {
 			return nil, gerr
 		}
@@ -251,7 +251,7 @@ func (q *Queue) Reclaim(ctx context.Context, consumer string, minIdle time.Durat
 		Stream: q.keys.Ready(), Group: Group, Consumer: consumer, MinIdle: minIdle, Start: "0-0", Count: int64(count),
 	}).Result()
 	if err != nil {
-		if strings.HasPrefix(err.Error(), "NOGROUP") {
+		if redis.HasErrorPrefix(err, errNoGroup) {
 			return nil, q.EnsureGroup(ctx)
 		}
 		return nil, fmt.Errorf("reclaim pending: %w", err)

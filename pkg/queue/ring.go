@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -203,7 +202,7 @@ func (r *Ring) Stats(ctx context.Context) (Stats, error) {
 	// (NOGROUP) must not hide another master that did not answer.
 	for _, c := range all {
 		for _, err := range []error{c.due.Err(), c.ready.Err(), c.pending.Err(), c.held.Err()} {
-			if err != nil && !errors.Is(err, redis.Nil) && !strings.HasPrefix(err.Error(), "NOGROUP") {
+			if err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, errNoGroup) {
 				return Stats{}, fmt.Errorf("queue stats: %w", err)
 			}
 		}
@@ -312,9 +311,8 @@ type Settlement struct {
 // ErrShardsDiffer says this process's shard count is not the deployment's.
 var ErrShardsDiffer = errors.New("shard count differs from the deployment's")
 
-// ShardsKey holds the deployment's shard count. It has no hash tag: one key,
-// in whatever slot it hashes to.
-func (r *Ring) ShardsKey() string { return r.Prefix() + ":shards" }
+// ShardsKey holds the deployment's shard count (see the function ShardsKey).
+func (r *Ring) ShardsKey() string { return ShardsKey(r.Prefix()) }
 
 // CheckShards records this ring's shard count as the deployment's if none is
 // recorded yet, and fails with ErrShardsDiffer if another one is: a process

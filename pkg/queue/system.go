@@ -25,7 +25,7 @@ type Consumer struct {
 func (q *Queue) Consumers(ctx context.Context) ([]Consumer, error) {
 	infos, err := q.rdb.XInfoConsumers(ctx, q.keys.Ready(), Group).Result()
 	if err != nil {
-		if errors.Is(err, redis.Nil) || strings.HasPrefix(err.Error(), "NOGROUP") || strings.Contains(err.Error(), "no such key") {
+		if errors.Is(err, redis.Nil) || redis.HasErrorPrefix(err, errNoGroup) || strings.Contains(err.Error(), "no such key") {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("list consumers: %w", err)
