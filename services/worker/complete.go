@@ -1,0 +1,147 @@
+// Completing: one recorder group-commits the outcomes of ended attempts, then
+// settles their entries in Redis (retries, acknowledgements) and auto-pauses
+// a recurring job that keeps failing.
+
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/worker/executor"
+)
+
+type result struct {
+	msg     queue.Message
+	started store.Started
+	outcome executor.Outcome
+	at      time.Time
+	skip    string // why a misfire policy skipped it; empty when it ran
+	// aborted says who stopped it while it ran; nil when nobody did.
+	aborted *abortedError
+}
+
+// record is the group commit: it takes every outcome waiting, writes them to
+// Postgres in one statement, then schedules retries and acknowledges in one
+// Redis round trip. While a flush is in flight the next batch gathers, so
+// batches grow with load and a lone outcome is written at once.
+func (c *Consumer) record(ctx context.Context) {
+	const maxBatch = 1024
+	batch := make([]result, 0, maxBatch)
+	for r := range c.results {
+		batch = append(batch[:0], r)
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case r, ok := <-c.results:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		c.flush(ctx, batch)
+	}
+}
+
+func (c *Consumer) flush(ctx context.Context, batch []result) {
+	results := make([]store.Result, len(batch))
+	// Per shard: a retry goes to the due set of the shard its entry came
+	// from, so it is safe there before the entry is acknowledged.
+	done := make(map[int]queue.Settlement, 1)
+	for i, r := range batch {
+		s := done[r.msg.Shard]
+		occ := r.msg.Occurrence
+		res := store.Result{Occurrence: occ, FinishedAt: r.at, Output: r.outcome.Output, Error: r.outcome.Error}
+		switch {
+		case r.skip != "":
+			res.Status, res.Error = job.RunSkipped, "misfire: "+r.skip
+		case r.aborted != nil:
+			// Stopped by someone: recorded as such, and never retried.
+			res.Status, res.Error = job.RunAborted, r.aborted.Error()
+		case r.outcome.OK:
+			res.Status = job.RunCompleted
+		case occ.Attempt <= r.started.MaxRetries:
+			res.Status = job.RunFailed
+			s.Retries = append(s.Retries, queue.Entry{Occurrence: occ.Next(), DueAt: r.at.Add(c.backoff(occ.Attempt))})
+		default:
+			res.Status = job.RunPermanentlyFailed
+		}
+		results[i] = res
+		s.IDs = append(s.IDs, r.msg.ID)
+		done[r.msg.Shard] = s
+	}
+	if _, err := retryPG(ctx, c.Log, func() (struct{}, error) {
+		return struct{}{}, c.Store.FinishRuns(ctx, results, c.Clock())
+	}); err != nil {
+		if ctx.Err() == nil {
+			c.Log.Error("finish_runs_refused", zap.Int("runs", len(results)), zap.Error(err))
+		}
+		return // unacknowledged entries are reclaimed later and retried
+	}
+	c.observe(batch, results)
+	c.autoPause(ctx, batch, results)
+	for attempt := 0; ; attempt++ {
+		err := c.Queue.Settle(ctx, done)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		c.Log.Warn("settle_failed", zap.Error(err))
+		sleep(ctx, backoffStep(attempt))
+	}
+}
+
+// observe logs one line per recorded outcome and counts it. It runs only
+// once the outcomes are in Postgres, so an outcome that a shutdown left
+// unrecorded (and another worker will redo) is neither logged nor counted.
+// The line carries ids and figures only: never the payload, the output, the
+// error text (a target may echo a URL with its token) or the signing secret.
+func (c *Consumer) observe(batch []result, results []store.Result) {
+	for i, r := range batch {
+		run, res := r.started.Run, results[i]
+		typ := string(r.started.Type)
+		dur := r.at.Sub(run.StartedAt)
+		c.Metrics.Runs.WithLabelValues(typ, string(res.Status)).Inc()
+		if r.skip == "" {
+			c.Metrics.Duration.WithLabelValues(typ).Observe(max(dur.Seconds(), 0))
+		}
+		c.Log.Info("run_finished",
+			zap.String("job_id", run.JobID.String()), zap.String("owner", run.Owner.String()),
+			zap.String("type", typ), zap.Int("attempt", run.Attempt), zap.String("status", string(res.Status)),
+			zap.Int64("lateness_ms", run.Lateness().Milliseconds()), zap.Int64("duration_ms", dur.Milliseconds()),
+			zap.Int("status_code", r.outcome.StatusCode))
+	}
+}
+
+// autoPause pauses the recurring jobs of this batch whose last occurrences
+// all failed permanently. A failure here only delays it to the next failure.
+func (c *Consumer) autoPause(ctx context.Context, batch []result, results []store.Result) {
+	if c.AutoPauseAfter <= 0 {
+		return
+	}
+	var ids []uuid.UUID
+	for i, r := range batch {
+		if results[i].Status == job.RunPermanentlyFailed && len(r.started.Schedule) > 0 {
+			ids = append(ids, r.started.Run.JobID)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	paused, err := c.Store.AutoPause(ctx, ids, c.AutoPauseAfter, c.Clock())
+	if err != nil {
+		c.Log.Warn("auto_pause_failed", zap.Error(err))
+		return
+	}
+	for _, id := range paused {
+		c.Log.Warn("job_auto_paused", zap.String("job_id", id.String()), zap.Int("failed_occurrences", c.AutoPauseAfter))
+	}
+}

@@ -1,0 +1,63 @@
+// The retry policy: backoff between attempts, and the retries of a Postgres
+// call through an outage.
+
+package main
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"go.uber.org/zap"
+)
+
+// retryPG retries a Postgres call with backoff until it succeeds or ctx ends:
+// an outage pauses the worker rather than losing outcomes.
+func retryPG[T any](ctx context.Context, log *zap.Logger, f func() (T, error)) (T, error) {
+	for attempt := 0; ; attempt++ {
+		v, err := f()
+		if err == nil || ctx.Err() != nil || permanent(err) {
+			return v, err
+		}
+		if attempt == 0 {
+			log.Warn("postgres_call_failed_retrying", zap.Error(err))
+		}
+		sleep(ctx, backoffStep(attempt))
+	}
+}
+
+// backoff is the delay before attempt+1: exponential from the base, capped,
+// with full jitter over its upper half so retries of a burst spread out.
+func (c *Consumer) backoff(attempt int) time.Duration {
+	d := c.BackoffBase << min(attempt-1, 30)
+	if d <= 0 || d > c.BackoffMax {
+		d = c.BackoffMax
+	}
+	half := d / 2
+	return half + time.Duration(rand.Int64N(int64(half)+1))
+}
+
+// permanent reports a Postgres error that retrying cannot cure: bad data
+// (class 22) or a broken constraint (class 23).
+func permanent(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23"))
+}
+
+// backoffStep is the wait before retrying a Postgres or Redis call; capped at
+// a second so a worker resumes within about a second of an outage's end.
+func backoffStep(attempt int) time.Duration {
+	return min(100*time.Millisecond<<min(attempt, 6), time.Second)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,223 @@
+// Starting: a batch read is started in one statement, late occurrences are
+// judged by their misfire policy, and each attempt runs on its own goroutine.
+
+package main
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/schedule"
+	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/worker/executor"
+)
+
+// handle starts a batch of entries, each holding one slot. Its Postgres and
+// Redis calls end with ctx (fetching stops at shutdown, leaving entries
+// pending); the attempts it starts run under execCtx, which outlives ctx by
+// the grace period.
+func (c *Consumer) handle(ctx, execCtx context.Context, q *queue.Queue, msgs []queue.Message, running *sync.WaitGroup) {
+	var poison []queue.Message
+	byMember := make(map[string]queue.Message, len(msgs))
+	starts := make([]store.Start, 0, len(msgs))
+	for _, m := range msgs {
+		if m.Err != nil {
+			poison = append(poison, m)
+			continue
+		}
+		member := attemptKey(m.Occurrence)
+		if _, dup := byMember[member]; dup {
+			// The same attempt twice in one batch (a re-add after a fault):
+			// run it once, acknowledge the copy with the outcome of the first.
+			poison = append(poison, m)
+			continue
+		}
+		byMember[member] = m
+		starts = append(starts, store.Start{Occurrence: m.Occurrence, DueAt: m.DueAt})
+	}
+	if len(poison) > 0 {
+		c.release(len(poison))
+		c.setAside(ctx, q, poison)
+	}
+	if len(starts) == 0 {
+		return
+	}
+	// The clock is read on every try: a start retried through an outage must
+	// not write a lease that expired while it waited, or another worker would
+	// take the attempt over at once.
+	var now time.Time
+	started, err := retryPG(ctx, c.Log, func() ([]store.Started, error) {
+		now = c.Clock()
+		return c.Store.StartRuns(ctx, starts, now, c.LeaseMargin)
+	})
+	if err != nil {
+		// ctx ended, or Postgres refused the batch's data: leave the entries
+		// pending; they are reclaimed after the visibility timeout.
+		if ctx.Err() == nil {
+			c.Log.Error("start_runs_refused", zap.Int("entries", len(starts)), zap.Error(err))
+		}
+		c.release(len(starts))
+		return
+	}
+	for _, st := range started {
+		key := attemptKey(job.Occurrence{JobID: st.Run.JobID, ScheduledFor: st.Run.ScheduledFor,
+			Attempt: st.Run.Attempt, Generation: st.Generation})
+		m, ok := byMember[key]
+		if !ok {
+			// Cannot happen for entries ParseMember accepted; never run an
+			// attempt without its entry, and never free its slot twice.
+			c.Log.Error("started_run_without_entry", zap.String("job_id", st.Run.JobID.String()))
+			continue
+		}
+		delete(byMember, key)
+		// Every attempt started counts, a skipped misfire too: its lateness
+		// is what made it one. A clock skewed behind Redis's counts as on time.
+		c.Metrics.Lateness.Observe(max(st.Run.Lateness().Seconds(), 0))
+		if reason := c.misfired(st, now); reason != "" {
+			c.ended <- m
+			c.results <- result{msg: m, started: st, at: now, skip: reason}
+			<-c.slots
+			continue
+		}
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			c.execute(execCtx, m, st)
+		}()
+	}
+	if len(byMember) > 0 {
+		c.release(len(byMember))
+		c.resolve(ctx, q, byMember)
+	}
+}
+
+// attemptKey names one attempt of one occurrence under one generation,
+// whatever its priority: a stale generation's copy in the same batch is a
+// different entry, not a duplicate of the current one.
+func attemptKey(o job.Occurrence) string {
+	return o.Key() + "/" + strconv.Itoa(o.Attempt) + "/" + strconv.Itoa(o.Generation)
+}
+
+// misfireUnits and misfireTime bound the judging of one late attempt: a
+// catch_up bound of misfire_max walks up to that many occurrences.
+const (
+	misfireUnits = schedule.RequestUnits / 4
+	misfireTime  = 5 * time.Millisecond
+)
+
+// misfired applies a recurring job's misfire policy to a first attempt that
+// starts later than the threshold, and returns why it must be skipped, or "".
+func (c *Consumer) misfired(st store.Started, now time.Time) string {
+	if len(st.Schedule) == 0 || st.Run.Attempt != 1 || now.Sub(st.Run.ScheduledFor) <= c.MisfireThreshold {
+		return ""
+	}
+	if st.LastAt.Equal(st.Run.ScheduledFor) {
+		// The final occurrence of an ended recurrence: no later one supersedes it.
+		return ""
+	}
+	sched, err := schedule.FromJSONWithin(schedule.NewBudget(context.Background(), misfireUnits, misfireTime), st.Schedule)
+	if err != nil {
+		c.Log.Warn("stored_schedule_unreadable", zap.String("job_id", st.Run.JobID.String()), zap.Error(err))
+		return ""
+	}
+	if run, reason := sched.Misfired(st.Run.ScheduledFor, now, c.MisfireThreshold); !run && sched.Err() == nil {
+		return reason
+	}
+	// Judged to run, or too costly to judge (a catch_up bound of thousands
+	// on a dense rule): it runs, late, and says how late.
+	return ""
+}
+
+// setAside handles entries that must not run: undecodable ones go to the dead
+// stream; duplicates within a batch are only acknowledged.
+func (c *Consumer) setAside(ctx context.Context, q *queue.Queue, msgs []queue.Message) {
+	var dead []queue.Message
+	var ack []string
+	for _, m := range msgs {
+		if m.Err != nil {
+			c.Log.Error("poison_entry_set_aside", zap.String("entry_id", m.ID), zap.Error(m.Err))
+			dead = append(dead, m)
+		} else {
+			ack = append(ack, m.ID)
+		}
+	}
+	if err := q.SetAside(ctx, dead); err != nil {
+		c.Log.Warn("set_aside_failed", zap.Error(err))
+	}
+	if err := q.Settle(ctx, ack, nil); err != nil {
+		c.Log.Warn("settle_failed", zap.Error(err))
+	}
+}
+
+// resolve settles entries that StartRuns did not start: a finished attempt is
+// only acknowledged (after making sure a failed one's retry is scheduled), an
+// attempt leased to a live worker stays pending, and an entry of a job that is
+// no longer scheduled (cancelled, paused, deleted) is dropped.
+func (c *Consumer) resolve(ctx context.Context, q *queue.Queue, msgs map[string]queue.Message) {
+	occs := make([]job.Occurrence, 0, len(msgs))
+	for _, m := range msgs {
+		occs = append(occs, m.Occurrence)
+	}
+	states, err := c.Store.RunStates(ctx, occs)
+	if err != nil {
+		c.Log.Warn("run_states_failed", zap.Error(err))
+		return // left pending; reclaimed later
+	}
+	var ack []string
+	var retries []queue.Entry
+	for _, m := range msgs {
+		st, ok := states[m.Occurrence.Member()]
+		switch {
+		case !ok:
+			c.Log.Info("entry_dropped_job_not_scheduled", zap.String("job_id", m.Occurrence.JobID.String()))
+			ack = append(ack, m.ID)
+		case m.Occurrence.Generation < st.JobGeneration:
+			// Planned under a schedule the job has left: stale, whatever the
+			// run of its occurrence is doing.
+			ack = append(ack, m.ID)
+		case st.Status == job.RunRunning:
+			// Leased to a live worker; it will acknowledge. Leave it pending.
+		case st.Status == job.RunFailed:
+			retries = append(retries, queue.Entry{Occurrence: m.Occurrence.Next(), DueAt: c.Clock()})
+			ack = append(ack, m.ID)
+		default:
+			ack = append(ack, m.ID)
+		}
+	}
+	if err := q.Settle(ctx, ack, retries); err != nil {
+		c.Log.Warn("settle_failed", zap.Error(err))
+	}
+}
+
+func (c *Consumer) execute(ctx context.Context, m queue.Message, st store.Started) {
+	task := executor.Task{
+		JobID: st.Run.JobID, Owner: st.Run.Owner, Name: st.Name, Type: st.Type,
+		ScheduledFor: st.Run.ScheduledFor, Attempt: st.Run.Attempt,
+		Key: m.Occurrence.Key(), Payload: st.Payload, Timeout: st.Timeout, SigningSecret: st.SigningSecret,
+	}
+	actx, stop := context.WithCancelCause(ctx)
+	at := &attempt{job: st.Run.JobID, owner: st.Run.Owner, started: st.Run.StartedAt, stop: stop}
+	c.attempts.add(at)
+	tctx, cancel := context.WithTimeout(actx, st.Timeout)
+	out := c.Runner.Execute(tctx, task)
+	cancel()
+	c.attempts.remove(at)
+	var aborted *abortedError
+	errors.As(context.Cause(actx), &aborted)
+	stop(nil)
+	if ctx.Err() != nil {
+		// Abandoned at shutdown: record nothing, so the attempt is taken over.
+		<-c.slots
+		return
+	}
+	c.ended <- m
+	c.results <- result{msg: m, started: st, outcome: out, at: c.Clock(), aborted: aborted}
+	<-c.slots
+}
