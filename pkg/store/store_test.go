@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -37,15 +36,13 @@ func setup(t *testing.T) *bundle {
 	return &bundle{ctx: t.Context(), st: testenv.Store(t), now: time.Now().UTC().Truncate(time.Millisecond)}
 }
 
-// newJob returns a scheduled one-off ping job of owner due at runAt.
+// newJob returns a scheduled one-off ping job of owner due at runAt, named
+// after its due time and created at the tests' fixed instant.
 func newJob(owner uuid.UUID, runAt time.Time, mods ...func(*job.Job)) *job.Job {
-	runAt = runAt.UTC().Truncate(time.Millisecond)
-	j := &job.Job{
-		ID: job.NewID(), Owner: owner, Name: "ping " + runAt.Format(time.RFC3339Nano), Type: job.TypePing,
-		Status: job.StatusScheduled, MaxRetries: 3, Timeout: 5 * time.Second, Timezone: "UTC",
-		Payload: json.RawMessage(`{"url":"http://example.com"}`),
-		RunAt:   runAt, DueAt: runAt, CreatedAt: created, UpdatedAt: created,
-	}
+	j := testenv.Job(owner, runAt, func(j *job.Job) {
+		j.Name = "ping " + j.RunAt.Format(time.RFC3339Nano)
+		j.CreatedAt, j.UpdatedAt = created, created
+	})
 	for _, mod := range mods {
 		mod(j)
 	}

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/testenv"
 )
 
 func TestDeriveCaps(t *testing.T) {
@@ -28,8 +29,8 @@ func TestCapsWatcher(t *testing.T) {
 	require.NoError(t, ring.Home().WorkerBeat(b.ctx, "w2", 1024, now))
 	w := NewCapsWatcher(ring, 0, 0, true, zap.NewNop(), func() time.Time { return now })
 	require.Equal(t, queue.Caps{Owner: minOwnerCap / 2, Host: minHostCap / 2, Unread: queue.ReadSize}, w.Caps(), "the minimums until it looks")
-	stop, done := goRun(t, w.Run)
-	waitUntil(t, 5*time.Second, func() bool { return w.Caps().Owner == 256 }, "the caps did not follow the workers")
+	stop, done := testenv.GoRun(t, w.Run)
+	testenv.WaitUntil(t, 5*time.Second, func() bool { return w.Caps().Owner == 256 }, "the caps did not follow the workers")
 	require.Equal(t, queue.Caps{Owner: 256, Host: 512, Borrow: 768, Unread: 2 * queue.ReadSize}, w.Caps(),
 		"a quarter and a half of 2048 slots, and all but a quarter to lend, over two shards; a read of each worker unread")
 	stop()

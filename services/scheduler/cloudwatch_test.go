@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/testenv"
 )
 
 // putPath is where the SDK's rpcv2Cbor protocol sends PutMetricData.
@@ -207,9 +208,9 @@ func TestCloudWatch(t *testing.T) {
 		t.Parallel()
 		b, _ := setupCloudWatch(t, stats, now)
 		b.leading.Store(true)
-		goRun(t, b.cw.Run)
+		testenv.GoRun(t, b.cw.Run)
 
-		waitUntil(t, 5*time.Second, func() bool { return len(b.fake.received(t)) >= 1 }, "no PutMetricData request")
+		testenv.WaitUntil(t, 5*time.Second, func() bool { return len(b.fake.received(t)) >= 1 }, "no PutMetricData request")
 		dims := map[string]string{"Prefix": "blue"}
 		require.Equal(t, put{Namespace: "Tock", Data: []datum{
 			{Name: "StreamBacklog", Unit: "Count", Value: 42, Dims: dims, Time: now},
@@ -222,13 +223,13 @@ func TestCloudWatch(t *testing.T) {
 	t.Run("SendsNothingWhileFollowing", func(t *testing.T) {
 		t.Parallel()
 		b, _ := setupCloudWatch(t, stats, now)
-		goRun(t, b.cw.Run)
+		testenv.GoRun(t, b.cw.Run)
 
-		waitUntil(t, 5*time.Second, func() bool { return b.asked.Load() >= 5 }, "fewer than 5 ticks")
+		testenv.WaitUntil(t, 5*time.Second, func() bool { return b.asked.Load() >= 5 }, "fewer than 5 ticks")
 		require.Empty(t, b.fake.received(t))
 
 		b.leading.Store(true)
-		waitUntil(t, 5*time.Second, func() bool { return len(b.fake.received(t)) >= 1 }, "no request once leading")
+		testenv.WaitUntil(t, 5*time.Second, func() bool { return len(b.fake.received(t)) >= 1 }, "no request once leading")
 	})
 
 	t.Run("LogsEachOutageOnceAndKeepsGoing", func(t *testing.T) {
@@ -236,19 +237,19 @@ func TestCloudWatch(t *testing.T) {
 		b, failed := setupCloudWatch(t, stats, now)
 		b.leading.Store(true)
 		b.fake.failing.Store(true)
-		goRun(t, b.cw.Run)
+		testenv.GoRun(t, b.cw.Run)
 
-		waitUntil(t, 5*time.Second, func() bool { return b.fake.failures.Load() >= 3 }, "fewer than 3 failed puts")
+		testenv.WaitUntil(t, 5*time.Second, func() bool { return b.fake.failures.Load() >= 3 }, "fewer than 3 failed puts")
 		require.Equal(t, 1, failed())
 
 		// Two puts through: the reporter has read the first one's answer.
 		b.fake.failing.Store(false)
-		waitUntil(t, 5*time.Second, func() bool { return len(b.fake.received(t)) >= 2 }, "no puts after the outage")
+		testenv.WaitUntil(t, 5*time.Second, func() bool { return len(b.fake.received(t)) >= 2 }, "no puts after the outage")
 		require.Equal(t, 1, failed())
 
 		// A second outage is logged again.
 		b.fake.failing.Store(true)
-		waitUntil(t, 5*time.Second, func() bool { return failed() == 2 }, "second outage not logged")
+		testenv.WaitUntil(t, 5*time.Second, func() bool { return failed() == 2 }, "second outage not logged")
 	})
 
 	t.Run("LogsStatsFailureWithoutPutting", func(t *testing.T) {
@@ -257,9 +258,9 @@ func TestCloudWatch(t *testing.T) {
 		b.leading.Store(true)
 		err := errors.New("queue stats: redis down")
 		b.statsErr.Store(&err)
-		goRun(t, b.cw.Run)
+		testenv.GoRun(t, b.cw.Run)
 
-		waitUntil(t, 5*time.Second, func() bool { return b.asked.Load() >= 5 }, "fewer than 5 ticks")
+		testenv.WaitUntil(t, 5*time.Second, func() bool { return b.asked.Load() >= 5 }, "fewer than 5 ticks")
 		require.Equal(t, 1, failed())
 		require.Empty(t, b.fake.received(t))
 	})
@@ -268,15 +269,11 @@ func TestCloudWatch(t *testing.T) {
 		t.Parallel()
 		b, _ := setupCloudWatch(t, stats, now)
 		b.leading.Store(true)
-		stop, done := goRun(t, b.cw.Run)
+		stop, done := testenv.GoRun(t, b.cw.Run)
 
-		waitUntil(t, 5*time.Second, func() bool { return len(b.fake.received(t)) >= 1 }, "no PutMetricData request")
+		testenv.WaitUntil(t, 5*time.Second, func() bool { return len(b.fake.received(t)) >= 1 }, "no PutMetricData request")
 		stop()
-		select {
-		case <-done:
-		default:
-			t.Fatal("Run did not return when its context ended")
-		}
+		testenv.Returned(t, done, 10*time.Second)
 	})
 }
 

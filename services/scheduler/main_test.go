@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -107,61 +106,10 @@ func (b *bundle) leader(clock func() time.Time, mods ...func(*Config)) (*Leader,
 		metrics: metrics.NewScheduler(prometheus.NewRegistry())}, logs
 }
 
-// goRun runs fn in a goroutine until stop is called or the test ends. stop
-// cancels fn's context and waits for fn to return; done is closed when it has.
-func goRun(t *testing.T, fn func(ctx context.Context)) (stop func(), done <-chan struct{}) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	ch := make(chan struct{})
-	go func() {
-		defer close(ch)
-		fn(ctx)
-	}()
-	stop = func() {
-		cancel()
-		select {
-		case <-ch:
-		case <-time.After(10 * time.Second):
-			t.Errorf("goroutine did not return within 10s of its context ending")
-		}
-	}
-	t.Cleanup(stop)
-	return stop, ch
-}
-
-// waitUntil polls cond until it holds, failing the test with msg at the
-// deadline. cond runs on the test goroutine, so it may use require. An arg of
-// type func() string is called at the deadline, to report the state then.
-func waitUntil(t *testing.T, timeout time.Duration, cond func() bool, msg string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			for i, a := range args {
-				if f, ok := a.(func() string); ok {
-					args[i] = f()
-				}
-			}
-			t.Fatalf("after %s: "+msg, append([]any{timeout}, args...)...)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // newJob returns a scheduled one-off ping job due at runAt, not claimed yet
 // (DueAt = RunAt), as the dashboard stores a job beyond the load horizon.
 func newJob(runAt time.Time, mods ...func(*job.Job)) *job.Job {
-	runAt = runAt.UTC().Truncate(time.Millisecond)
-	created := time.Now().UTC()
-	j := &job.Job{
-		ID: job.NewID(), Owner: owner, Name: "ping", Type: job.TypePing, Status: job.StatusScheduled,
-		MaxRetries: 3, Timeout: 5 * time.Second, Payload: json.RawMessage(`{"url":"http://example.com"}`),
-		RunAt: runAt, DueAt: runAt, CreatedAt: created, UpdatedAt: created,
-	}
-	for _, mod := range mods {
-		mod(j)
-	}
-	return j
+	return testenv.Job(owner, runAt, mods...)
 }
 
 // claimed marks a job as already claimed into Redis (DueAt zero), as the

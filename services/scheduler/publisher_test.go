@@ -13,6 +13,7 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/testenv"
 )
 
 // occurrence is a first attempt of a job that exists only in Redis: the
@@ -41,8 +42,8 @@ func TestPublisher(t *testing.T) {
 		}))
 
 		p := b.publisher(100)
-		stop, done := goRun(t, p.Run)
-		waitUntil(t, 5*time.Second, func() bool { return len(b.stream(t)) >= 2 }, "the two due members were not published")
+		stop, done := testenv.GoRun(t, p.Run)
+		testenv.WaitUntil(t, 5*time.Second, func() bool { return len(b.stream(t)) >= 2 }, "the two due members were not published")
 
 		entries := b.stream(t)
 		require.Len(t, entries, 2, "only the two due members are published")
@@ -57,11 +58,7 @@ func TestPublisher(t *testing.T) {
 		require.False(t, b.scheduled(t, soon))
 
 		stop()
-		select {
-		case <-done:
-		default:
-			t.Fatal("Run did not return after its context ended")
-		}
+		testenv.Returned(t, done, 10*time.Second)
 		require.Equal(t, 2.0, testutil.ToFloat64(p.metrics.Moved), "tock_publisher_moved_total counts the members moved")
 	})
 
@@ -70,13 +67,13 @@ func TestPublisher(t *testing.T) {
 		b := setupRedis(t)
 		far := occurrence(time.Now().Add(time.Hour), 0)
 		require.NoError(t, b.q.Enqueue(b.ctx, []queue.Entry{{Occurrence: far, DueAt: far.ScheduledFor}}))
-		goRun(t, b.publisher(100).Run)
+		testenv.GoRun(t, b.publisher(100).Run)
 
 		// The publisher sleeps towards the member due in an hour, but never
 		// longer than its tick: one added now is seen within a tick.
 		now := occurrence(time.Now(), 0)
 		require.NoError(t, b.q.Enqueue(b.ctx, []queue.Entry{{Occurrence: now, DueAt: now.ScheduledFor}}))
-		waitUntil(t, 5*time.Second, func() bool { return len(b.stream(t)) == 1 }, "the member added while the publisher slept was not published")
+		testenv.WaitUntil(t, 5*time.Second, func() bool { return len(b.stream(t)) == 1 }, "the member added while the publisher slept was not published")
 		require.Equal(t, now, b.stream(t)[0].occ)
 		require.True(t, b.scheduled(t, far))
 	})
@@ -85,8 +82,8 @@ func TestPublisher(t *testing.T) {
 		t.Parallel()
 		b := setupRedis(t)
 		// Both run before the members arrive, so they race for every batch.
-		goRun(t, b.publisher(50).Run)
-		goRun(t, b.publisher(50).Run)
+		testenv.GoRun(t, b.publisher(50).Run)
+		testenv.GoRun(t, b.publisher(50).Run)
 
 		const n = 2000
 		now := time.Now()
@@ -97,7 +94,7 @@ func TestPublisher(t *testing.T) {
 		}
 		require.NoError(t, b.q.Enqueue(b.ctx, entries))
 
-		waitUntil(t, 10*time.Second, func() bool {
+		testenv.WaitUntil(t, 10*time.Second, func() bool {
 			due, err := b.rdb.ZCard(b.ctx, b.keys.Due()).Result()
 			require.NoError(t, err)
 			return due == 0

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/testenv"
 )
 
 func TestLeaderShardCount(t *testing.T) {
@@ -21,8 +22,8 @@ func TestLeaderShardCount(t *testing.T) {
 		b.create(t, soon)
 
 		l, logs := b.leader(nil)
-		goRun(t, l.Run)
-		waitUntil(t, 5*time.Second, func() bool { return count(logs, "not_leading_shard_count_differs") >= 2 },
+		testenv.GoRun(t, l.Run)
+		testenv.WaitUntil(t, 5*time.Second, func() bool { return count(logs, "not_leading_shard_count_differs") >= 2 },
 			"the leader did not refuse to lead")
 		require.Zero(t, count(logs, "leadership_gained"))
 		require.False(t, b.scheduled(t, firstAttempt(soon)), "nothing loaded into keys the deployment does not read")
@@ -31,6 +32,6 @@ func TestLeaderShardCount(t *testing.T) {
 		// The operator finishes the change (the key deleted with the shards'
 		// keys): the scheduler records its count and leads.
 		require.NoError(t, b.rdb.Del(b.ctx, b.ring.ShardsKey()).Err())
-		waitUntil(t, 5*time.Second, func() bool { return b.loaded(t, soon) }, "the scheduler did not lead once the counts agreed")
+		testenv.WaitUntil(t, 5*time.Second, func() bool { return b.loaded(t, soon) }, "the scheduler did not lead once the counts agreed")
 	})
 }

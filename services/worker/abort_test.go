@@ -9,6 +9,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/testenv"
 )
 
 func TestAbort(t *testing.T) {
@@ -22,11 +23,11 @@ func TestAbort(t *testing.T) {
 		stopped, other := b.claimedJob(), b.claimedJob()
 		b.create(t, stopped, other)
 		require.Equal(t, 2, b.publish(t))
-		goRun(t, b.consumer(r).Run)
-		waitUntil(t, 5*time.Second, func() bool { running, _ := r.concurrency(); return running == 2 }, "both attempts did not start")
+		testenv.GoRun(t, b.consumer(r).Run)
+		testenv.WaitUntil(t, 5*time.Second, func() bool { running, _ := r.concurrency(); return running == 2 }, "both attempts did not start")
 
 		require.NoError(t, b.ring.Abort(b.ctx, queue.AbortRequest{Job: stopped.ID, Actor: actor, At: time.Now()}))
-		waitUntil(t, 5*time.Second, func() bool {
+		testenv.WaitUntil(t, 5*time.Second, func() bool {
 			runs := b.runs(t, stopped.ID)
 			return len(runs) == 1 && runs[0].Status == job.RunAborted
 		}, "the attempt was not recorded aborted")
@@ -39,7 +40,7 @@ func TestAbort(t *testing.T) {
 		// Never retried, and the job ends: a one-off job whose attempt was
 		// aborted is cancelled.
 		r.let(t, 1)
-		waitUntil(t, 5*time.Second, func() bool { return b.settled(t) }, "entries were not settled")
+		testenv.WaitUntil(t, 5*time.Second, func() bool { return b.settled(t) }, "entries were not settled")
 		require.Len(t, b.runs(t, stopped.ID), 1)
 		require.Equal(t, job.StatusCancelled, b.job(t, stopped.ID).Status)
 		require.Equal(t, job.StatusCompleted, b.job(t, other.ID).Status)
@@ -52,14 +53,14 @@ func TestAbort(t *testing.T) {
 		first, second := b.claimedJob(), b.claimedJob()
 		b.create(t, first, second)
 		require.Equal(t, 2, b.publish(t))
-		goRun(t, b.consumer(r).Run)
-		waitUntil(t, 5*time.Second, func() bool { running, _ := r.concurrency(); return running == 2 }, "the attempts did not start")
+		testenv.GoRun(t, b.consumer(r).Run)
+		testenv.WaitUntil(t, 5*time.Second, func() bool { running, _ := r.concurrency(); return running == 2 }, "the attempts did not start")
 		// Stamped later, written first (two dashboards, or one slow write).
 		earlier := time.Now()
 		require.NoError(t, b.ring.Abort(b.ctx, queue.AbortRequest{Job: first.ID, Actor: actor, At: earlier.Add(time.Second)}))
 		time.Sleep(2 * abortPoll)
 		require.NoError(t, b.ring.Abort(b.ctx, queue.AbortRequest{Job: second.ID, Actor: actor, At: earlier}))
-		waitUntil(t, 5*time.Second, func() bool { return b.settled(t) }, "both attempts were not stopped")
+		testenv.WaitUntil(t, 5*time.Second, func() bool { return b.settled(t) }, "both attempts were not stopped")
 		require.Equal(t, job.RunAborted, b.runs(t, second.ID)[0].Status)
 	})
 
@@ -70,8 +71,8 @@ func TestAbort(t *testing.T) {
 		jobs := []*job.Job{b.claimedJob(), b.claimedJob(), b.claimedJob()}
 		b.create(t, jobs...)
 		require.Equal(t, 3, b.publish(t))
-		goRun(t, b.consumer(r).Run)
-		waitUntil(t, 5*time.Second, func() bool { running, _ := r.concurrency(); return running == 3 }, "the attempts did not start")
+		testenv.GoRun(t, b.consumer(r).Run)
+		testenv.WaitUntil(t, 5*time.Second, func() bool { running, _ := r.concurrency(); return running == 3 }, "the attempts did not start")
 
 		// A request made before they started does not touch them.
 		require.NoError(t, b.ring.Abort(b.ctx, queue.AbortRequest{Owner: owner, Actor: actor, At: b.now.Add(-time.Second)}))
@@ -80,7 +81,7 @@ func TestAbort(t *testing.T) {
 		require.Equal(t, 3, running)
 
 		require.NoError(t, b.ring.Abort(b.ctx, queue.AbortRequest{Owner: owner, Actor: actor, At: time.Now()}))
-		waitUntil(t, 5*time.Second, func() bool { return b.settled(t) }, "the attempts were not stopped and settled")
+		testenv.WaitUntil(t, 5*time.Second, func() bool { return b.settled(t) }, "the attempts were not stopped and settled")
 		for _, j := range jobs {
 			runs := b.runs(t, j.ID)
 			require.Len(t, runs, 1)

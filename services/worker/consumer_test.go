@@ -15,6 +15,7 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/pkg/testenv"
 	"github.com/tockhq/tock/services/worker/executor"
 )
 
@@ -80,8 +81,8 @@ func TestConsumer(t *testing.T) {
 		require.Equal(t, len(jobs), b.publish(t))
 
 		r := newRunner()
-		goRun(t, b.consumer(r).Run)
-		waitUntil(t, 10*time.Second, func() bool {
+		testenv.GoRun(t, b.consumer(r).Run)
+		testenv.WaitUntil(t, 10*time.Second, func() bool {
 			for _, j := range jobs {
 				if b.finished(t, j) == "" {
 					return false
@@ -89,7 +90,7 @@ func TestConsumer(t *testing.T) {
 			}
 			return true
 		}, "not every job finished")
-		waitUntil(t, 5*time.Second, func() bool { return b.settled(t) }, "entries were not acknowledged and deleted")
+		testenv.WaitUntil(t, 5*time.Second, func() bool { return b.settled(t) }, "entries were not acknowledged and deleted")
 
 		byKey := map[string]executor.Task{}
 		for _, task := range r.seen() {
@@ -129,10 +130,10 @@ func TestConsumer(t *testing.T) {
 		r := newRunner()
 		r.outcome = failing
 		c := b.consumer(r)
-		goRun(t, c.Run)
-		waitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" }, "the job did not finish")
+		testenv.GoRun(t, c.Run)
+		testenv.WaitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" }, "the job did not finish")
 		require.Equal(t, job.StatusPermanentlyFailed, b.job(t, j.ID).Status)
-		waitUntil(t, 5*time.Second, func() bool { return b.settled(t) }, "entries were not acknowledged and deleted")
+		testenv.WaitUntil(t, 5*time.Second, func() bool { return b.settled(t) }, "entries were not acknowledged and deleted")
 
 		// One log line and one count per recorded outcome; lateness per start.
 		lines := b.logs.FilterMessage("run_finished").AllUntimed()
@@ -185,12 +186,12 @@ func TestConsumer(t *testing.T) {
 		b.create(t, j)
 		b.publish(t)
 		r := newRunner()
-		goRun(t, b.consumer(r).Run)
-		waitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the job did not complete")
+		testenv.GoRun(t, b.consumer(r).Run)
+		testenv.WaitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the job did not complete")
 		require.Equal(t, 1, r.calls())
 
 		b.redeliver(t, firstAttempt(j), j.RunAt)
-		waitUntil(t, 10*time.Second, func() bool { return b.settled(t) }, "the redelivered entry was not acknowledged and deleted")
+		testenv.WaitUntil(t, 10*time.Second, func() bool { return b.settled(t) }, "the redelivered entry was not acknowledged and deleted")
 		require.Equal(t, 1, r.calls(), "a finished attempt does not run again")
 		runs := b.runs(t, j.ID)
 		require.Len(t, runs, 1)
@@ -212,8 +213,8 @@ func TestConsumer(t *testing.T) {
 
 		r := newRunner()
 		before := time.Now()
-		goRun(t, b.consumer(r).Run)
-		waitUntil(t, 10*time.Second, func() bool { return b.settled(t) }, "the redelivered entry was not acknowledged and deleted")
+		testenv.GoRun(t, b.consumer(r).Run)
+		testenv.WaitUntil(t, 10*time.Second, func() bool { return b.settled(t) }, "the redelivered entry was not acknowledged and deleted")
 
 		require.Zero(t, r.calls(), "the failed attempt does not run again")
 		require.True(t, b.scheduled(t, first.Next()), "the missing retry is back in the due set")
@@ -236,8 +237,8 @@ func TestConsumer(t *testing.T) {
 		require.Equal(t, 1, b.publish(t), "the member was still in the due set")
 
 		r := newRunner()
-		goRun(t, b.consumer(r).Run)
-		waitUntil(t, 10*time.Second, func() bool { return b.settled(t) }, "the entry was not acknowledged and deleted")
+		testenv.GoRun(t, b.consumer(r).Run)
+		testenv.WaitUntil(t, 10*time.Second, func() bool { return b.settled(t) }, "the entry was not acknowledged and deleted")
 		require.Zero(t, r.calls(), "a cancelled job never runs")
 		require.Empty(t, b.runs(t, j.ID))
 		require.Equal(t, job.StatusCancelled, b.job(t, j.ID).Status)
@@ -254,8 +255,8 @@ func TestConsumer(t *testing.T) {
 		require.Equal(t, 1, b.publish(t))
 
 		r := newRunner()
-		goRun(t, b.consumer(r).Run)
-		waitUntil(t, 10*time.Second, func() bool { return b.finished(t, good) != "" && b.settled(t) },
+		testenv.GoRun(t, b.consumer(r).Run)
+		testenv.WaitUntil(t, 10*time.Second, func() bool { return b.finished(t, good) != "" && b.settled(t) },
 			"the stream was not drained")
 		require.Equal(t, job.StatusCompleted, b.job(t, good.ID).Status, "a poison entry does not hold up the others")
 		require.Equal(t, 1, r.calls())
@@ -280,8 +281,8 @@ func TestConsumer(t *testing.T) {
 		require.Equal(t, len(jobs), b.publish(t))
 
 		r := holding()
-		goRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch = 4, 4 }).Run)
-		waitUntil(t, 10*time.Second, func() bool { running, _ := r.concurrency(); return running == 4 }, "four attempts did not start")
+		testenv.GoRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch = 4, 4 }).Run)
+		testenv.WaitUntil(t, 10*time.Second, func() bool { running, _ := r.concurrency(); return running == 4 }, "four attempts did not start")
 
 		// The worker holds no more entries than it runs: the others stay
 		// unread in the stream for any worker with a free slot.
@@ -293,7 +294,7 @@ func TestConsumer(t *testing.T) {
 		require.EqualValues(t, 6, groups[0].Lag, "six entries are not read yet")
 
 		r.let(t, len(jobs))
-		waitUntil(t, 10*time.Second, func() bool {
+		testenv.WaitUntil(t, 10*time.Second, func() bool {
 			for _, j := range jobs {
 				if b.finished(t, j) == "" {
 					return false
@@ -321,8 +322,8 @@ func TestConsumer(t *testing.T) {
 		require.Equal(t, len(jobs), b.publish(t))
 
 		r := newRunner()
-		goRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch = 1, 1 }).Run)
-		waitUntil(t, 10*time.Second, func() bool { return r.calls() == len(jobs) }, "not every job ran")
+		testenv.GoRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch = 1, 1 }).Run)
+		testenv.WaitUntil(t, 10*time.Second, func() bool { return r.calls() == len(jobs) }, "not every job ran")
 
 		var got []int
 		for _, task := range r.seen() {
@@ -348,8 +349,8 @@ func TestConsumer(t *testing.T) {
 		// One slot and batches of one: once next has run, the copy before it
 		// has been handled.
 		r := newRunner()
-		goRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch = 1, 1 }).Run)
-		waitUntil(t, 10*time.Second, func() bool { return b.finished(t, next) != "" && b.streamLen(t) == 1 }, "next did not run")
+		testenv.GoRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch = 1, 1 }).Run)
+		testenv.WaitUntil(t, 10*time.Second, func() bool { return b.finished(t, next) != "" && b.streamLen(t) == 1 }, "next did not run")
 
 		require.Equal(t, 1, r.calls(), "the leased attempt does not run twice")
 		require.EqualValues(t, 1, b.pending(t), "the copy stays pending for the worker that holds the lease")
@@ -370,11 +371,11 @@ func TestConsumerShutdown(t *testing.T) {
 		require.Equal(t, 2, b.publish(t))
 
 		r := holding()
-		cancel, done := goRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch, c.Grace = 1, 1, 10*time.Second }).Run)
-		waitUntil(t, 10*time.Second, func() bool { return r.calls() == 1 }, "no attempt started")
+		cancel, done := testenv.GoRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch, c.Grace = 1, 1, 10*time.Second }).Run)
+		testenv.WaitUntil(t, 10*time.Second, func() bool { return r.calls() == 1 }, "no attempt started")
 		cancel()
 		r.let(t, 1)
-		returned(t, done, 10*time.Second)
+		testenv.Returned(t, done, 10*time.Second)
 
 		ran := r.seen()[0].JobID
 		other := first.ID
@@ -402,11 +403,11 @@ func TestConsumerShutdown(t *testing.T) {
 
 		const grace = 300 * time.Millisecond
 		r := holding() // never let go: the task returns only when abandoned
-		cancel, done := goRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch, c.Grace = 1, 1, grace }).Run)
-		waitUntil(t, 10*time.Second, func() bool { return r.calls() == 1 }, "the attempt did not start")
+		cancel, done := testenv.GoRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch, c.Grace = 1, 1, grace }).Run)
+		testenv.WaitUntil(t, 10*time.Second, func() bool { return r.calls() == 1 }, "the attempt did not start")
 		stopped := time.Now()
 		cancel()
-		returned(t, done, 10*time.Second)
+		testenv.Returned(t, done, 10*time.Second)
 		require.GreaterOrEqual(t, time.Since(stopped), grace, "in-flight attempts get the grace period")
 
 		r.mu.Lock()
@@ -447,8 +448,8 @@ func TestConsumerReclaim(t *testing.T) {
 		readAsDead(t, b) // it died before starting the attempt: no run row
 
 		r := newRunner()
-		goRun(t, b.consumer(r, withVisibility).Run)
-		waitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the entry was not reclaimed")
+		testenv.GoRun(t, b.consumer(r, withVisibility).Run)
+		testenv.WaitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the entry was not reclaimed")
 		require.Equal(t, job.StatusCompleted, b.job(t, j.ID).Status)
 		require.Equal(t, 1, r.calls(), "run once")
 		runs := b.runs(t, j.ID)
@@ -465,8 +466,8 @@ func TestConsumerReclaim(t *testing.T) {
 		readAsDead(t, b)
 
 		c := b.consumer(newRunner(), withVisibility)
-		goRun(t, c.Run)
-		waitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the entry was not reclaimed")
+		testenv.GoRun(t, c.Run)
+		testenv.WaitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the entry was not reclaimed")
 		require.Equal(t, 1.0, testutil.ToFloat64(c.Metrics.Reclaimed))
 		require.Equal(t, 1.0, testutil.ToFloat64(c.Metrics.Runs.WithLabelValues("ping", "completed")))
 	})
@@ -482,8 +483,8 @@ func TestConsumerReclaim(t *testing.T) {
 		dead := b.start(t, time.Now(), 0, firstAttempt(j))
 
 		r := newRunner()
-		goRun(t, b.consumer(r, withVisibility).Run)
-		waitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the attempt was not taken over")
+		testenv.GoRun(t, b.consumer(r, withVisibility).Run)
+		testenv.WaitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the attempt was not taken over")
 		require.Equal(t, 1, r.calls())
 		runs := b.runs(t, j.ID)
 		require.Len(t, runs, 1)

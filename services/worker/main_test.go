@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -78,42 +77,11 @@ func (b *bundle) consumer(r Runner, mods ...func(*Consumer)) *Consumer {
 	return c
 }
 
-// goRun runs fn in a goroutine until cancel is called or the test ends; done
-// is closed when fn has returned. When the test ends, it cancels fn and waits.
-func goRun(t *testing.T, fn func(ctx context.Context)) (cancel func(), done <-chan struct{}) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	ch := make(chan struct{})
-	go func() {
-		defer close(ch)
-		fn(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-ch:
-		case <-time.After(15 * time.Second):
-			t.Errorf("goroutine did not return within 15s of its context ending")
-		}
-	})
-	return cancel, ch
-}
-
-// returned waits for done, failing the test after timeout.
-func returned(t *testing.T, done <-chan struct{}, timeout time.Duration) {
-	t.Helper()
-	select {
-	case <-done:
-	case <-time.After(timeout):
-		t.Fatalf("Run did not return within %s", timeout)
-	}
-}
-
 // publishing keeps moving due members to the stream, as the scheduler's
 // publisher does, so retries come back to the consumer.
 func (b *bundle) publishing(t *testing.T) {
 	t.Helper()
-	goRun(t, func(ctx context.Context) {
+	testenv.GoRun(t, func(ctx context.Context) {
 		for ctx.Err() == nil {
 			for _, q := range b.ring.Shards() {
 				if _, err := q.Publish(ctx, 100, time.Time{}, queue.Caps{}); err != nil && ctx.Err() == nil {
@@ -129,33 +97,10 @@ func (b *bundle) publishing(t *testing.T) {
 	})
 }
 
-// waitUntil polls cond until it holds, failing the test with msg at the
-// deadline. cond runs on the test goroutine, so it may use require. An arg of
-// type func() string is called at the deadline, to report the state then.
-func waitUntil(t *testing.T, timeout time.Duration, cond func() bool, msg string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			for i, a := range args {
-				if f, ok := a.(func() string); ok {
-					args[i] = f()
-				}
-			}
-			t.Fatalf("after %s: "+msg, append([]any{timeout}, args...)...)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // claimedJob returns a scheduled one-off ping job due at b.now and already
 // claimed into Redis (DueAt zero), as the loader or the dashboard leaves it.
 func (b *bundle) claimedJob(mods ...func(*job.Job)) *job.Job {
-	j := &job.Job{
-		ID: job.NewID(), Owner: owner, Name: "ping", Type: job.TypePing, Status: job.StatusScheduled,
-		MaxRetries: 3, Timeout: 5 * time.Second, Payload: json.RawMessage(`{"url":"http://example.com"}`),
-		RunAt: b.now, CreatedAt: b.now, UpdatedAt: b.now,
-	}
+	j := testenv.Job(owner, b.now, func(j *job.Job) { j.DueAt, j.CreatedAt, j.UpdatedAt = time.Time{}, b.now, b.now })
 	for _, mod := range mods {
 		mod(j)
 	}

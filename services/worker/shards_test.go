@@ -8,6 +8,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/testenv"
 	"github.com/tockhq/tock/services/worker/executor"
 )
 
@@ -41,8 +42,8 @@ func TestConsumerShards(t *testing.T) {
 			}
 			return executor.Outcome{OK: true, StatusCode: 200}
 		}
-		goRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch = 8, 8 }).Run)
-		waitUntil(t, 15*time.Second, func() bool {
+		testenv.GoRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch = 8, 8 }).Run)
+		testenv.WaitUntil(t, 15*time.Second, func() bool {
 			for _, j := range jobs {
 				if b.finished(t, j) == "" {
 					return false
@@ -63,7 +64,7 @@ func TestConsumerShards(t *testing.T) {
 			}
 		}
 		require.Equal(t, 60, r.calls(), "40 first attempts and 20 retries, none twice")
-		waitUntil(t, 5*time.Second, func() bool {
+		testenv.WaitUntil(t, 5*time.Second, func() bool {
 			st, err := b.ring.Stats(b.ctx)
 			require.NoError(t, err)
 			return st == queue.Stats{}
