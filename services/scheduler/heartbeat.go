@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/service"
 )
 
 // heartbeatEvery is how often a scheduler says it is alive. The dashboard
@@ -29,22 +30,7 @@ func instanceName(configured string) string {
 // dashboard's system page. Nothing depends on it for correctness, so a
 // failure is only logged, once per outage.
 func heartbeat(ctx context.Context, q *queue.Queue, name string, l *Leader, ttl time.Duration, log *zap.Logger) {
-	t := time.NewTicker(heartbeatEvery)
-	defer t.Stop()
-	failing := false
-	for {
-		err := q.Heartbeat(ctx, name, time.Now(), l.Leading(), ttl)
-		switch {
-		case err != nil && !failing && ctx.Err() == nil:
-			log.Warn("heartbeat_failed", zap.Error(err))
-			failing = true
-		case err == nil:
-			failing = false
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	service.Every(ctx, heartbeatEvery, log, "heartbeat_failed", func(ctx context.Context) error {
+		return q.Heartbeat(ctx, name, time.Now(), l.Leading(), ttl)
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/service"
 )
 
 // heartbeatEvery is how often a worker says it is alive and how many slots
@@ -19,22 +20,7 @@ const heartbeatEvery = time.Second
 // scheduler then counts this worker out of the pool, which makes the
 // derived caps smaller, never larger.
 func heartbeat(ctx context.Context, q *queue.Queue, name string, slots int, clock func() time.Time, log *zap.Logger) {
-	t := time.NewTicker(heartbeatEvery)
-	defer t.Stop()
-	failing := false
-	for {
-		err := q.WorkerBeat(ctx, name, slots, clock())
-		switch {
-		case err != nil && !failing && ctx.Err() == nil:
-			log.Warn("heartbeat_failed", zap.Error(err))
-			failing = true
-		case err == nil:
-			failing = false
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	service.Every(ctx, heartbeatEvery, log, "heartbeat_failed", func(ctx context.Context) error {
+		return q.WorkerBeat(ctx, name, slots, clock())
+	})
 }
