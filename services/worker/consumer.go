@@ -55,7 +55,7 @@ type Consumer struct {
 	// once recorded.
 	Metrics *metrics.Worker
 
-	slots   chan struct{}
+	slots   *slotPool
 	results chan result
 	// ended takes each entry whose attempt has ended, for releaser to give
 	// its places in its lanes back before the group commit settles it.
@@ -72,7 +72,7 @@ func (c *Consumer) Run(ctx context.Context) {
 	if c.Metrics == nil {
 		c.Metrics = metrics.NewWorker(prometheus.NewRegistry()) // counted, not served
 	}
-	c.slots = make(chan struct{}, c.Concurrency)
+	c.slots = newSlotPool(c.Concurrency)
 	c.results = make(chan result, c.Concurrency)
 	c.ended = make(chan queue.Message, c.Concurrency)
 	c.attempts = newAttempts()

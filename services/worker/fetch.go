@@ -69,20 +69,9 @@ func (c *Consumer) fetch(ctx, execCtx context.Context, running *sync.WaitGroup, 
 			}
 		}
 		// Take one slot, waiting if all are busy, then as many more as are free.
-		select {
-		case <-ctx.Done():
+		n := c.slots.take(ctx, c.Batch)
+		if n == 0 {
 			return
-		case c.slots <- struct{}{}:
-		}
-		n := 1
-	more:
-		for n < c.Batch {
-			select {
-			case c.slots <- struct{}{}:
-				n++
-			default:
-				break more
-			}
 		}
 		var msgs []queue.Message
 		var err error
@@ -92,7 +81,7 @@ func (c *Consumer) fetch(ctx, execCtx context.Context, running *sync.WaitGroup, 
 		case shared:
 			msgs, err = q.Read(ctx, c.Name, n, -1)
 			if err == nil && len(msgs) == 0 {
-				c.release(n - 1)
+				c.slots.give(n - 1)
 				n = 1
 				msgs, err = q.Read(ctx, c.Name, n, c.Block)
 			}
@@ -100,7 +89,7 @@ func (c *Consumer) fetch(ctx, execCtx context.Context, running *sync.WaitGroup, 
 			msgs, err = q.Read(ctx, c.Name, n, c.Block)
 		}
 		if err != nil {
-			c.release(n)
+			c.slots.give(n)
 			if ctx.Err() != nil {
 				return
 			}
@@ -115,7 +104,7 @@ func (c *Consumer) fetch(ctx, execCtx context.Context, running *sync.WaitGroup, 
 		if reclaim && len(msgs) > 0 {
 			c.Metrics.Reclaimed.Add(float64(len(msgs)))
 		}
-		c.release(n - len(msgs))
+		c.slots.give(n - len(msgs))
 		if len(msgs) > 0 {
 			// On this goroutine, not one of its own: concurrent starts of
 			// small batches made Postgres spend a 100,000-job burst on lock
@@ -123,11 +112,5 @@ func (c *Consumer) fetch(ctx, execCtx context.Context, running *sync.WaitGroup, 
 			// 1.7 times as long in make bench).
 			c.handle(ctx, execCtx, q, msgs, running)
 		}
-	}
-}
-
-func (c *Consumer) release(n int) {
-	for range n {
-		<-c.slots
 	}
 }

@@ -43,7 +43,7 @@ func (c *Consumer) handle(ctx, execCtx context.Context, q *queue.Queue, msgs []q
 		starts = append(starts, store.Start{Occurrence: m.Occurrence, DueAt: m.DueAt})
 	}
 	if len(poison) > 0 {
-		c.release(len(poison))
+		c.slots.give(len(poison))
 		c.setAside(ctx, q, poison)
 	}
 	if len(starts) == 0 {
@@ -63,7 +63,7 @@ func (c *Consumer) handle(ctx, execCtx context.Context, q *queue.Queue, msgs []q
 		if ctx.Err() == nil {
 			c.Log.Error("start_runs_refused", zap.Int("entries", len(starts)), zap.Error(err))
 		}
-		c.release(len(starts))
+		c.slots.give(len(starts))
 		return
 	}
 	for _, st := range started {
@@ -83,7 +83,7 @@ func (c *Consumer) handle(ctx, execCtx context.Context, q *queue.Queue, msgs []q
 		if reason := c.misfired(st, now); reason != "" {
 			c.ended <- m
 			c.results <- result{msg: m, started: st, at: now, skip: reason}
-			<-c.slots
+			c.slots.give(1)
 			continue
 		}
 		running.Add(1)
@@ -93,7 +93,7 @@ func (c *Consumer) handle(ctx, execCtx context.Context, q *queue.Queue, msgs []q
 		}()
 	}
 	if len(byMember) > 0 {
-		c.release(len(byMember))
+		c.slots.give(len(byMember))
 		c.resolve(ctx, q, byMember)
 	}
 }
@@ -214,10 +214,10 @@ func (c *Consumer) execute(ctx context.Context, m queue.Message, st store.Starte
 	stop(nil)
 	if ctx.Err() != nil {
 		// Abandoned at shutdown: record nothing, so the attempt is taken over.
-		<-c.slots
+		c.slots.give(1)
 		return
 	}
 	c.ended <- m
 	c.results <- result{msg: m, started: st, outcome: out, at: c.Clock(), aborted: aborted}
-	<-c.slots
+	c.slots.give(1)
 }
