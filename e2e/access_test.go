@@ -114,7 +114,12 @@ func TestAccess(t *testing.T) {
 	}
 
 	// Ownership: bob cannot see or touch alice's job.
-	spec := map[string]any{"name": "alice's", "type": "ping", "delay": "1h", "payload": map[string]any{"url": "https://example.com/"}}
+	// A recurring job (once a year), so that the DELETE below is a cancel
+	// however far the attempt the trigger starts has got: a one-off job
+	// whose attempt has started answers 409, and a worker can start it
+	// before the DELETE arrives.
+	spec := map[string]any{"name": "alice's", "type": "ping", "schedule": map[string]any{"cron": "0 0 1 1 *"},
+		"payload": map[string]any{"url": "https://example.com/"}}
 	a = call(t, base, alice, "POST", "/api/v1/jobs", spec)
 	require.Equal(t, 201, a.status, "%s", a.body)
 	var j struct{ ID string }
