@@ -186,7 +186,7 @@ end
 -- unread part does not make a newcomer wait for it. Once per script, and
 -- only when others have a read's worth in flight and a quarter of a read
 -- waits unread.
-local madeWay = false
+local madeWay, movedAside = false, false
 local function makeWay(ol)
   if madeWay then return end
   madeWay = true
@@ -210,6 +210,7 @@ local function makeWay(ol)
         redis.call('ZADD', KEYS[6] .. eol, d, m)
         redis.call('SADD', KEYS[5], eol)
         unreadCount = unread() - 1
+        movedAside = true
       end
     end
   end

@@ -81,10 +81,13 @@ func (q *Queue) alone() *Ring { return &Ring{rdb: q.rdb, shards: []*Queue{q}} }
 // those whose owner or host is at its cap (see fair.go). Members of equal
 // score come out in member order, which puts higher priority first (see
 // job.Occurrence.Member). Being one script, the pop is atomic: two schedulers
-// never publish the same member. Before popping, it looks at up to ARGV[5]
-// lanes with held members and publishes those that now have room (a cap was
-// raised, a count repaired); settling does that too, at once, for the lanes
-// of what it settles.
+// never publish the same member. After popping (a member just due comes
+// first: it may be another owner's, and a lane's new members go behind its
+// held ones anyway), it looks at up to ARGV[5] lanes with held members and
+// publishes those that now have room (a cap was raised, a count repaired,
+// the workers read); settling does that too, at once, for the lanes of what
+// it settles. It skips that look when a member it published made way (see
+// fair.go), which would only undo it.
 //
 // KEYS[1..6] as lanesLua
 // ARGV[1] most members to move
@@ -110,11 +113,6 @@ if ARGV[6] ~= '' then redis.call('HSET', KEYS[4], '*b', ARGV[6]) end
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[4], '*u', ARGV[7]) end
 local limit = tonumber(ARGV[1])
 local published, held = 0, 0
-local sweep = redis.call('SRANDMEMBER', KEYS[5], tonumber(ARGV[5]))
-for _, lane in ipairs(sweep) do
-  if published >= limit then break end
-  published = published + unhold(lane, limit - published)
-end
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
 local n = #due / 2
 for i = 1, #due, 2 do
@@ -126,6 +124,15 @@ for i = 1, #due, 2 do
 end
 if n > 0 then
   redis.call('ZREMRANGEBYRANK', KEYS[1], 0, n - 1)
+end
+-- Then the held lanes, unless a newcomer just made way: what it put back
+-- would only come out again at once, and the workers' releases refill it.
+if not movedAside then
+  local sweep = redis.call('SRANDMEMBER', KEYS[5], tonumber(ARGV[5]))
+  for _, lane in ipairs(sweep) do
+    if published >= limit then break end
+    published = published + unhold(lane, limit - published)
+  end
 end
 local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local next_due = -1
