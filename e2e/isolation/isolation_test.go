@@ -210,14 +210,13 @@ func hanging(t *testing.T, nA int) {
 	require.Equal(t, nA, runs, "one attempt each: none ran twice")
 }
 
-// burstBound is what this test holds B's lateness to during A's burst: far
-// less than waiting for the burst (14.4 s before fair dispatch), which is
-// what the test catches. The target, 250 ms, is a figure this test
-// logs rather than asserts: B started within 250 ms in 13 of 20 runs
-// (median 131 ms), but while the burst saturates the two cores this machine
-// shares among Redis, Postgres, five services and the target, B has waited
-// 289 ms to 1.2 s (docs/operations.md, Measured).
-const burstBound = 3 * time.Second
+// burstBound is what this test holds B's lateness to during A's burst. The
+// issue's target is 250 ms: since the publisher takes what has just come due
+// before a backlog still in the due set, B started within 196 ms in 12 of 12
+// runs (median 92 ms; docs/operations.md, Measured), and within 1.18 s
+// before. The bound leaves this noisy two-core machine room; a B that waits
+// behind the burst (14.4 s before fair dispatch) is far beyond it.
+const burstBound = time.Second
 
 // TestBurst is the second scenario: tenant A's 100,000 webhooks due at one
 // instant T, and tenant B's 20 due at T + 2 s, all to fast targets. B's

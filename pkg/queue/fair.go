@@ -90,9 +90,32 @@ local function cap(lane)
   caps[lane] = c
   return c
 end
+-- used is a lane's entries in flight, read once per script and kept up as
+-- the script counts (counted, below); forgetCounts drops what was read.
+local usedc = {}
 local function used(lane)
-  return tonumber(redis.call('HGET', KEYS[3], lane) or '0') or 0
+  local u = usedc[lane]
+  if u == nil then
+    u = tonumber(redis.call('HGET', KEYS[3], lane) or '0') or 0
+    usedc[lane] = u
+  end
+  return u
 end
+local function counted(lane, by)
+  local u = redis.call('HINCRBY', KEYS[3], lane, by)
+  if u <= 0 then
+    redis.call('HDEL', KEYS[3], lane)
+    u = 0
+  end
+  usedc[lane] = u
+end
+local function forgetCounts() usedc = {} end
+-- hold puts member m, due at score, in lane's held set.
+local function hold(lane, score, m)
+  redis.call('ZADD', KEYS[6] .. lane, score, m)
+  redis.call('SADD', KEYS[5], lane)
+end
+local function hasHeld(lane) return redis.call('EXISTS', KEYS[6] .. lane) == 1 end
 -- unread is how many entries of the stream no worker has read yet, counted
 -- once per script and kept up as it publishes.
 local unreadCount = nil
@@ -141,11 +164,7 @@ local function lanes(m)
   if h == '' then return 'o:' .. o, nil end
   return 'o:' .. o, 'h:' .. h
 end
-local function release(lane)
-  if redis.call('HINCRBY', KEYS[3], lane, -1) <= 0 then
-    redis.call('HDEL', KEYS[3], lane)
-  end
-end
+local function release(lane) counted(lane, -1) end
 -- free gives back the places of an entry of lanes ol and hl.
 local function free(ol, hl)
   release(ol)
@@ -207,8 +226,7 @@ local function makeWay(ol)
       if deepLanes[eol] then
         redis.call('XDEL', KEYS[2], e[1])
         free(eol, ehl)
-        redis.call('ZADD', KEYS[6] .. eol, d, m)
-        redis.call('SADD', KEYS[5], eol)
+        hold(eol, d, m)
         unreadCount = unread() - 1
         movedAside = true
       end
@@ -222,26 +240,25 @@ end
 local function place(m, score, fromHeld)
   local ol, hl = lanes(m)
   if ol then
-    local full, hold = nil, false
+    local full, wait = nil, false
     if used(ol) >= cap(ol) then
       full = ol
     elseif hl and used(hl) >= cap(hl) then
       full = hl
     end
     if full then
-      hold = (not fromHeld and redis.call('EXISTS', KEYS[6] .. full) == 1) or not canBorrow(ol, hl)
-    elseif deep(ol) or (not fromHeld and redis.call('EXISTS', KEYS[6] .. ol) == 1) then
-      full, hold = ol, true
+      wait = (not fromHeld and hasHeld(full)) or not canBorrow(ol, hl)
+    elseif deep(ol) or (not fromHeld and hasHeld(ol)) then
+      full, wait = ol, true
     end
-    if hold then
-      redis.call('ZADD', KEYS[6] .. full, score, m)
-      redis.call('SADD', KEYS[5], full)
+    if wait then
+      hold(full, score, m)
       return false
     end
     if used(ol) < __READSIZE__ then makeWay(ol) end
-    redis.call('HINCRBY', KEYS[3], ol, 1)
-    if hl then redis.call('HINCRBY', KEYS[3], hl, 1) end
-    redis.call('HINCRBY', KEYS[3], '*', 1)
+    counted(ol, 1)
+    if hl then counted(hl, 1) end
+    counted('*', 1)
   end
   redis.call('XADD', KEYS[2], '*', 'm', m, 'd', score)
   if unreadCount ~= nil then unreadCount = unreadCount + 1 end
@@ -362,6 +379,7 @@ for _, id in ipairs(redis.call('SMEMBERS', KEYS[7])) do
 end
 redis.call('DEL', KEYS[3])
 for lane, c in pairs(counts) do redis.call('HSET', KEYS[3], lane, c) end
+forgetCounts()
 for _, lane in ipairs(redis.call('SMEMBERS', KEYS[5])) do unhold(lane, 1000) end
 return n
 `)

@@ -225,6 +225,47 @@ func TestFairDispatch(t *testing.T) {
 		})
 	})
 
+	t.Run("ABacklogInTheDueSetDoesNotDelayWhatHasJustComeDue", func(t *testing.T) {
+		t.Parallel()
+		onBothRedis(t, func(t *testing.T, b *bundle) {
+			require.NoError(t, b.q.EnsureGroup(b.ctx))
+			// A's burst came due 2 s ago and is still being sorted out of
+			// the due set, 100 members a call; B's two came due since.
+			var occs []job.Occurrence
+			for range 1000 {
+				occs = append(occs, routed(ownerA, "", base.Add(-2*time.Second)))
+			}
+			b1, b2 := routed(ownerB, "", base.Add(-300*time.Millisecond)), routed(ownerB, "", base)
+			b.enqueue(t, append(occs, b2, b1)...)
+			p, err := b.q.Publish(b.ctx, 100, base, queue.Caps{Owner: 5000, Host: 5000})
+			require.NoError(t, err)
+			require.Equal(t, 100, p.Moved, "a call takes no more than its limit")
+			require.Equal(t, 2, b.inflight(t, "o:"+job.OwnerKey(ownerB)), "B's are published in the first call")
+			got := b.streamOccurrences(t)
+			require.Len(t, got, 100)
+			require.Equal(t, []job.Occurrence{b1, b2}, got[:2], "oldest of the fresh first, ahead of the backlog")
+			require.Len(t, b.dueMembers(t), 1000-98, "the backlog goes on from its head")
+		})
+	})
+
+	t.Run("WithoutABacklogMembersGoInDueOrder", func(t *testing.T) {
+		t.Parallel()
+		onBothRedis(t, func(t *testing.T, b *bundle) {
+			require.NoError(t, b.q.EnsureGroup(b.ctx))
+			var occs []job.Occurrence
+			for i := range 100 {
+				occs = append(occs, routed(ownerA, "", base.Add(-time.Duration(50-i/2)*time.Millisecond)))
+			}
+			late := routed(ownerB, "", base)
+			b.enqueue(t, append(occs, late)...)
+			_, err := b.q.Publish(b.ctx, 100, base, queue.Caps{Owner: 5000, Host: 5000})
+			require.NoError(t, err)
+			got := b.streamOccurrences(t)
+			require.Len(t, got, 100)
+			require.NotContains(t, got, late, "due last, and no backlog: it waits for the next call")
+		})
+	})
+
 	t.Run("TheUnreadLimitIsWhatTheSchedulerRecords", func(t *testing.T) {
 		t.Parallel()
 		onBothRedis(t, func(t *testing.T, b *bundle) {

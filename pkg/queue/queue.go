@@ -99,7 +99,7 @@ func (q *Queue) alone() *Ring { return &Ring{rdb: q.rdb, shards: []*Queue{q}} }
 // lane may pass its cap while no other lane waits; 0 lends nothing), or ""
 // ARGV[7] unread limit to record (Caps.Unread), or ""
 // Returns {popped, now_ms, next_due_ms or -1, published, held}
-var publishScript = redis.NewScript(lanesLua + `
+var publishScript = redis.NewScript(lanesLua + strings.ReplaceAll(strings.ReplaceAll(`
 local now
 if ARGV[2] ~= '' then
   now = tonumber(ARGV[2])
@@ -112,18 +112,39 @@ if ARGV[4] ~= '' then redis.call('HSET', KEYS[4], '*h', ARGV[4]) end
 if ARGV[6] ~= '' then redis.call('HSET', KEYS[4], '*b', ARGV[6]) end
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[4], '*u', ARGV[7]) end
 local limit = tonumber(ARGV[1])
-local published, held = 0, 0
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
-local n = #due / 2
-for i = 1, #due, 2 do
-  if place(due[i], due[i + 1]) then
-    published = published + 1
-  else
-    held = held + 1
+local published, held, n = 0, 0, 0
+local function placeAll(due, from, to, step)
+  for i = from, to, step do
+    if place(due[i], due[i + 1]) then
+      published = published + 1
+    else
+      held = held + 1
+    end
   end
 end
-if n > 0 then
-  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, n - 1)
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+local take = #due / 2
+-- Behind a backlog (more is due than this call takes, and the earliest of
+-- it came due a while ago), the members that came due most recently go
+-- first, up to a quarter of the call and oldest of them first: an owner's
+-- burst still being sorted into its held set does not make another owner's
+-- next job wait for the whole of it.
+if take == limit and limit >= 4 and tonumber(due[2]) < now - __BACKLOGMS__ then
+  local after = math.max(now - __FRESHMS__, tonumber(due[#due]))
+  local fresh = redis.call('ZREVRANGEBYSCORE', KEYS[1], now, '(' .. after, 'WITHSCORES', 'LIMIT', 0, math.floor(limit / 4))
+  if #fresh > 0 then
+    placeAll(fresh, #fresh - 1, 1, -2)
+    local members = {}
+    for i = 1, #fresh, 2 do members[#members + 1] = fresh[i] end
+    redis.call('ZREM', KEYS[1], unpack(members))
+    n = #members
+    take = limit - n
+  end
+end
+placeAll(due, 1, 2 * take - 1, 2)
+if take > 0 then
+  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, take - 1)
+  n = n + take
 end
 -- Then the held lanes, unless a newcomer just made way: what it put back
 -- would only come out again at once, and the workers' releases refill it.
@@ -138,7 +159,15 @@ local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local next_due = -1
 if #nxt > 0 then next_due = tonumber(nxt[2]) end
 return {n, now, next_due, published, held}
-`)
+`, "__BACKLOGMS__", strconv.Itoa(int(backlogAfter/time.Millisecond))), "__FRESHMS__", strconv.Itoa(int(freshWindow/time.Millisecond))))
+
+// A backlog is members due more than backlogAfter ago still in the due set;
+// behind one, the members due within the last freshWindow go first, up to a
+// quarter of each call.
+const (
+	backlogAfter = 100 * time.Millisecond
+	freshWindow  = time.Second
+)
 
 // heldLanesPerCall bounds the held lanes one publish call looks at.
 const heldLanesPerCall = 16
