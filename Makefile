@@ -45,7 +45,7 @@ fuzz:
 	cd pkg && go test -run='^$$' -fuzz='^FuzzRRule$$' -fuzztime=$(FUZZTIME) ./schedule/
 	cd pkg && go test -run='^$$' -fuzz='^FuzzParseMember$$' -fuzztime=$(FUZZTIME) ./job/
 	cd pkg && go test -run='^$$' -fuzz='^FuzzSpecBuild$$' -fuzztime=$(FUZZTIME) ./jobspec/
-	cd pkg && go test -run='^$$' -fuzz='^FuzzCheckURL$$' -fuzztime=$(FUZZTIME) ./jobspec/
+	cd pkg && go test -run='^$$' -fuzz='^FuzzCheckURL$$' -fuzztime=$(FUZZTIME) ./jobtype/
 	cd services/dashboard && go test -run='^$$' -fuzz='^FuzzDecodeJob$$' -fuzztime=$(FUZZTIME) ./api/
 
 ## browser: the dashboard's pages in headless Chromium (/usr/bin/chromium) on the real services; TOCK_SCREENSHOTS_DIR keeps the PNGs

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tockhq/tock/e2e/cluster"
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/store"
 )
 
@@ -50,12 +51,12 @@ func TestSteadyLoad(t *testing.T) {
 	// claims them as it would any job created ahead of time.
 	n := int(duration.Seconds() * float64(rate))
 	t0 := time.Now().Add(8 * time.Second).Truncate(time.Millisecond)
-	payload, _ := json.Marshal(job.WebhookPayload{URL: target.URL + "/ok"})
+	payload, _ := json.Marshal(jobtype.WebhookPayload{URL: target.URL + "/ok"})
 	now := time.Now().UTC()
 	jobs := make([]*job.Job, n)
 	for i := range jobs {
 		at := t0.Add(time.Duration(i) * time.Second / time.Duration(rate)).UTC().Truncate(time.Millisecond)
-		jobs[i] = &job.Job{ID: job.NewID(), Owner: [16]byte{15: 1}, Name: "steady", Type: job.TypeWebhook,
+		jobs[i] = &job.Job{ID: job.NewID(), Owner: [16]byte{15: 1}, Name: "steady", Type: jobtype.TypeWebhook,
 			Status: job.StatusScheduled, MaxRetries: 3, Timeout: 10 * time.Second, RunAt: at, DueAt: at,
 			Payload: payload, CreatedAt: now, UpdatedAt: now, Timezone: "UTC"}
 	}

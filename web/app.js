@@ -5,14 +5,11 @@
 'use strict';
 
 const STATUSES = ['scheduled', 'paused', 'completed', 'permanently_failed', 'cancelled'];
-const TYPES = ['webhook', 'ping', 'slack', 'email'];
+// The job types and an example payload of each, from GET /api/v1/job-types
+// (the server's registered types), loaded once before the first page.
+let TYPES = [];
+let PAYLOADS = {};
 const RUN_COLORS = {completed: '#2e7d32', failed: '#ef6c00', permanently_failed: '#c62828', running: '#1565c0', skipped: '#9e9e9e'};
-const PAYLOADS = {
-  webhook: {url: 'https://example.com/hook', method: 'POST', body: {hello: 'world'}},
-  ping: {url: 'https://example.com/health'},
-  slack: {webhook_url: 'https://hooks.slack.com/services/T000/B000/XXXX', text: 'Hello from tock'},
-  email: {to: ['someone@example.com'], subject: 'Hello', text: 'Hello from tock'},
-};
 const browserZone = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
 
 let me = null;       // the signed-in user, from GET /api/v1/me
@@ -137,6 +134,16 @@ async function route() {
   timers.forEach(clearInterval);
   timers = [];
   const hash = location.hash || '#/jobs';
+  if (!TYPES.length) {
+    try {
+      const kinds = (await api('GET', '/api/v1/job-types')).job_types;
+      TYPES = kinds.map((k) => k.type);
+      PAYLOADS = Object.fromEntries(kinds.map((k) => [k.type, k.example]));
+    } catch (e) {
+      mount(errorBox(e));
+      return;
+    }
+  }
   if (!hash.startsWith('#/signin') && !me) {
     try {
       me = await api('GET', '/api/v1/me');

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tockhq/tock/e2e/cluster"
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/store"
 )
 
@@ -189,9 +190,9 @@ func (l *load) addBurst(path kind, n, maxRetries int) {
 
 func (l *load) add(at time.Time, k kind, maxRetries int) {
 	at = at.UTC().Truncate(time.Millisecond)
-	payload, _ := json.Marshal(job.WebhookPayload{URL: l.target + string(k)})
+	payload, _ := json.Marshal(jobtype.WebhookPayload{URL: l.target + string(k)})
 	now := time.Now().UTC()
-	j := &job.Job{ID: job.NewID(), Owner: uuid.UUID{15: 1}, Name: "chaos" + string(k), Type: job.TypeWebhook,
+	j := &job.Job{ID: job.NewID(), Owner: uuid.UUID{15: 1}, Name: "chaos" + string(k), Type: jobtype.TypeWebhook,
 		Status: job.StatusScheduled, MaxRetries: maxRetries, Timeout: jobTimeout, RunAt: at, DueAt: at,
 		Payload: payload, CreatedAt: now, UpdatedAt: now, Timezone: "UTC"}
 	l.jobs = append(l.jobs, j)

@@ -10,17 +10,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// Type says which executor runs a job.
+// Type names a job's type; package jobtype holds the types.
 type Type string
-
-// The job types. Slack and email executors arrive with the executors issue; the
-// model knows them already so that the schema need not change.
-const (
-	TypeWebhook Type = "webhook"
-	TypePing    Type = "ping"
-	TypeSlack   Type = "slack"
-	TypeEmail   Type = "email"
-)
 
 // Status is a job's lifecycle state.
 type Status string

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
+	"github.com/tockhq/tock/pkg/jobtype"
 )
 
 // payloadCase is one payload given to ValidatePayload, and the field its
@@ -61,23 +62,23 @@ func jsonString(s string) string {
 func TestValidatePayloadSlack(t *testing.T) {
 	t.Parallel()
 	const hook = `"webhook_url":"https://hooks.slack.com/services/T000/B000/XXXX"`
-	runPayloadCases(t, job.TypeSlack, []payloadCase{
+	runPayloadCases(t, jobtype.TypeSlack, []payloadCase{
 		{"Text", `{` + hook + `,"text":"deploy done"}`, ""},
 		{"Blocks", `{` + hook + `,"blocks":[{"type":"section","text":{"type":"mrkdwn","text":"*hi*"}}]}`, ""},
 		{"TextAndBlocks", `{` + hook + `,"text":"fallback","blocks":[{"type":"divider"}]}`, ""},
 		{"HTTPWebhook", `{"webhook_url":"http://slack-proxy.internal:8080/hook","text":"x"}`, ""},
-		{"TextAtLimit", `{` + hook + `,"text":` + jsonString(strings.Repeat("a", job.MaxSlackTextLen)) + `}`, ""},
-		{"BlocksAtLimit", `{` + hook + `,"blocks":[` + strings.TrimSuffix(strings.Repeat(`{"type":"divider"},`, job.MaxSlackBlocks), ",") + `]}`, ""},
+		{"TextAtLimit", `{` + hook + `,"text":` + jsonString(strings.Repeat("a", jobtype.MaxSlackTextLen)) + `}`, ""},
+		{"BlocksAtLimit", `{` + hook + `,"blocks":[` + strings.TrimSuffix(strings.Repeat(`{"type":"divider"},`, jobtype.MaxSlackBlocks), ",") + `]}`, ""},
 
 		{"TextAndBlocksMissing", `{` + hook + `}`, "payload.text"},
 		{"TextBlank", `{` + hook + `,"text":"  "}`, "payload.text"},
 		{"BlocksEmptyWithoutText", `{` + hook + `,"blocks":[]}`, "payload.text"},
 		{"BlocksNullWithoutText", `{` + hook + `,"blocks":null}`, "payload.text"},
-		{"TextTooLong", `{` + hook + `,"text":` + jsonString(strings.Repeat("a", job.MaxSlackTextLen+1)) + `}`, "payload.text"},
+		{"TextTooLong", `{` + hook + `,"text":` + jsonString(strings.Repeat("a", jobtype.MaxSlackTextLen+1)) + `}`, "payload.text"},
 		{"BlocksNotArray", `{` + hook + `,"blocks":{"type":"divider"}}`, "payload.blocks"},
 		{"BlocksNotObjects", `{` + hook + `,"blocks":["divider"]}`, "payload.blocks"},
 		{"BlocksNullEntry", `{` + hook + `,"blocks":[null]}`, "payload.blocks"},
-		{"TooManyBlocks", `{` + hook + `,"blocks":[` + strings.TrimSuffix(strings.Repeat(`{"type":"divider"},`, job.MaxSlackBlocks+1), ",") + `]}`, "payload.blocks"},
+		{"TooManyBlocks", `{` + hook + `,"blocks":[` + strings.TrimSuffix(strings.Repeat(`{"type":"divider"},`, jobtype.MaxSlackBlocks+1), ",") + `]}`, "payload.blocks"},
 		{"WebhookURLMissing", `{"text":"x"}`, "payload.webhook_url"},
 		{"WebhookURLNotHTTP", `{"webhook_url":"ftp://hooks.slack.com/services/x","text":"x"}`, "payload.webhook_url"},
 		{"WebhookURLNoHost", `{"webhook_url":"https:///services/x","text":"x"}`, "payload.webhook_url"},
@@ -90,23 +91,23 @@ func TestValidatePayloadSlack(t *testing.T) {
 
 func TestValidatePayloadSlackCountsTextInCharacters(t *testing.T) {
 	t.Parallel()
-	text := strings.Repeat("é", job.MaxSlackTextLen) // twice as many bytes
+	text := strings.Repeat("é", jobtype.MaxSlackTextLen) // twice as many bytes
 	raw := json.RawMessage(`{"webhook_url":"https://hooks.slack.com/services/T/B/X","text":` + jsonString(text) + `}`)
-	_, err := jobspec.ValidatePayload(job.TypeSlack, raw, jobspec.Limits{})
+	_, err := jobspec.ValidatePayload(jobtype.TypeSlack, raw, jobspec.Limits{})
 	require.NoError(t, err)
 }
 
 func TestValidatePayloadEmail(t *testing.T) {
 	t.Parallel()
 	const rest = `"subject":"Nightly report","text":"All green."`
-	runPayloadCases(t, job.TypeEmail, []payloadCase{
+	runPayloadCases(t, jobtype.TypeEmail, []payloadCase{
 		{"Minimal", `{"to":["ops@example.com"],` + rest + `}`, ""},
 		{"Everything", `{"to":["Ops <ops@example.com>"],"cc":["a@example.com"],"bcc":["b@example.com"],"subject":"Report ✓","text":"x","html":"<p>x</p>","reply_to":"Support <support@example.com>"}`, ""},
 		{"HTMLOnly", `{"to":["ops@example.com"],"subject":"s","html":"<p>x</p>"}`, ""},
 		{"QuotedDisplayName", `{"to":["\"Ops, Team\" <ops@example.com>"],` + rest + `}`, ""},
 		{"EncodedDisplayName", `{"to":["=?utf-8?q?J=C3=B6rg?= <jorg@example.com>"],` + rest + `}`, ""},
-		{"RecipientsAtLimit", `{"to":` + recipients(job.MaxEmailRecipients) + `,` + rest + `}`, ""},
-		{"SubjectAtLimit", `{"to":["ops@example.com"],"subject":"` + strings.Repeat("s", job.MaxEmailSubjectLen) + `","text":"x"}`, ""},
+		{"RecipientsAtLimit", `{"to":` + recipients(jobtype.MaxEmailRecipients) + `,` + rest + `}`, ""},
+		{"SubjectAtLimit", `{"to":["ops@example.com"],"subject":"` + strings.Repeat("s", jobtype.MaxEmailSubjectLen) + `","text":"x"}`, ""},
 		{"SubjectWithTab", `{"to":["ops@example.com"],"subject":"a\tb","text":"x"}`, ""},
 
 		{"ToMissing", `{` + rest + `}`, "payload.to"},
@@ -131,7 +132,7 @@ func TestValidatePayloadEmail(t *testing.T) {
 		{"SubjectWithLF", `{"to":["ops@example.com"],"subject":"hi\nthere","text":"x"}`, "payload.subject"},
 		{"SubjectWithCR", `{"to":["ops@example.com"],"subject":"hi\rthere","text":"x"}`, "payload.subject"},
 		{"SubjectWithControl", `{"to":["ops@example.com"],"subject":"hi\u0007","text":"x"}`, "payload.subject"},
-		{"SubjectTooLong", `{"to":["ops@example.com"],"subject":"` + strings.Repeat("s", job.MaxEmailSubjectLen+1) + `","text":"x"}`, "payload.subject"},
+		{"SubjectTooLong", `{"to":["ops@example.com"],"subject":"` + strings.Repeat("s", jobtype.MaxEmailSubjectLen+1) + `","text":"x"}`, "payload.subject"},
 		{"BodyMissing", `{"to":["ops@example.com"],"subject":"s"}`, "payload.text"},
 		{"BodyBlank", `{"to":["ops@example.com"],"subject":"s","text":" ","html":""}`, "payload.text"},
 		{"UnknownField", `{"to":["ops@example.com"],` + rest + `,"from":"ceo@example.com"}`, "payload"},
@@ -142,9 +143,9 @@ func TestValidatePayloadEmail(t *testing.T) {
 func TestSpecBuildAcceptsSlackAndEmail(t *testing.T) {
 	t.Parallel()
 	for _, s := range []jobspec.Spec{
-		{Name: "notify", Type: job.TypeSlack, RunAt: ptr(now.Add(time.Hour)),
+		{Name: "notify", Type: jobtype.TypeSlack, RunAt: ptr(now.Add(time.Hour)),
 			Payload: json.RawMessage(`{"webhook_url": "https://hooks.slack.com/services/T/B/X", "text": "hi"}`)},
-		{Name: "mail", Type: job.TypeEmail, RunAt: ptr(now.Add(time.Hour)),
+		{Name: "mail", Type: jobtype.TypeEmail, RunAt: ptr(now.Add(time.Hour)),
 			Payload: json.RawMessage(`{"to": ["ops@example.com"], "subject": "s", "text": "x"}`)},
 	} {
 		j, err := s.Build(owner, now, jobspec.DefaultLimits)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
+	"github.com/tockhq/tock/pkg/jobtype"
 )
 
 var (
@@ -24,7 +25,7 @@ func ptr[T any](v T) *T { return &v }
 func validSpec() jobspec.Spec {
 	return jobspec.Spec{
 		Name:    "nightly report",
-		Type:    job.TypeWebhook,
+		Type:    jobtype.TypeWebhook,
 		RunAt:   ptr(now.Add(time.Hour)),
 		Payload: json.RawMessage(`{"url":"https://example.com/hook","method":"POST","headers":{"X-Token":"abc"},"body":{"a":1}}`),
 	}
@@ -46,7 +47,7 @@ func TestSpecBuild(t *testing.T) {
 		require.NotZero(t, j.ID)
 		require.Equal(t, [16]byte(j.Owner), owner)
 		require.Equal(t, "nightly report", j.Name, "the name is trimmed")
-		require.Equal(t, job.TypeWebhook, j.Type)
+		require.Equal(t, jobtype.TypeWebhook, j.Type)
 		require.Equal(t, job.StatusScheduled, j.Status)
 		require.Equal(t, -12, j.Priority)
 		require.Equal(t, 0, j.MaxRetries, "an explicit zero is kept, not defaulted")
@@ -61,10 +62,10 @@ func TestSpecBuild(t *testing.T) {
 
 	t.Run("AcceptsPing", func(t *testing.T) {
 		t.Parallel()
-		s := jobspec.Spec{Name: "up?", Type: job.TypePing, RunAt: ptr(now), Payload: json.RawMessage(`{"url":"http://example.com:8080/health"}`)}
+		s := jobspec.Spec{Name: "up?", Type: jobtype.TypePing, RunAt: ptr(now), Payload: json.RawMessage(`{"url":"http://example.com:8080/health"}`)}
 		j, err := s.Build(owner, now, jobspec.DefaultLimits)
 		require.NoError(t, err, "run_at equal to now is not in the past")
-		require.Equal(t, job.TypePing, j.Type)
+		require.Equal(t, jobtype.TypePing, j.Type)
 	})
 
 	t.Run("AppliesDefaults", func(t *testing.T) {
@@ -102,7 +103,7 @@ func TestSpecBuild(t *testing.T) {
 			return func(s *jobspec.Spec) { s.Payload = json.RawMessage(p) }
 		}
 		ping := func(p string) func(*jobspec.Spec) {
-			return func(s *jobspec.Spec) { s.Type, s.Payload = job.TypePing, json.RawMessage(p) }
+			return func(s *jobspec.Spec) { s.Type, s.Payload = jobtype.TypePing, json.RawMessage(p) }
 		}
 		tests := []struct {
 			name  string
@@ -115,8 +116,8 @@ func TestSpecBuild(t *testing.T) {
 			{"NameTooLong", func(s *jobspec.Spec) { s.Name = strings.Repeat("n", job.MaxNameLen+1) }, nil, "name"},
 			{"TypeMissing", func(s *jobspec.Spec) { s.Type = "" }, nil, "type"},
 			{"TypeUnknown", func(s *jobspec.Spec) { s.Type = "sms" }, nil, "type"},
-			{"SlackWithWebhookPayload", func(s *jobspec.Spec) { s.Type = job.TypeSlack }, nil, "payload"},
-			{"EmailWithWebhookPayload", func(s *jobspec.Spec) { s.Type = job.TypeEmail }, nil, "payload"},
+			{"SlackWithWebhookPayload", func(s *jobspec.Spec) { s.Type = jobtype.TypeSlack }, nil, "payload"},
+			{"EmailWithWebhookPayload", func(s *jobspec.Spec) { s.Type = jobtype.TypeEmail }, nil, "payload"},
 			{"RunAtMissing", func(s *jobspec.Spec) { s.RunAt = nil }, nil, "run_at"},
 			{"RunAtPast", func(s *jobspec.Spec) { s.RunAt = ptr(now.Add(-time.Millisecond)) }, nil, "run_at"},
 			{"PayloadMissing", func(s *jobspec.Spec) { s.Payload = nil }, nil, "payload"},

@@ -61,21 +61,23 @@ type Options struct {
 	DialTimeout time.Duration
 }
 
+// NewDialer returns a dialer whose every connection is checked by the guard
+// at connect time, for protocols other than HTTP (a broker's address is the
+// user's too).
+func NewDialer(opts Options) *net.Dialer {
+	dialTimeout := opts.DialTimeout
+	if dialTimeout <= 0 {
+		dialTimeout = DefaultDialTimeout
+	}
+	return &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second, Control: newGuard(opts).control}
+}
+
 // NewClient returns a client whose every connection, including each redirect
 // hop, is checked by the guard at connect time. It never uses a proxy, so the
 // address checked is the address connected to. It sets no overall timeout:
 // callers bound each request with its context.
 func NewClient(opts Options) *http.Client {
-	g := newGuard(opts)
-	dialTimeout := opts.DialTimeout
-	if dialTimeout <= 0 {
-		dialTimeout = DefaultDialTimeout
-	}
-	dialer := &net.Dialer{
-		Timeout:   dialTimeout,
-		KeepAlive: 30 * time.Second,
-		Control:   g.control,
-	}
+	dialer := NewDialer(opts)
 	idlePerHost := opts.MaxIdleConnsPerHost
 	if idlePerHost <= 0 {
 		idlePerHost = DefaultMaxIdleConnsPerHost

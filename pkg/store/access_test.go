@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/store"
 )
 
@@ -624,7 +625,7 @@ func TestAudit(t *testing.T) {
 	const secret = "s3cr3t"
 	// withSecret makes a job a webhook whose payload holds a credential.
 	withSecret := func(j *job.Job) {
-		j.Type = job.TypeWebhook
+		j.Type = jobtype.TypeWebhook
 		j.Payload = json.RawMessage(`{"url":"https://example.com/hook","headers":{"Authorization":"Bearer ` + secret + `"}}`)
 	}
 	create := store.Audit{Actor: actor, Action: store.ActionJobCreate}

@@ -296,7 +296,7 @@ type JobFilter struct {
 var listJobsSQL = withLastRun(`SELECT `+jobColumns+` FROM jobs
 WHERE ($1 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $1)
   AND ($2 = '' OR status = $2::job_status)
-  AND ($3 = '' OR type = $3::job_type)
+  AND ($3 = '' OR type = $3)
   AND ($4 = '00000000-0000-0000-0000-000000000000'::uuid OR id < $4)
   AND ($6 = '00000000-0000-0000-0000-000000000000'::uuid OR id = $6)
   AND ($7 = '' OR strpos(lower(name), lower($7)) > 0)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/store"
 )
 
@@ -21,7 +22,7 @@ func TestCreateJobs(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		want := newJob(ownerA, time.Date(2030, 1, 15, 14, 3, 7, 123_000_000, time.UTC), func(j *job.Job) {
-			j.Name, j.Type, j.Priority, j.MaxRetries, j.Timeout = "hook", job.TypeWebhook, -7, 0, 1500*time.Millisecond
+			j.Name, j.Type, j.Priority, j.MaxRetries, j.Timeout = "hook", jobtype.TypeWebhook, -7, 0, 1500*time.Millisecond
 			j.Payload = json.RawMessage(`{"url":"https://example.com/x","method":"POST","body":{"n":[1,2]}}`)
 		})
 		b.create(t, want)
@@ -135,7 +136,7 @@ func TestListJobs(t *testing.T) {
 		b := setup(t)
 		at := time.Date(2030, 1, 15, 14, 0, 0, 0, time.UTC)
 		webhook := func(j *job.Job) {
-			j.Type, j.Payload = job.TypeWebhook, json.RawMessage(`{"url":"https://example.com"}`)
+			j.Type, j.Payload = jobtype.TypeWebhook, json.RawMessage(`{"url":"https://example.com"}`)
 		}
 		paused := func(j *job.Job) { j.Status = job.StatusPaused }
 		jobs := []*job.Job{
@@ -179,9 +180,9 @@ func TestListJobs(t *testing.T) {
 			{"OtherOwner", store.JobFilter{Owner: ownerB}, []int{1, 5}},
 			{"AnyOwner", store.JobFilter{Owner: store.AnyOwner}, []int{0, 1, 2, 3, 4, 5, 6, 7}},
 			{"Status", store.JobFilter{Owner: ownerA, Status: job.StatusPaused}, []int{4}},
-			{"Type", store.JobFilter{Owner: ownerA, Type: job.TypeWebhook}, []int{2, 6}},
-			{"StatusAndType", store.JobFilter{Owner: store.AnyOwner, Status: job.StatusScheduled, Type: job.TypePing}, []int{0, 1, 3, 5, 7}},
-			{"NoMatch", store.JobFilter{Owner: ownerB, Type: job.TypeWebhook}, nil},
+			{"Type", store.JobFilter{Owner: ownerA, Type: jobtype.TypeWebhook}, []int{2, 6}},
+			{"StatusAndType", store.JobFilter{Owner: store.AnyOwner, Status: job.StatusScheduled, Type: jobtype.TypePing}, []int{0, 1, 3, 5, 7}},
+			{"NoMatch", store.JobFilter{Owner: ownerB, Type: jobtype.TypeWebhook}, nil},
 			{"Limit", store.JobFilter{Owner: store.AnyOwner, Limit: 3}, []int{5, 6, 7}},
 		} {
 			t.Run(tt.name, func(t *testing.T) {

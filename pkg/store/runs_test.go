@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/store"
 )
 
@@ -34,7 +35,7 @@ func TestStartRuns(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		hook := newJob(ownerA, b.now, func(j *job.Job) {
-			j.Name, j.Type, j.Timeout, j.MaxRetries, j.Priority = "hook", job.TypeWebhook, 2*time.Second, 7, 11
+			j.Name, j.Type, j.Timeout, j.MaxRetries, j.Priority = "hook", jobtype.TypeWebhook, 2*time.Second, 7, 11
 			j.Payload = json.RawMessage(`{"url":"https://example.com","method":"PUT"}`)
 		})
 		ping := newJob(ownerB, b.now.Add(-time.Second))
@@ -53,7 +54,7 @@ func TestStartRuns(t *testing.T) {
 		}
 
 		s := byJob[hook.ID]
-		require.Equal(t, job.TypeWebhook, s.Type)
+		require.Equal(t, jobtype.TypeWebhook, s.Type)
 		require.Equal(t, "hook", s.Name)
 		require.JSONEq(t, string(hook.Payload), string(s.Payload))
 		require.Equal(t, 2*time.Second, s.Timeout)

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobtype"
 )
 
 // Job returns a scheduled one-off ping job of owner, due at runAt (to the
@@ -19,7 +20,7 @@ func Job(owner uuid.UUID, runAt time.Time, mods ...func(*job.Job)) *job.Job {
 	runAt = runAt.UTC().Truncate(time.Millisecond)
 	created := time.Now().UTC()
 	j := &job.Job{
-		ID: job.NewID(), Owner: owner, Name: "ping", Type: job.TypePing, Status: job.StatusScheduled,
+		ID: job.NewID(), Owner: owner, Name: "ping", Type: jobtype.TypePing, Status: job.StatusScheduled,
 		MaxRetries: 3, Timeout: 5 * time.Second, Timezone: "UTC", Payload: json.RawMessage(`{"url":"http://example.com"}`),
 		RunAt: runAt, DueAt: runAt, CreatedAt: created, UpdatedAt: created,
 	}

@@ -27,6 +27,26 @@ ensure_redis() {
   exit 1
 }
 
+# ensure_brokers starts this machine's NATS (JetStream on) and RabbitMQ when
+# they are installed and down: the nats and amqp job types' tests use them.
+# A machine without them skips those tests outside CI.
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+ensure_brokers() {
+  if ! port_open 4222 && [ -x /usr/sbin/nats-server ]; then
+    echo "starting NATS..."
+    mkdir -p /var/lib/nats-server
+    start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- \
+      -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log
+    for _ in $(seq 1 50); do port_open 4222 && break; sleep 0.2; done
+  fi
+  if ! port_open 5672 && command -v rabbitmq-server >/dev/null 2>&1; then
+    echo "starting RabbitMQ..."
+    rabbitmq-server -detached
+    for _ in $(seq 1 150); do port_open 5672 && break; sleep 0.2; done
+  fi
+}
+
 wait_ready() { # url name logfile
   for _ in $(seq 1 150); do
     if curl -fsS "$1" >/dev/null 2>&1; then return; fi

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobtype"
 )
 
 // fakeAPI answers bulk creates with the given answers in turn, recording
@@ -67,7 +68,7 @@ func setup(t *testing.T, answers ...func(w http.ResponseWriter, n int)) (*fakeAP
 
 func items(t *testing.T, n int) []Item {
 	t.Helper()
-	return generated(t, Mix{Name: "x", Types: []job.Type{job.TypePing}, URL: defaultURL}, []int{n}, 1)
+	return generated(t, Mix{Name: "x", Types: []job.Type{jobtype.TypePing}, URL: defaultURL}, []int{n}, 1)
 }
 
 func TestAPISink(t *testing.T) {
@@ -79,7 +80,7 @@ func TestAPISink(t *testing.T) {
 		require.Len(t, f.bodies, 1)
 		require.Len(t, f.bodies[0].Jobs, 3)
 		require.Equal(t, "x-1", f.bodies[0].Jobs[0].Name)
-		require.Equal(t, job.TypePing, f.bodies[0].Jobs[0].Type)
+		require.Equal(t, jobtype.TypePing, f.bodies[0].Jobs[0].Type)
 	})
 	t.Run("WaitsOutA429WithRetryAfter", func(t *testing.T) {
 		t.Parallel()

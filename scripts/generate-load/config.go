@@ -73,7 +73,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.Uint64Var(&c.seed, "seed", 0, "random seed, for a reproducible plan and mix; 0 picks one (the summary prints it)")
 	fs.Float64Var(&c.mix.Recurring, "recurring", 0, "share of recurring jobs, 0..1: a daily cron, every=day or every=week schedule whose first run falls in the job's minute")
 	fs.StringVar(&prios, "priorities", "0", "priorities to choose from uniformly, comma-separated, e.g. -10,0,10")
-	fs.StringVar(&types, "types", "webhook", "job types to choose from uniformly, comma-separated: webhook, ping, slack, email")
+	fs.StringVar(&types, "types", "webhook", "job types to choose from uniformly, comma-separated: "+strings.Join(loadable(), ", "))
 	fs.StringVar(&c.mix.URL, "url", defaultURL, "target URL of webhook and ping jobs (and the Slack webhook URL); a loopback target needs TOCK_ALLOW_PRIVATE_TARGETS=true, as make run sets")
 	fs.StringVar(&c.mix.Name, "name", "load", `job name prefix: jobs are named "<name>-<sequence>"`)
 	fs.StringVar(&c.mode, "mode", ModeAPI, "api: POST /api/v1/jobs:batch; copy: build jobs as the API does and COPY them into Postgres, owned by the bootstrap admin")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/schedule"
 )
 
@@ -246,19 +247,20 @@ func (g *Generator) schedule(at time.Time) *schedule.Spec {
 
 // payload returns a small valid payload of type t aimed at url.
 func payload(t job.Type, url string, seq int) json.RawMessage {
-	var v any
-	switch t {
-	case job.TypeWebhook:
-		v = map[string]any{"url": url, "body": map[string]int{"seq": seq}}
-	case job.TypePing:
-		v = map[string]string{"url": url}
-	case job.TypeSlack:
-		v = map[string]string{"webhook_url": url, "text": "generate-load " + strconv.Itoa(seq)}
-	case job.TypeEmail:
-		v = map[string]any{"to": []string{"load@example.com"}, "subject": "generate-load", "text": "job " + strconv.Itoa(seq)}
-	}
-	raw, _ := json.Marshal(v) // maps of strings and ints always encode
+	k, _ := jobtype.Lookup(t)
+	raw, _ := json.Marshal(k.Load(url, seq)) // payload structs always encode
 	return raw
+}
+
+// loadable are the job types generate-load can aim at a URL.
+func loadable() []string {
+	var out []string
+	for _, k := range jobtype.All() {
+		if k.Load != nil {
+			out = append(out, string(k.Type))
+		}
+	}
+	return out
 }
 
 // ParseTypes reads a comma-separated list of job types.
@@ -266,12 +268,10 @@ func ParseTypes(s string) ([]job.Type, error) {
 	var out []job.Type
 	for f := range strings.SplitSeq(s, ",") {
 		t := job.Type(strings.TrimSpace(f))
-		switch t {
-		case job.TypeWebhook, job.TypePing, job.TypeSlack, job.TypeEmail:
-			out = append(out, t)
-		default:
-			return nil, fmt.Errorf("type %q is not one of webhook, ping, slack, email", t)
+		if k, ok := jobtype.Lookup(t); !ok || k.Load == nil {
+			return nil, fmt.Errorf("type %q is not one of %s", t, strings.Join(loadable(), ", "))
 		}
+		out = append(out, t)
 	}
 	return out, nil
 }

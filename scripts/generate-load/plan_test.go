@@ -12,6 +12,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/outbound"
 	"github.com/tockhq/tock/pkg/store"
 )
@@ -113,7 +114,7 @@ func TestProfile(t *testing.T) {
 
 func TestSeedReplaysThePlanAndTheJobs(t *testing.T) {
 	t.Parallel()
-	mix := Mix{Name: "load", Types: []job.Type{job.TypeWebhook, job.TypePing}, Priorities: []int{-10, 0, 10}, Recurring: 0.3, URL: defaultURL}
+	mix := Mix{Name: "load", Types: []job.Type{jobtype.TypeWebhook, jobtype.TypePing}, Priorities: []int{-10, 0, 10}, Recurring: 0.3, URL: defaultURL}
 	plan := func(seed uint64) ([]int, []byte) {
 		rng := seeded(seed)
 		counts, err := Profile{Name: ProfileHeavy, Minutes: 4, Heavy: []int{1}}.PerMinute(rng)
@@ -141,7 +142,7 @@ func TestGenerator(t *testing.T) {
 			share float64
 			want  int
 		}{{0, 0}, {0.1, 1_000}, {0.25, 2_500}, {0.333, 3_330}, {1, 10_000}} {
-			items := generated(t, Mix{Name: "x", Types: []job.Type{job.TypePing}, Recurring: tc.share, URL: defaultURL}, []int{4_000, 6_000}, 1)
+			items := generated(t, Mix{Name: "x", Types: []job.Type{jobtype.TypePing}, Recurring: tc.share, URL: defaultURL}, []int{4_000, 6_000}, 1)
 			recurring := 0
 			for _, it := range items {
 				if it.Spec.Schedule != nil {
@@ -156,7 +157,7 @@ func TestGenerator(t *testing.T) {
 	})
 	t.Run("TypesAndPrioritiesAreChosenUniformly", func(t *testing.T) {
 		t.Parallel()
-		types := []job.Type{job.TypeWebhook, job.TypePing, job.TypeSlack, job.TypeEmail}
+		types := []job.Type{jobtype.TypeWebhook, jobtype.TypePing, jobtype.TypeSlack, jobtype.TypeEmail}
 		prios := []int{-10, 0, 10}
 		items := generated(t, Mix{Name: "x", Types: types, Priorities: prios, URL: defaultURL}, []int{12_000, 12_000}, 5)
 		byType, byPrio := map[job.Type]int{}, map[int]int{}
@@ -176,7 +177,7 @@ func TestGenerator(t *testing.T) {
 	t.Run("FollowsThePlanMinuteByMinute", func(t *testing.T) {
 		t.Parallel()
 		counts := []int{3, 0, 5, 1}
-		items := generated(t, Mix{Name: "x", Types: []job.Type{job.TypeWebhook}, Recurring: 0.5, URL: defaultURL}, counts, 9)
+		items := generated(t, Mix{Name: "x", Types: []job.Type{jobtype.TypeWebhook}, Recurring: 0.5, URL: defaultURL}, counts, 9)
 		got := make([]int, len(counts))
 		for i, it := range items {
 			got[it.Minute]++
@@ -191,7 +192,7 @@ func TestGenerator(t *testing.T) {
 		t.Parallel()
 		_, err := NewGenerator(Mix{Name: "x"}, start, []int{1}, seeded(1))
 		require.ErrorContains(t, err, "at least one job type")
-		_, err = NewGenerator(Mix{Name: "x", Types: []job.Type{job.TypePing}, Recurring: 1.5}, start, []int{1}, seeded(1))
+		_, err = NewGenerator(Mix{Name: "x", Types: []job.Type{jobtype.TypePing}, Recurring: 1.5}, start, []int{1}, seeded(1))
 		require.ErrorContains(t, err, "between 0 and 1")
 	})
 }
@@ -204,7 +205,7 @@ func TestEverySpecBuilds(t *testing.T) {
 	lim.Targets = outbound.Options{AllowPrivate: true}
 	mix := Mix{
 		Name:       "load",
-		Types:      []job.Type{job.TypeWebhook, job.TypePing, job.TypeSlack, job.TypeEmail},
+		Types:      []job.Type{jobtype.TypeWebhook, jobtype.TypePing, jobtype.TypeSlack, jobtype.TypeEmail},
 		Priorities: []int{job.MinPriority, -10, 0, 10, job.MaxPriority},
 		Recurring:  0.5,
 		URL:        defaultURL,
@@ -264,7 +265,7 @@ func TestParseLists(t *testing.T) {
 	t.Parallel()
 	types, err := ParseTypes("webhook, ping")
 	require.NoError(t, err)
-	require.Equal(t, []job.Type{job.TypeWebhook, job.TypePing}, types)
+	require.Equal(t, []job.Type{jobtype.TypeWebhook, jobtype.TypePing}, types)
 	_, err = ParseTypes("webhook,fax")
 	require.ErrorContains(t, err, `"fax"`)
 	ints, err := ParseInts("-10,0, 10")

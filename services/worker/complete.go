@@ -12,15 +12,15 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
-	"github.com/tockhq/tock/services/worker/executor"
 )
 
 type result struct {
 	msg     queue.Message
 	started store.Started
-	outcome executor.Outcome
+	outcome jobtype.Outcome
 	at      time.Time
 	skip    string // why a misfire policy skipped it; empty when it ran
 	// aborted says who stopped it while it ran; nil when nobody did.

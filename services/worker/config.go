@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/tockhq/tock/pkg/config"
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/outbound"
-	"github.com/tockhq/tock/services/worker/executor"
 )
 
 // DefaultConcurrency is how many attempts a worker runs at once. A slot is a
@@ -40,7 +40,7 @@ type Config struct {
 	AutoPause int
 	// SMTP is the relay of email jobs; without TOCK_SMTP_HOST email jobs fail
 	// saying so. Its String leaves the password out.
-	SMTP executor.EmailConfig
+	SMTP jobtype.EmailConfig
 }
 
 func readConfig(e *config.Env) (Config, error) {
@@ -85,13 +85,13 @@ func readConfig(e *config.Env) (Config, error) {
 
 // readSMTP reads the SMTP relay of email jobs. Everything but the host is
 // checked only when the host is set: an unset host leaves email off.
-func readSMTP(e *config.Env) executor.EmailConfig {
-	c := executor.EmailConfig{
+func readSMTP(e *config.Env) jobtype.EmailConfig {
+	c := jobtype.EmailConfig{
 		Host:     e.String("TOCK_SMTP_HOST", ""),
 		Username: e.String("TOCK_SMTP_USERNAME", ""),
 		Password: e.String("TOCK_SMTP_PASSWORD", ""),
 		From:     e.String("TOCK_SMTP_FROM", ""),
-		StartTLS: executor.StartTLS(strings.ToLower(e.String("TOCK_SMTP_STARTTLS", string(executor.StartTLSMandatory)))),
+		StartTLS: jobtype.StartTLS(strings.ToLower(e.String("TOCK_SMTP_STARTTLS", string(jobtype.StartTLSMandatory)))),
 		TLS:      e.Bool("TOCK_SMTP_TLS", false),
 	}
 	defPort := 587
@@ -100,7 +100,7 @@ func readSMTP(e *config.Env) executor.EmailConfig {
 	}
 	c.Port = e.Int("TOCK_SMTP_PORT", defPort, 1, 65535)
 	switch c.StartTLS {
-	case executor.StartTLSMandatory, executor.StartTLSOpportunistic, executor.StartTLSNone:
+	case jobtype.StartTLSMandatory, jobtype.StartTLSOpportunistic, jobtype.StartTLSNone:
 	default:
 		e.Check(fmt.Errorf("TOCK_SMTP_STARTTLS=%q must be mandatory, opportunistic or none", c.StartTLS))
 	}

@@ -8,15 +8,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
-	"github.com/tockhq/tock/services/worker/executor"
 )
 
-// Runner executes one attempt; executor.Registry is the real one.
+// Runner executes one attempt; jobtype.Registry is the real one.
 type Runner interface {
-	Execute(ctx context.Context, t executor.Task) executor.Outcome
+	Execute(ctx context.Context, t jobtype.Task) jobtype.Outcome
 }
 
 // Consumer reads the ready streams of every shard in batches and runs what it

@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/pkg/testenv"
-	"github.com/tockhq/tock/services/worker/executor"
 )
 
 // settled reports whether the ready stream is empty and nothing is pending:
@@ -92,7 +92,7 @@ func TestConsumer(t *testing.T) {
 		}, "not every job finished")
 		testenv.WaitUntil(t, 5*time.Second, func() bool { return b.settled(t) }, "entries were not acknowledged and deleted")
 
-		byKey := map[string]executor.Task{}
+		byKey := map[string]jobtype.Task{}
 		for _, task := range r.seen() {
 			_, dup := byKey[task.Key]
 			require.False(t, dup, "occurrence %s ran twice", task.Key)
@@ -104,8 +104,8 @@ func TestConsumer(t *testing.T) {
 			o := firstAttempt(j)
 			task, ok := byKey[o.Key()]
 			require.True(t, ok, "job %s never ran", j.ID)
-			require.Equal(t, executor.Task{
-				JobID: j.ID, Owner: owner, Name: j.Name, Type: job.TypePing, ScheduledFor: j.RunAt, Attempt: 1,
+			require.Equal(t, jobtype.Task{
+				JobID: j.ID, Owner: owner, Name: j.Name, Type: jobtype.TypePing, ScheduledFor: j.RunAt, Attempt: 1,
 				Key: o.Key(), Payload: task.Payload, Timeout: 5 * time.Second,
 			}, task)
 			require.JSONEq(t, string(j.Payload), string(task.Payload))
@@ -142,7 +142,7 @@ func TestConsumer(t *testing.T) {
 			f := lines[i].ContextMap()
 			require.Equal(t, j.ID.String(), f["job_id"])
 			require.Equal(t, owner.String(), f["owner"])
-			require.Equal(t, string(job.TypePing), f["type"])
+			require.Equal(t, string(jobtype.TypePing), f["type"])
 			require.EqualValues(t, i+1, f["attempt"])
 			require.Equal(t, string(want), f["status"])
 			require.Contains(t, f, "lateness_ms")

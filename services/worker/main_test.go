@@ -16,11 +16,11 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/pkg/testenv"
-	"github.com/tockhq/tock/services/worker/executor"
 )
 
 // goleak runs once after all tests: inside parallel tests it would see the
@@ -189,12 +189,12 @@ func (b *bundle) scheduled(t *testing.T, o job.Occurrence) bool {
 // when nil) and, when hold is set, blocks each task until let releases it or
 // its context ends, as a real executor returns at its deadline.
 type runner struct {
-	outcome func(executor.Task) executor.Outcome
+	outcome func(jobtype.Task) jobtype.Outcome
 	hold    bool
 	gate    chan struct{}
 
 	mu         sync.Mutex
-	tasks      []executor.Task
+	tasks      []jobtype.Task
 	running    int
 	maxRunning int
 	abandoned  int
@@ -209,7 +209,7 @@ func holding() *runner {
 	return r
 }
 
-func (r *runner) Execute(ctx context.Context, t executor.Task) executor.Outcome {
+func (r *runner) Execute(ctx context.Context, t jobtype.Task) jobtype.Outcome {
 	r.mu.Lock()
 	r.tasks = append(r.tasks, t)
 	r.running++
@@ -227,13 +227,13 @@ func (r *runner) Execute(ctx context.Context, t executor.Task) executor.Outcome 
 			r.mu.Lock()
 			r.abandoned++
 			r.mu.Unlock()
-			return executor.Outcome{Error: ctx.Err().Error()}
+			return jobtype.Outcome{Error: ctx.Err().Error()}
 		}
 	}
 	if r.outcome != nil {
 		return r.outcome(t)
 	}
-	return executor.Outcome{OK: true, StatusCode: 200, Output: "pong " + t.Key}
+	return jobtype.Outcome{OK: true, StatusCode: 200, Output: "pong " + t.Key}
 }
 
 // let releases n held tasks, waiting for each to be there to take it.
@@ -248,10 +248,10 @@ func (r *runner) let(t *testing.T, n int) {
 	}
 }
 
-func (r *runner) seen() []executor.Task {
+func (r *runner) seen() []jobtype.Task {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]executor.Task(nil), r.tasks...)
+	return append([]jobtype.Task(nil), r.tasks...)
 }
 
 func (r *runner) calls() int { return len(r.seen()) }
@@ -264,6 +264,6 @@ func (r *runner) concurrency() (running, most int) {
 }
 
 // failing answers every attempt with a failure.
-func failing(executor.Task) executor.Outcome {
-	return executor.Outcome{StatusCode: 503, Error: "target answered 503"}
+func failing(jobtype.Task) jobtype.Outcome {
+	return jobtype.Outcome{StatusCode: 503, Error: "target answered 503"}
 }

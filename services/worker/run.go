@@ -12,12 +12,12 @@ import (
 
 	"github.com/tockhq/tock/pkg/config"
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/outbound"
 	"github.com/tockhq/tock/pkg/probe"
 	"github.com/tockhq/tock/pkg/service"
 	"github.com/tockhq/tock/pkg/store"
-	"github.com/tockhq/tock/services/worker/executor"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -64,9 +64,11 @@ func run(ctx context.Context) error {
 		host, _ := os.Hostname()
 		name = host + "-" + strconv.Itoa(os.Getpid()) + "-" + job.NewID().String()[24:]
 	}
-	client := outbound.NewClient(cfg.Targets)
+	brokers := jobtype.NewBrokers(cfg.Targets)
+	defer brokers.Close()
+	runner := jobtype.NewRegistry(jobtype.Deps{Client: outbound.NewClient(cfg.Targets), Version: version, Email: cfg.SMTP, Brokers: brokers})
 	consumer := &Consumer{
-		Store: st, Queue: q, Runner: executor.NewRegistry(client, version, executor.WithSlack(), executor.WithEmail(cfg.SMTP)), Log: log.Named("consumer"), Clock: time.Now,
+		Store: st, Queue: q, Runner: runner, Log: log.Named("consumer"), Clock: time.Now,
 		Name: name, Concurrency: cfg.Concurrency, Batch: cfg.Batch, Block: cfg.Block, Visibility: cfg.Visibility,
 		LeaseMargin: cfg.LeaseMargin, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Grace: cfg.Grace,
 		MisfireThreshold: cfg.MisfireThreshold, AutoPauseAfter: cfg.AutoPause, Metrics: metrics.NewWorker(reg),

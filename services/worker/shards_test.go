@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/testenv"
-	"github.com/tockhq/tock/services/worker/executor"
 )
 
 func TestConsumerShards(t *testing.T) {
@@ -36,11 +36,11 @@ func TestConsumerShards(t *testing.T) {
 			}
 		}
 		r := newRunner()
-		r.outcome = func(task executor.Task) executor.Outcome {
+		r.outcome = func(task jobtype.Task) jobtype.Outcome {
 			if task.Attempt == 1 && flaky[task.Key] {
 				return failing(task)
 			}
-			return executor.Outcome{OK: true, StatusCode: 200}
+			return jobtype.Outcome{OK: true, StatusCode: 200}
 		}
 		testenv.GoRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch = 8, 8 }).Run)
 		testenv.WaitUntil(t, 15*time.Second, func() bool {

@@ -13,10 +13,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/schedule"
 	"github.com/tockhq/tock/pkg/store"
-	"github.com/tockhq/tock/services/worker/executor"
 )
 
 // handle starts a batch of entries, each holding one slot. Its Postgres and
@@ -197,7 +197,7 @@ func (c *Consumer) resolve(ctx context.Context, q *queue.Queue, msgs map[string]
 }
 
 func (c *Consumer) execute(ctx context.Context, m queue.Message, st store.Started) {
-	task := executor.Task{
+	task := jobtype.Task{
 		JobID: st.Run.JobID, Owner: st.Run.Owner, Name: st.Name, Type: st.Type,
 		ScheduledFor: st.Run.ScheduledFor, Attempt: st.Run.Attempt,
 		Key: m.Occurrence.Key(), Payload: st.Payload, Timeout: st.Timeout, SigningSecret: st.SigningSecret,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/probe"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
@@ -227,7 +228,7 @@ func TestCreateJob(t *testing.T) {
 		j := decode[api.Job](t, rec)
 		require.NotEqual(t, [16]byte{}, j.ID)
 		require.Equal(t, "nightly ping", j.Name)
-		require.Equal(t, job.TypePing, j.Type)
+		require.Equal(t, jobtype.TypePing, j.Type)
 		require.Equal(t, job.StatusScheduled, j.Status)
 		require.JSONEq(t, `{"url":"https://example.com/health"}`, string(j.Payload))
 		require.Equal(t, 7, j.Priority)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/schedule"
 	"github.com/tockhq/tock/pkg/store"
@@ -306,9 +307,6 @@ func validStatus(st job.Status) bool {
 }
 
 func validType(t job.Type) bool {
-	switch t {
-	case job.TypeWebhook, job.TypePing, job.TypeSlack, job.TypeEmail:
-		return true
-	}
-	return false
+	_, ok := jobtype.Lookup(t)
+	return ok
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -24,6 +23,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobtype"
+	"github.com/tockhq/tock/pkg/outbound"
 	"github.com/tockhq/tock/services/dashboard/api"
 )
 
@@ -39,7 +41,11 @@ type openapi struct {
 // loadOpenAPI loads openapi.json once for the whole test binary: every
 // setup wraps its handler in validated, and the document never changes.
 var loadOpenAPI = sync.OnceValues(func() (*openapi, error) {
-	doc, err := openapi3.NewLoader().LoadFromFile(openapiFile)
+	served, err := api.OpenAPIDocument()
+	if err != nil {
+		return nil, err
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(served)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +218,7 @@ func TestOpenAPI(t *testing.T) {
 		spec, err := loadOpenAPI()
 		require.NoError(t, err)
 		for path, item := range spec.doc.Paths.Map() {
-			if !strings.HasPrefix(path, "/api/v1/") || path == "/api/v1/openapi.json" {
+			if !strings.HasPrefix(path, "/api/v1/") || path == "/api/v1/openapi.json" || path == "/api/v1/job-types" {
 				continue
 			}
 			for method, op := range item.Operations() {
@@ -242,9 +248,43 @@ func TestOpenAPI(t *testing.T) {
 		require.Equal(t, http.StatusOK, rec.Code, "body: %s", rec.Body.String())
 		require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
 		require.NotEmpty(t, rec.Header().Get("Cache-Control"))
-		want, err := os.ReadFile(openapiFile)
+		want, err := api.OpenAPIDocument()
 		require.NoError(t, err)
 		require.Equal(t, string(want), rec.Body.String())
+		var doc struct {
+			Components struct {
+				Schemas map[string]struct {
+					Properties map[string]struct {
+						Enum []string `json:"enum"`
+					} `json:"properties"`
+				} `json:"schemas"`
+			} `json:"components"`
+		}
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &doc))
+		require.Equal(t, jobtype.Names(), doc.Components.Schemas["JobSpec"].Properties["type"].Enum, "the job types come from package jobtype")
+		require.Contains(t, doc.Components.Schemas, "NATSPayload", "a type without a hand-written schema gets one")
+	})
+
+	t.Run("JobTypesListsEveryType", func(t *testing.T) {
+		t.Parallel()
+		h := validated(t, api.New(api.Deps{Logger: zaptest.NewLogger(t)}).Handler())
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/api/v1/job-types", nil))
+		require.Equal(t, http.StatusOK, rec.Code, "body: %s", rec.Body.String())
+		var got struct {
+			JobTypes []struct {
+				Type    string          `json:"type"`
+				Example json.RawMessage `json:"example"`
+			} `json:"job_types"`
+		}
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
+		var names []string
+		for _, k := range got.JobTypes {
+			names = append(names, k.Type)
+			_, err := jobtype.Validate(job.Type(k.Type), k.Example, 0, outbound.Options{})
+			require.NoError(t, err, "the example of %s is a valid payload", k.Type)
+		}
+		require.Equal(t, jobtype.Names(), names)
 	})
 }
 

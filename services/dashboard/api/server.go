@@ -166,6 +166,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/readyz", s.readyz)
 
 	e.GET("/api/v1/openapi.json", s.openapiDoc)
+	e.GET("/api/v1/job-types", s.jobTypes)
 
 	v1 := e.Group("/api/v1", s.authenticate, s.whenReady, s.rateLimit, checkQuery)
 	v1.POST("/jobs", s.createJob)

@@ -1,4 +1,4 @@
-package executor_test
+package jobtype_test
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/outbound"
-	"github.com/tockhq/tock/services/worker/executor"
 )
 
 // goleak runs once after all tests: VerifyNone inside parallel tests would see
@@ -41,7 +41,7 @@ type received struct {
 type bundle struct {
 	srv      *httptest.Server
 	client   *http.Client
-	registry *executor.Registry
+	registry *jobtype.Registry
 
 	mu       sync.Mutex
 	requests []received
@@ -71,7 +71,7 @@ func setup(t *testing.T, h http.HandlerFunc) *bundle {
 	t.Cleanup(b.srv.Close)
 	b.client = outbound.NewClient(outbound.Options{AllowPrivate: true})
 	t.Cleanup(b.client.CloseIdleConnections)
-	b.registry = executor.NewRegistry(b.client, version)
+	b.registry = jobtype.NewRegistry(jobtype.Deps{Client: b.client, Version: version})
 	return b
 }
 
@@ -81,12 +81,12 @@ var (
 )
 
 // task returns an attempt of a job of type typ with payload p.
-func task(t *testing.T, typ job.Type, p any) executor.Task {
+func task(t *testing.T, typ job.Type, p any) jobtype.Task {
 	t.Helper()
 	raw, err := json.Marshal(p)
 	require.NoError(t, err)
 	occ := job.Occurrence{JobID: jobID, ScheduledFor: scheduledFor, Attempt: 2}
-	return executor.Task{
+	return jobtype.Task{
 		JobID:        jobID,
 		Owner:        uuid.MustParse("0199a3b4-0000-7000-8000-0000000000aa"),
 		Name:         "nightly",
@@ -100,7 +100,7 @@ func task(t *testing.T, typ job.Type, p any) executor.Task {
 }
 
 // execute runs tk the way the worker does: with a deadline of its timeout.
-func execute(t *testing.T, e executor.Executor, tk executor.Task) executor.Outcome {
+func execute(t *testing.T, e jobtype.Executor, tk jobtype.Task) jobtype.Outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), tk.Timeout)
 	defer cancel()
@@ -139,7 +139,7 @@ func TestWebhook(t *testing.T) {
 			w.WriteHeader(http.StatusCreated)
 			_, _ = io.WriteString(w, `{"accepted":true}`)
 		})
-		out := execute(t, b.registry, task(t, job.TypeWebhook, job.WebhookPayload{URL: b.srv.URL + "/hook"}))
+		out := execute(t, b.registry, task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b.srv.URL + "/hook"}))
 		require.True(t, out.OK, out.Error)
 		require.Equal(t, http.StatusCreated, out.StatusCode)
 		require.Equal(t, `{"accepted":true}`, out.Output)
@@ -150,7 +150,7 @@ func TestWebhook(t *testing.T) {
 	t.Run("SendsTockHeaders", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)
-		tk := task(t, job.TypeWebhook, job.WebhookPayload{URL: b.srv.URL})
+		tk := task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b.srv.URL})
 		out := execute(t, b.registry, tk)
 		require.True(t, out.OK, out.Error)
 		got := b.received()
@@ -167,7 +167,7 @@ func TestWebhook(t *testing.T) {
 	t.Run("ScheduledForIsUTCWithMilliseconds", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)
-		tk := task(t, job.TypeWebhook, job.WebhookPayload{URL: b.srv.URL})
+		tk := task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b.srv.URL})
 		paris, err := time.LoadLocation("Europe/Paris")
 		require.NoError(t, err)
 		tk.ScheduledFor = time.Date(2026, 11, 22, 10, 0, 0, 7_000_000, paris)
@@ -179,7 +179,7 @@ func TestWebhook(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)
 		body := json.RawMessage(`{"order":42,"items":["a","b"]}`)
-		out := execute(t, b.registry, task(t, job.TypeWebhook, job.WebhookPayload{URL: b.srv.URL + "/orders", Method: "put", Body: body}))
+		out := execute(t, b.registry, task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b.srv.URL + "/orders", Method: "put", Body: body}))
 		require.True(t, out.OK, out.Error)
 		got := b.received()
 		require.Len(t, got, 1)
@@ -192,7 +192,7 @@ func TestWebhook(t *testing.T) {
 	t.Run("DefaultsToPost", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)
-		require.True(t, execute(t, b.registry, task(t, job.TypeWebhook, job.WebhookPayload{URL: b.srv.URL})).OK)
+		require.True(t, execute(t, b.registry, task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b.srv.URL})).OK)
 		got := b.received()
 		require.Equal(t, http.MethodPost, got[0].Method)
 		require.Empty(t, got[0].Body)
@@ -202,7 +202,7 @@ func TestWebhook(t *testing.T) {
 	t.Run("PassesCustomHeaders", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)
-		out := execute(t, b.registry, task(t, job.TypeWebhook, job.WebhookPayload{
+		out := execute(t, b.registry, task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{
 			URL:     b.srv.URL,
 			Body:    json.RawMessage(`{}`),
 			Headers: map[string]string{"Authorization": "Bearer s3cret", "X-Custom": "yes", "Content-Type": "application/cloudevents+json"},
@@ -217,7 +217,7 @@ func TestWebhook(t *testing.T) {
 	t.Run("CustomHeadersCannotOverrideTockHeaders", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)
-		tk := task(t, job.TypeWebhook, job.WebhookPayload{URL: b.srv.URL, Headers: map[string]string{
+		tk := task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b.srv.URL, Headers: map[string]string{
 			"idempotency-key":      "mine",
 			"X-Tock-Job-Id":        "forged",
 			"X-Tock-Scheduled-For": "yesterday",
@@ -239,7 +239,7 @@ func TestWebhook(t *testing.T) {
 			w.WriteHeader(http.StatusInternalServerError)
 			_, _ = io.WriteString(w, "database is down")
 		})
-		out := execute(t, b.registry, task(t, job.TypeWebhook, job.WebhookPayload{URL: b.srv.URL}))
+		out := execute(t, b.registry, task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b.srv.URL}))
 		require.False(t, out.OK)
 		require.Equal(t, http.StatusInternalServerError, out.StatusCode)
 		require.Equal(t, "status 500: database is down", out.Error)
@@ -251,7 +251,7 @@ func TestWebhook(t *testing.T) {
 		b := setup(t, func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, r.URL.Path+"x", http.StatusFound)
 		})
-		out := execute(t, b.registry, task(t, job.TypeWebhook, job.WebhookPayload{URL: b.srv.URL + "/"}))
+		out := execute(t, b.registry, task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b.srv.URL + "/"}))
 		require.False(t, out.OK)
 		require.Contains(t, out.Error, "too many redirects")
 		require.Len(t, b.received(), 1+outbound.DefaultMaxRedirects)
@@ -260,7 +260,7 @@ func TestWebhook(t *testing.T) {
 	t.Run("TimesOutWithinDeadline", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, hang(t))
-		tk := task(t, job.TypeWebhook, job.WebhookPayload{URL: b.srv.URL})
+		tk := task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b.srv.URL})
 		tk.Timeout = 200 * time.Millisecond
 		start := time.Now()
 		out := execute(t, b.registry, tk)
@@ -275,7 +275,7 @@ func TestWebhook(t *testing.T) {
 	t.Run("TaskTimeoutBoundsALaterDeadline", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, hang(t))
-		tk := task(t, job.TypeWebhook, job.WebhookPayload{URL: b.srv.URL})
+		tk := task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b.srv.URL})
 		tk.Timeout = 200 * time.Millisecond
 		out := b.registry.Execute(t.Context(), tk)
 		require.False(t, out.OK)
@@ -287,10 +287,10 @@ func TestWebhook(t *testing.T) {
 		b := setup(t, func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = w.Write([]byte(strings.Repeat("x", 1<<20)))
 		})
-		out := execute(t, b.registry, task(t, job.TypeWebhook, job.WebhookPayload{URL: b.srv.URL}))
+		out := execute(t, b.registry, task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b.srv.URL}))
 		require.True(t, out.OK, out.Error)
-		require.Len(t, out.Output, executor.OutputLimit)
-		require.Equal(t, strings.Repeat("x", executor.OutputLimit), out.Output)
+		require.Len(t, out.Output, jobtype.OutputLimit)
+		require.Equal(t, strings.Repeat("x", jobtype.OutputLimit), out.Output)
 	})
 
 	t.Run("ReusesConnectionAfterSmallBody", func(t *testing.T) {
@@ -301,10 +301,10 @@ func TestWebhook(t *testing.T) {
 			mu.Lock()
 			conns[r.RemoteAddr] = true
 			mu.Unlock()
-			_, _ = w.Write([]byte(strings.Repeat("y", executor.OutputLimit+100)))
+			_, _ = w.Write([]byte(strings.Repeat("y", jobtype.OutputLimit+100)))
 		})
 		for range 5 {
-			require.True(t, execute(t, b.registry, task(t, job.TypeWebhook, job.WebhookPayload{URL: b.srv.URL})).OK)
+			require.True(t, execute(t, b.registry, task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b.srv.URL})).OK)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -315,20 +315,20 @@ func TestWebhook(t *testing.T) {
 		t.Parallel()
 		b := setup(t, func(w http.ResponseWriter, _ *http.Request) {
 			// 4095 ASCII bytes, then a 2-byte rune cut by the limit.
-			_, _ = w.Write([]byte(strings.Repeat("a", executor.OutputLimit-1) + "é"))
+			_, _ = w.Write([]byte(strings.Repeat("a", jobtype.OutputLimit-1) + "é"))
 		})
-		out := execute(t, b.registry, task(t, job.TypeWebhook, job.WebhookPayload{URL: b.srv.URL}))
-		require.Equal(t, strings.Repeat("a", executor.OutputLimit-1), out.Output)
+		out := execute(t, b.registry, task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b.srv.URL}))
+		require.Equal(t, strings.Repeat("a", jobtype.OutputLimit-1), out.Output)
 
 		b2 := setup(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("a\x00b\xffc")) })
-		out = execute(t, b2.registry, task(t, job.TypeWebhook, job.WebhookPayload{URL: b2.srv.URL}))
+		out = execute(t, b2.registry, task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b2.srv.URL}))
 		require.Equal(t, "a\uFFFDb\uFFFDc", out.Output)
 	})
 
 	t.Run("FailsOnConnectionRefused", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)
-		out := execute(t, b.registry, task(t, job.TypeWebhook, job.WebhookPayload{URL: refusedURL(t)}))
+		out := execute(t, b.registry, task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: refusedURL(t)}))
 		require.False(t, out.OK)
 		require.Zero(t, out.StatusCode)
 		require.Contains(t, out.Error, "request failed:")
@@ -340,7 +340,7 @@ func TestWebhook(t *testing.T) {
 		b := setup(t, nil)
 		c := outbound.NewClient(outbound.Options{})
 		t.Cleanup(c.CloseIdleConnections)
-		out := execute(t, executor.NewRegistry(c, version), task(t, job.TypeWebhook, job.WebhookPayload{URL: b.srv.URL}))
+		out := execute(t, jobtype.NewRegistry(jobtype.Deps{Client: c, Version: version}), task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b.srv.URL}))
 		require.False(t, out.OK)
 		require.Contains(t, out.Error, "target address not allowed: 127.0.0.1")
 		require.Empty(t, b.received())
@@ -349,7 +349,7 @@ func TestWebhook(t *testing.T) {
 	t.Run("ErrorsCarryNoSecrets", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)
-		out := execute(t, b.registry, task(t, job.TypeWebhook, job.WebhookPayload{
+		out := execute(t, b.registry, task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{
 			URL:     refusedURL(t) + "?token=s3cret",
 			Headers: map[string]string{"Authorization": "Bearer hunter2"},
 		}))
@@ -362,7 +362,7 @@ func TestWebhook(t *testing.T) {
 	t.Run("FailsOnInvalidPayload", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)
-		tk := task(t, job.TypeWebhook, nil)
+		tk := task(t, jobtype.TypeWebhook, nil)
 		tk.Payload = json.RawMessage(`{"url": 5}`)
 		out := execute(t, b.registry, tk)
 		require.False(t, out.OK)
@@ -376,7 +376,7 @@ func TestPing(t *testing.T) {
 	t.Run("SucceedsOn2xx", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
-		tk := task(t, job.TypePing, job.PingPayload{URL: b.srv.URL + "/health"})
+		tk := task(t, jobtype.TypePing, jobtype.PingPayload{URL: b.srv.URL + "/health"})
 		out := execute(t, b.registry, tk)
 		require.True(t, out.OK, out.Error)
 		require.Equal(t, http.StatusNoContent, out.StatusCode)
@@ -390,7 +390,7 @@ func TestPing(t *testing.T) {
 	t.Run("SendsTockHeaders", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)
-		tk := task(t, job.TypePing, job.PingPayload{URL: b.srv.URL})
+		tk := task(t, jobtype.TypePing, jobtype.PingPayload{URL: b.srv.URL})
 		require.True(t, execute(t, b.registry, tk).OK)
 		h := b.received()[0].Header
 		require.Equal(t, tk.Key, h.Get("Idempotency-Key"))
@@ -407,7 +407,7 @@ func TestPing(t *testing.T) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = io.WriteString(w, "maintenance")
 		})
-		out := execute(t, b.registry, task(t, job.TypePing, job.PingPayload{URL: b.srv.URL}))
+		out := execute(t, b.registry, task(t, jobtype.TypePing, jobtype.PingPayload{URL: b.srv.URL}))
 		require.False(t, out.OK)
 		require.Equal(t, http.StatusServiceUnavailable, out.StatusCode)
 		require.Equal(t, "status 503: maintenance", out.Error)
@@ -416,7 +416,7 @@ func TestPing(t *testing.T) {
 	t.Run("TimesOut", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, hang(t))
-		tk := task(t, job.TypePing, job.PingPayload{URL: b.srv.URL})
+		tk := task(t, jobtype.TypePing, jobtype.PingPayload{URL: b.srv.URL})
 		tk.Timeout = 150 * time.Millisecond
 		out := execute(t, b.registry, tk)
 		require.False(t, out.OK)
@@ -426,7 +426,7 @@ func TestPing(t *testing.T) {
 	t.Run("FailsOnConnectionRefused", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)
-		out := execute(t, b.registry, task(t, job.TypePing, job.PingPayload{URL: refusedURL(t)}))
+		out := execute(t, b.registry, task(t, jobtype.TypePing, jobtype.PingPayload{URL: refusedURL(t)}))
 		require.False(t, out.OK)
 		require.Contains(t, out.Error, "connection refused")
 	})
@@ -437,26 +437,26 @@ func TestRegistry(t *testing.T) {
 
 	t.Run("FailsOnUnknownType", func(t *testing.T) {
 		t.Parallel()
-		r := executor.NewRegistry(http.DefaultClient, version)
-		out := r.Execute(t.Context(), executor.Task{Type: job.TypeSlack})
+		r := jobtype.NewRegistry(jobtype.Deps{Client: http.DefaultClient, Version: version})
+		out := r.Execute(t.Context(), jobtype.Task{Type: "sms"})
 		require.False(t, out.OK)
-		require.Equal(t, "no executor for type slack", out.Error)
+		require.Equal(t, "no executor for type sms", out.Error)
 	})
 
 	t.Run("RegisterAddsAType", func(t *testing.T) {
 		t.Parallel()
-		r := executor.NewRegistry(http.DefaultClient, version)
-		r.Register(job.TypeEmail, executorFunc(func(context.Context, executor.Task) executor.Outcome {
-			return executor.Outcome{OK: true, Output: "sent"}
+		r := jobtype.NewRegistry(jobtype.Deps{Client: http.DefaultClient, Version: version})
+		r.Register(jobtype.TypeEmail, executorFunc(func(context.Context, jobtype.Task) jobtype.Outcome {
+			return jobtype.Outcome{OK: true, Output: "sent"}
 		}))
-		out := r.Execute(t.Context(), executor.Task{Type: job.TypeEmail})
+		out := r.Execute(t.Context(), jobtype.Task{Type: jobtype.TypeEmail})
 		require.True(t, out.OK)
 		require.Equal(t, "sent", out.Output)
 	})
 }
 
-type executorFunc func(context.Context, executor.Task) executor.Outcome
+type executorFunc func(context.Context, jobtype.Task) jobtype.Outcome
 
-func (f executorFunc) Execute(ctx context.Context, t executor.Task) executor.Outcome {
+func (f executorFunc) Execute(ctx context.Context, t jobtype.Task) jobtype.Outcome {
 	return f(ctx, t)
 }

@@ -1,7 +1,4 @@
-// Package executor runs one attempt of a job by its type (webhook, ping, slack,
-// email) and reports what happened. Executors never touch Postgres or Redis: the
-// worker's consumer loop records their outcomes in batches.
-package executor
+package jobtype
 
 import (
 	"context"
@@ -13,7 +10,7 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 )
 
-// Task is one attempt handed to an executor.
+// Task is one attempt handed to an jobtype.
 type Task struct {
 	JobID        uuid.UUID
 	Owner        uuid.UUID

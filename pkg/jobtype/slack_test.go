@@ -1,4 +1,4 @@
-package executor_test
+package jobtype_test
 
 import (
 	"encoding/json"
@@ -10,21 +10,20 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/outbound"
-	"github.com/tockhq/tock/services/worker/executor"
 )
 
 // slackPath is the secret part of a Slack webhook URL.
 const slackPath = "/services/T0SECRET/B0SECRET/xoxsecrettoken"
 
 // slack returns a registry with the slack executor, sending through b's client.
-func slack(b *bundle) *executor.Registry {
-	return executor.NewRegistry(b.client, version, executor.WithSlack())
+func slack(b *bundle) *jobtype.Registry {
+	return jobtype.NewRegistry(jobtype.Deps{Client: b.client, Version: version})
 }
 
 // requireNoURL asserts that no part of an outcome quotes the webhook URL.
-func requireNoURL(t *testing.T, out executor.Outcome) {
+func requireNoURL(t *testing.T, out jobtype.Outcome) {
 	t.Helper()
 	for _, s := range []string{out.Error, out.Output} {
 		require.NotContains(t, s, "SECRET")
@@ -39,7 +38,7 @@ func TestSlack(t *testing.T) {
 	t.Run("PostsTextAsJSONWithTockHeaders", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)
-		tk := task(t, job.TypeSlack, job.SlackPayload{WebhookURL: b.srv.URL + slackPath, Text: "deploy done :tada:"})
+		tk := task(t, jobtype.TypeSlack, jobtype.SlackPayload{WebhookURL: b.srv.URL + slackPath, Text: "deploy done :tada:"})
 		out := execute(t, slack(b), tk)
 		require.True(t, out.OK, out.Error)
 		require.Equal(t, http.StatusOK, out.StatusCode)
@@ -64,7 +63,7 @@ func TestSlack(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)
 		blocks := `[{"type":"section","text":{"type":"mrkdwn","text":"*Nightly* report"}},{"type":"divider"}]`
-		out := execute(t, slack(b), task(t, job.TypeSlack, job.SlackPayload{
+		out := execute(t, slack(b), task(t, jobtype.TypeSlack, jobtype.SlackPayload{
 			WebhookURL: b.srv.URL + slackPath, Text: "Nightly report", Blocks: json.RawMessage(blocks),
 		}))
 		require.True(t, out.OK, out.Error)
@@ -74,7 +73,7 @@ func TestSlack(t *testing.T) {
 	t.Run("SendsBlocksWithoutText", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)
-		out := execute(t, slack(b), task(t, job.TypeSlack, job.SlackPayload{
+		out := execute(t, slack(b), task(t, jobtype.TypeSlack, jobtype.SlackPayload{
 			WebhookURL: b.srv.URL + slackPath, Blocks: json.RawMessage(`[{"type":"divider"}]`),
 		}))
 		require.True(t, out.OK, out.Error)
@@ -87,7 +86,7 @@ func TestSlack(t *testing.T) {
 			w.WriteHeader(http.StatusNotFound)
 			_, _ = io.WriteString(w, "no_service")
 		})
-		out := execute(t, slack(b), task(t, job.TypeSlack, job.SlackPayload{WebhookURL: b.srv.URL + slackPath, Text: "hi"}))
+		out := execute(t, slack(b), task(t, jobtype.TypeSlack, jobtype.SlackPayload{WebhookURL: b.srv.URL + slackPath, Text: "hi"}))
 		require.False(t, out.OK)
 		require.Equal(t, http.StatusNotFound, out.StatusCode)
 		require.Equal(t, "status 404: no_service", out.Error)
@@ -100,7 +99,7 @@ func TestSlack(t *testing.T) {
 			w.WriteHeader(http.StatusInternalServerError)
 			_, _ = io.WriteString(w, "rollup_error")
 		})
-		out := execute(t, slack(b), task(t, job.TypeSlack, job.SlackPayload{WebhookURL: b.srv.URL + slackPath, Text: "hi"}))
+		out := execute(t, slack(b), task(t, jobtype.TypeSlack, jobtype.SlackPayload{WebhookURL: b.srv.URL + slackPath, Text: "hi"}))
 		require.False(t, out.OK)
 		require.Equal(t, http.StatusInternalServerError, out.StatusCode)
 		require.Equal(t, "status 500: rollup_error", out.Error)
@@ -109,7 +108,7 @@ func TestSlack(t *testing.T) {
 	t.Run("TimesOutWithinDeadline", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, hang(t))
-		tk := task(t, job.TypeSlack, job.SlackPayload{WebhookURL: b.srv.URL + slackPath, Text: "hi"})
+		tk := task(t, jobtype.TypeSlack, jobtype.SlackPayload{WebhookURL: b.srv.URL + slackPath, Text: "hi"})
 		tk.Timeout = 200 * time.Millisecond
 		start := time.Now()
 		out := execute(t, slack(b), tk)
@@ -127,17 +126,17 @@ func TestSlack(t *testing.T) {
 		refused := strings.TrimSuffix(refusedURL(t), "/")
 		tests := []struct {
 			name string
-			reg  *executor.Registry
+			reg  *jobtype.Registry
 			url  string
 			want string
 		}{
 			{"ConnectionRefused", slack(b), refused + slackPath, "connection refused"},
-			{"DeniedTarget", executor.NewRegistry(denied, version, executor.WithSlack()), b.srv.URL + slackPath, "target address not allowed"},
+			{"DeniedTarget", jobtype.NewRegistry(jobtype.Deps{Client: denied, Version: version}), b.srv.URL + slackPath, "target address not allowed"},
 			{"Unparsable", slack(b), "http://hooks.example.com:xoxsecrettoken" + slackPath, "invalid slack webhook_url"},
 			{"NotHTTP", slack(b), "ftp://hooks.example.com" + slackPath, "unsupported protocol scheme"},
 		}
 		for _, tt := range tests {
-			out := execute(t, tt.reg, task(t, job.TypeSlack, job.SlackPayload{WebhookURL: tt.url, Text: "hi"}))
+			out := execute(t, tt.reg, task(t, jobtype.TypeSlack, jobtype.SlackPayload{WebhookURL: tt.url, Text: "hi"}))
 			require.False(t, out.OK, tt.name)
 			require.Contains(t, out.Error, tt.want, tt.name)
 			require.NotContains(t, out.Error, tt.url, tt.name)
@@ -149,7 +148,7 @@ func TestSlack(t *testing.T) {
 	t.Run("FailsOnInvalidPayload", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)
-		tk := task(t, job.TypeSlack, nil)
+		tk := task(t, jobtype.TypeSlack, nil)
 		tk.Payload = json.RawMessage(`{"webhook_url": 5}`)
 		out := execute(t, slack(b), tk)
 		require.False(t, out.OK)

@@ -1,4 +1,4 @@
-package jobspec_test
+package jobtype_test
 
 import (
 	"net/netip"
@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/pkg/job"
-	"github.com/tockhq/tock/pkg/jobspec"
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/outbound"
 )
 
@@ -51,7 +51,7 @@ func TestCheckURL(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			err := jobspec.CheckURL("payload.url", tt.url, tt.targets)
+			err := jobtype.CheckURL("payload.url", tt.url, tt.targets)
 			if tt.ok {
 				require.NoError(t, err)
 				return

@@ -1,4 +1,4 @@
-package jobspec_test
+package jobtype_test
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tockhq/tock/pkg/job"
-	"github.com/tockhq/tock/pkg/jobspec"
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/outbound"
 )
 
@@ -62,7 +62,7 @@ func FuzzCheckURL(f *testing.F) {
 	const field = "payload.webhook_url"
 	f.Fuzz(func(t *testing.T, raw string) {
 		for _, targets := range policies {
-			err := jobspec.CheckURL(field, raw, targets)
+			err := jobtype.CheckURL(field, raw, targets)
 			if err != nil {
 				var fe *job.FieldError
 				if !errors.As(err, &fe) || fe.Field != field {

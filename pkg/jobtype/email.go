@@ -1,4 +1,4 @@
-package executor
+package jobtype
 
 import (
 	"context"
@@ -16,8 +16,107 @@ import (
 	gomail "github.com/wneessen/go-mail"
 
 	"github.com/tockhq/tock/pkg/job"
-	"github.com/tockhq/tock/pkg/jobspec"
+	"github.com/tockhq/tock/pkg/outbound"
 )
+
+// TypeEmail is a message sent through the operator's SMTP relay.
+const TypeEmail job.Type = "email"
+
+// Email is the email job type.
+var Email = Kind{
+	Type:    TypeEmail,
+	Summary: "sends an email through the operator's SMTP relay",
+	Example: EmailPayload{To: []string{"someone@example.com"}, Subject: "Hello", Text: "Hello from tock"},
+	Check:   func(raw json.RawMessage, _ outbound.Options) error { return checkEmail(raw) },
+	New:     func(d Deps) Executor { return NewEmail(d.Email, d.Version) },
+	Load: func(_ string, seq int) any {
+		return EmailPayload{To: []string{"load@example.com"}, Subject: "generate-load", Text: "job " + strconv.Itoa(seq)}
+	},
+}
+
+// EmailPayload is the payload of an email job, sent through the operator's
+// SMTP relay from the operator's sender address. Addresses are RFC 5322
+// addresses such as "ops@example.com" or "Ops <ops@example.com>".
+type EmailPayload struct {
+	To      []string `json:"to"`
+	Cc      []string `json:"cc,omitempty"`
+	Bcc     []string `json:"bcc,omitempty"`
+	Subject string   `json:"subject"`
+	// Text and HTML are the bodies; with both, the message is
+	// multipart/alternative.
+	Text    string `json:"text,omitempty"`
+	HTML    string `json:"html,omitempty"`
+	ReplyTo string `json:"reply_to,omitempty"`
+}
+
+// Limits of an email payload, checked when a job is created.
+const (
+	// MaxEmailRecipients bounds to, cc and bcc together.
+	MaxEmailRecipients = 50
+	// MaxEmailSubjectLen is RFC 5322's line limit, in bytes.
+	MaxEmailSubjectLen = 998
+)
+
+// checkEmail validates an email payload. It refuses header injection: no CR
+// or LF in the subject or in any address, including a display name that
+// decodes to one (an RFC 2047 encoded word can hide a line break).
+func checkEmail(raw json.RawMessage) error {
+	var p EmailPayload
+	if err := decodeStrict(raw, &p); err != nil {
+		return invalid("payload", "%s", err)
+	}
+	if len(p.To) == 0 {
+		return invalid("payload.to", "needs at least one recipient")
+	}
+	if n := len(p.To) + len(p.Cc) + len(p.Bcc); n > MaxEmailRecipients {
+		return invalid("payload.to", "to, cc and bcc have %d recipients; at most %d are allowed", n, MaxEmailRecipients)
+	}
+	for _, list := range []struct {
+		field string
+		addrs []string
+	}{{"payload.to", p.To}, {"payload.cc", p.Cc}, {"payload.bcc", p.Bcc}} {
+		for i, a := range list.addrs {
+			if err := checkAddress(a); err != nil {
+				return invalid(list.field, "recipient %d %s", i+1, err)
+			}
+		}
+	}
+	if p.ReplyTo != "" {
+		if err := checkAddress(p.ReplyTo); err != nil {
+			return invalid("payload.reply_to", "%s", err)
+		}
+	}
+	switch {
+	case strings.TrimSpace(p.Subject) == "":
+		return invalid("payload.subject", "is required")
+	case strings.ContainsAny(p.Subject, "\r\n"):
+		return invalid("payload.subject", "must not contain a line break")
+	case strings.ContainsFunc(p.Subject, func(r rune) bool { return r != '\t' && isControl(r) }):
+		return invalid("payload.subject", "must not contain a control character")
+	case len(p.Subject) > MaxEmailSubjectLen:
+		return invalid("payload.subject", "is longer than %d bytes", MaxEmailSubjectLen)
+	}
+	if strings.TrimSpace(p.Text) == "" && strings.TrimSpace(p.HTML) == "" {
+		return invalid("payload.text", "text or html is required")
+	}
+	return nil
+}
+
+// checkAddress accepts one RFC 5322 address, with or without a display name,
+// that carries no control character before or after decoding.
+func checkAddress(s string) error {
+	if hasControl(s) {
+		return fmt.Errorf("must not contain a line break or control character")
+	}
+	a, err := mail.ParseAddress(s)
+	if err != nil {
+		return fmt.Errorf("is not an email address such as ops@example.com")
+	}
+	if hasControl(a.Name) || hasControl(a.Address) {
+		return fmt.Errorf("must not contain a line break or control character")
+	}
+	return nil
+}
 
 // StartTLS is how a connection to the SMTP relay without implicit TLS is
 // upgraded to TLS.
@@ -88,7 +187,7 @@ var smtpAuthPreference = []gomail.SMTPAuthType{
 // An occurrence's every attempt carries the same Message-ID and
 // X-Tock-Idempotency-Key, so a receiver can tell a duplicate that a retry
 // after a lost reply produced.
-type Email struct {
+type emailExecutor struct {
 	cfg       EmailConfig
 	from      *mail.Address
 	fromErr   error
@@ -100,7 +199,7 @@ type Email struct {
 // NewEmail returns an email executor sending through the relay cfg describes
 // as tock/version. A cfg without Host gives an executor whose every attempt
 // fails saying that email is not configured.
-func NewEmail(cfg EmailConfig, version string) *Email {
+func NewEmail(cfg EmailConfig, version string) Executor {
 	if cfg.Port == 0 {
 		cfg.Port = 587
 		if cfg.TLS {
@@ -110,7 +209,7 @@ func NewEmail(cfg EmailConfig, version string) *Email {
 	if cfg.StartTLS == "" {
 		cfg.StartTLS = StartTLSMandatory
 	}
-	e := &Email{cfg: cfg, userAgent: userAgent(version), helo: "localhost"}
+	e := &emailExecutor{cfg: cfg, userAgent: userAgent(version), helo: "localhost"}
 	if h, err := os.Hostname(); err == nil && h != "" {
 		e.helo = h
 	}
@@ -130,7 +229,7 @@ func NewEmail(cfg EmailConfig, version string) *Email {
 // relay's sender, and tock's headers. Success means the relay accepted the
 // message for every recipient; Output then says how many and quotes the
 // relay's reply (usually a queue id).
-func (e *Email) Execute(ctx context.Context, t Task) Outcome {
+func (e *emailExecutor) Execute(ctx context.Context, t Task) Outcome {
 	if e.cfg.Host == "" {
 		return failure("email is not configured (TOCK_SMTP_HOST)")
 	}
@@ -139,10 +238,10 @@ func (e *Email) Execute(ctx context.Context, t Task) Outcome {
 	}
 	// Jobs are validated when created; checking again here keeps header
 	// injection out even if a payload reached the queue another way.
-	if _, err := jobspec.ValidatePayload(job.TypeEmail, t.Payload, jobspec.Limits{}); err != nil {
+	if err := checkEmail(t.Payload); err != nil {
 		return failure("invalid email payload: %v", err)
 	}
-	var p job.EmailPayload
+	var p EmailPayload
 	if err := json.Unmarshal(t.Payload, &p); err != nil {
 		return failure("invalid email payload: %v", err)
 	}
@@ -222,7 +321,7 @@ func (e *Email) Execute(ctx context.Context, t Task) Outcome {
 
 // message builds the message of payload p for attempt t and counts its
 // recipients. p has been validated, so its addresses parse.
-func (e *Email) message(p job.EmailPayload, t Task) (*gomail.Msg, int, error) {
+func (e *emailExecutor) message(p EmailPayload, t Task) (*gomail.Msg, int, error) {
 	m := gomail.NewMsg()
 	m.FromMailAddress(e.from)
 	rcpts := 0
@@ -318,7 +417,7 @@ func tlsPolicy(s StartTLS) gomail.TLSPolicy {
 }
 
 // dial connects to the relay, in TLS from the first byte if so configured.
-func (e *Email) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+func (e *emailExecutor) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{}
 	if e.cfg.TLS {
 		return (&tls.Dialer{NetDialer: d, Config: e.tlsConfig}).DialContext(ctx, network, addr)
@@ -328,7 +427,7 @@ func (e *Email) dial(ctx context.Context, network, addr string) (net.Conn, error
 
 // describe turns a send error into a short message for the run, without the
 // password.
-func (e *Email) describe(ctx context.Context, err error, limit time.Duration) string {
+func (e *emailExecutor) describe(ctx context.Context, err error, limit time.Duration) string {
 	// The connection's deadline is ctx's, so either may fire first.
 	dl, hasDeadline := ctx.Deadline()
 	switch {
@@ -344,7 +443,7 @@ func (e *Email) describe(ctx context.Context, err error, limit time.Duration) st
 }
 
 // redact removes the password from s, in case a relay or library quotes it.
-func (e *Email) redact(s string) string {
+func (e *emailExecutor) redact(s string) string {
 	if e.cfg.Password == "" {
 		return s
 	}

@@ -1,4 +1,4 @@
-package executor
+package jobtype
 
 import (
 	"bytes"
@@ -57,10 +57,9 @@ func setTockHeaders(h http.Header, t Task, ua string, body []byte) {
 	if t.SigningSecret != "" {
 		h.Set(headerSignature, Sign(t.SigningSecret, time.Now(), body))
 	}
-	h.Set(headerIdempotencyKey, t.Key)
-	h.Set(headerJobID, t.JobID.String())
-	h.Set(headerScheduledFor, t.ScheduledFor.UTC().Format(scheduledForLayout))
-	h.Set(headerAttempt, strconv.Itoa(t.Attempt))
+	for k, v := range tockHeaders(t) {
+		h.Set(k, v)
+	}
 	h.Set(headerUserAgent, ua)
 }
 

@@ -1,4 +1,4 @@
-package executor_test
+package jobtype_test
 
 import (
 	"crypto/hmac"
@@ -13,8 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tockhq/tock/pkg/job"
-	"github.com/tockhq/tock/services/worker/executor"
+	"github.com/tockhq/tock/pkg/jobtype"
 )
 
 // verify checks an X-Tock-Signature the way docs/webhooks.md tells receivers to.
@@ -46,7 +45,7 @@ func TestSignature(t *testing.T) {
 	t.Run("WebhookIsSignedOverTimestampAndBody", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)
-		tk := task(t, job.TypeWebhook, job.WebhookPayload{URL: b.srv.URL, Body: json.RawMessage(`{"order":42}`)})
+		tk := task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b.srv.URL, Body: json.RawMessage(`{"order":42}`)})
 		tk.SigningSecret = "s3cret-of-owner"
 		require.True(t, execute(t, b.registry, tk).OK)
 		got := b.received()[0]
@@ -60,7 +59,7 @@ func TestSignature(t *testing.T) {
 	t.Run("PingIsSignedOverAnEmptyBody", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)
-		tk := task(t, job.TypePing, job.PingPayload{URL: b.srv.URL})
+		tk := task(t, jobtype.TypePing, jobtype.PingPayload{URL: b.srv.URL})
 		tk.SigningSecret = "k"
 		require.True(t, execute(t, b.registry, tk).OK)
 		require.True(t, verify("k", b.received()[0].Header.Get("X-Tock-Signature"), nil, time.Now()))
@@ -69,7 +68,7 @@ func TestSignature(t *testing.T) {
 	t.Run("NoSecretNoSignature", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)
-		require.True(t, execute(t, b.registry, task(t, job.TypePing, job.PingPayload{URL: b.srv.URL})).OK)
+		require.True(t, execute(t, b.registry, task(t, jobtype.TypePing, jobtype.PingPayload{URL: b.srv.URL})).OK)
 		require.Empty(t, b.received()[0].Header.Get("X-Tock-Signature"))
 	})
 }
@@ -86,25 +85,25 @@ func TestExpectations(t *testing.T) {
 		ok      bool
 		errPart string
 	}{
-		{"DefaultAccepts2xx", job.WebhookPayload{}, true, ""},
-		{"ExactStatusMatches", job.WebhookPayload{ExpectStatus: "201"}, true, ""},
-		{"OtherStatusFails", job.WebhookPayload{ExpectStatus: "200"}, false, "status 201"},
-		{"RangeAndClass", job.WebhookPayload{ExpectStatus: "200-200, 2xx"}, true, ""},
-		{"BodyMatches", job.WebhookPayload{ExpectBody: `"queued"`}, true, ""},
-		{"BodyMissingFails", job.WebhookPayload{ExpectBody: "done"}, false, "does not contain expect_body"},
-		{"PingExpectStatus", job.PingPayload{ExpectStatus: "4xx"}, false, "status 201"},
+		{"DefaultAccepts2xx", jobtype.WebhookPayload{}, true, ""},
+		{"ExactStatusMatches", jobtype.WebhookPayload{ExpectStatus: "201"}, true, ""},
+		{"OtherStatusFails", jobtype.WebhookPayload{ExpectStatus: "200"}, false, "status 201"},
+		{"RangeAndClass", jobtype.WebhookPayload{ExpectStatus: "200-200, 2xx"}, true, ""},
+		{"BodyMatches", jobtype.WebhookPayload{ExpectBody: `"queued"`}, true, ""},
+		{"BodyMissingFails", jobtype.WebhookPayload{ExpectBody: "done"}, false, "does not contain expect_body"},
+		{"PingExpectStatus", jobtype.PingPayload{ExpectStatus: "4xx"}, false, "status 201"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, created)
-			var tk executor.Task
+			var tk jobtype.Task
 			switch p := tt.payload.(type) {
-			case job.WebhookPayload:
+			case jobtype.WebhookPayload:
 				p.URL = b.srv.URL
-				tk = task(t, job.TypeWebhook, p)
-			case job.PingPayload:
+				tk = task(t, jobtype.TypeWebhook, p)
+			case jobtype.PingPayload:
 				p.URL = b.srv.URL
-				tk = task(t, job.TypePing, p)
+				tk = task(t, jobtype.TypePing, p)
 			}
 			out := execute(t, b.registry, tk)
 			require.Equal(t, tt.ok, out.OK, out.Error)

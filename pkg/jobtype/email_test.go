@@ -1,4 +1,4 @@
-package executor_test
+package jobtype_test
 
 import (
 	"bytes"
@@ -26,8 +26,7 @@ import (
 	"github.com/emersion/go-smtp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tockhq/tock/pkg/job"
-	"github.com/tockhq/tock/services/worker/executor"
+	"github.com/tockhq/tock/pkg/jobtype"
 )
 
 // delivered is one message as the relay received it.
@@ -107,10 +106,10 @@ func startRelay(t *testing.T, o relayOptions) *relay {
 
 // config is an EmailConfig reaching r with STARTTLS none (or trusting r's
 // certificate when it has one).
-func (r *relay) config() executor.EmailConfig {
-	c := executor.EmailConfig{
+func (r *relay) config() jobtype.EmailConfig {
+	c := jobtype.EmailConfig{
 		Host: r.host, Port: r.port, From: "Tock <tock@example.com>",
-		StartTLS: executor.StartTLSNone, Username: r.username, Password: r.password,
+		StartTLS: jobtype.StartTLSNone, Username: r.username, Password: r.password,
 	}
 	if r.cert != nil {
 		pool := x509.NewCertPool()
@@ -247,13 +246,13 @@ func decodeBody(t *testing.T, cte string, r io.Reader) string {
 }
 
 // emailTask is an attempt of an email job with payload p.
-func emailTask(t *testing.T, p job.EmailPayload) executor.Task {
+func emailTask(t *testing.T, p jobtype.EmailPayload) jobtype.Task {
 	t.Helper()
-	return task(t, job.TypeEmail, p)
+	return task(t, jobtype.TypeEmail, p)
 }
 
 // simple is a valid payload to one recipient.
-var simple = job.EmailPayload{To: []string{"ops@example.com"}, Subject: "Nightly report", Text: "All green."}
+var simple = jobtype.EmailPayload{To: []string{"ops@example.com"}, Subject: "Nightly report", Text: "All green."}
 
 func TestEmail(t *testing.T) {
 	t.Parallel()
@@ -261,8 +260,8 @@ func TestEmail(t *testing.T) {
 	t.Run("SendsMessageWithTockHeaders", func(t *testing.T) {
 		t.Parallel()
 		r := startRelay(t, relayOptions{})
-		e := executor.NewEmail(r.config(), version)
-		tk := emailTask(t, job.EmailPayload{
+		e := jobtype.NewEmail(r.config(), version)
+		tk := emailTask(t, jobtype.EmailPayload{
 			To:      []string{"Ops Team <ops@example.com>", "dev@example.com"},
 			Cc:      []string{"lead@example.com"},
 			Bcc:     []string{"audit@example.com"},
@@ -312,7 +311,7 @@ func TestEmail(t *testing.T) {
 	t.Run("SendsTextAndHTMLAsAlternatives", func(t *testing.T) {
 		t.Parallel()
 		r := startRelay(t, relayOptions{})
-		out := execute(t, executor.NewEmail(r.config(), version), emailTask(t, job.EmailPayload{
+		out := execute(t, jobtype.NewEmail(r.config(), version), emailTask(t, jobtype.EmailPayload{
 			To: []string{"ops@example.com"}, Subject: "Report", Text: "plain", HTML: "<p>rich</p>",
 		}))
 		require.True(t, out.OK, out.Error)
@@ -325,7 +324,7 @@ func TestEmail(t *testing.T) {
 	t.Run("SendsHTMLOnly", func(t *testing.T) {
 		t.Parallel()
 		r := startRelay(t, relayOptions{})
-		out := execute(t, executor.NewEmail(r.config(), version), emailTask(t, job.EmailPayload{
+		out := execute(t, jobtype.NewEmail(r.config(), version), emailTask(t, jobtype.EmailPayload{
 			To: []string{"ops@example.com"}, Subject: "Report", HTML: "<p>rich</p>",
 		}))
 		require.True(t, out.OK, out.Error)
@@ -335,7 +334,7 @@ func TestEmail(t *testing.T) {
 	t.Run("EveryAttemptHasTheSameMessageID", func(t *testing.T) {
 		t.Parallel()
 		r := startRelay(t, relayOptions{})
-		e := executor.NewEmail(r.config(), version)
+		e := jobtype.NewEmail(r.config(), version)
 		first, second := emailTask(t, simple), emailTask(t, simple)
 		second.Attempt = 3
 		require.True(t, execute(t, e, first).OK)
@@ -351,7 +350,7 @@ func TestEmail(t *testing.T) {
 	t.Run("AuthenticatesWithUsernameAndPassword", func(t *testing.T) {
 		t.Parallel()
 		r := startRelay(t, relayOptions{username: "tock", password: "hunter2-s3cret"})
-		out := execute(t, executor.NewEmail(r.config(), version), emailTask(t, simple))
+		out := execute(t, jobtype.NewEmail(r.config(), version), emailTask(t, simple))
 		require.True(t, out.OK, out.Error)
 		require.Len(t, r.delivered(), 1)
 	})
@@ -361,7 +360,7 @@ func TestEmail(t *testing.T) {
 		r := startRelay(t, relayOptions{username: "tock", password: "right-password"})
 		cfg := r.config()
 		cfg.Password = "wrong-s3cret-password"
-		out := execute(t, executor.NewEmail(cfg, version), emailTask(t, simple))
+		out := execute(t, jobtype.NewEmail(cfg, version), emailTask(t, simple))
 		require.False(t, out.OK)
 		require.Contains(t, out.Error, "535")
 		require.NotContains(t, out.Error, "wrong-s3cret-password")
@@ -374,7 +373,7 @@ func TestEmail(t *testing.T) {
 		r := startRelay(t, relayOptions{username: "tock", password: "pw"})
 		cfg := r.config()
 		cfg.Username, cfg.Password = "", ""
-		out := execute(t, executor.NewEmail(cfg, version), emailTask(t, simple))
+		out := execute(t, jobtype.NewEmail(cfg, version), emailTask(t, simple))
 		require.False(t, out.OK)
 		require.Contains(t, out.Error, "Please authenticate first")
 	})
@@ -382,7 +381,7 @@ func TestEmail(t *testing.T) {
 	t.Run("FailsWhenRelayRejectsARecipient", func(t *testing.T) {
 		t.Parallel()
 		r := startRelay(t, relayOptions{reject: "nobody@example.com"})
-		out := execute(t, executor.NewEmail(r.config(), version), emailTask(t, job.EmailPayload{
+		out := execute(t, jobtype.NewEmail(r.config(), version), emailTask(t, jobtype.EmailPayload{
 			To: []string{"ops@example.com", "nobody@example.com"}, Subject: "Report", Text: "x",
 		}))
 		require.False(t, out.OK)
@@ -397,8 +396,8 @@ func TestEmail(t *testing.T) {
 		require.NoError(t, err)
 		port := ln.Addr().(*net.TCPAddr).Port
 		require.NoError(t, ln.Close())
-		cfg := executor.EmailConfig{Host: "127.0.0.1", Port: port, From: "tock@example.com", StartTLS: executor.StartTLSNone, Username: "u", Password: "pw-s3cret"}
-		out := execute(t, executor.NewEmail(cfg, version), emailTask(t, simple))
+		cfg := jobtype.EmailConfig{Host: "127.0.0.1", Port: port, From: "tock@example.com", StartTLS: jobtype.StartTLSNone, Username: "u", Password: "pw-s3cret"}
+		out := execute(t, jobtype.NewEmail(cfg, version), emailTask(t, simple))
 		require.False(t, out.OK)
 		require.Contains(t, out.Error, "connection refused")
 		require.NotContains(t, out.Error, "pw-s3cret")
@@ -409,9 +408,9 @@ func TestEmail(t *testing.T) {
 		host, port := silentServer(t)
 		tk := emailTask(t, simple)
 		tk.Timeout = 200 * time.Millisecond
-		cfg := executor.EmailConfig{Host: host, Port: port, From: "tock@example.com", StartTLS: executor.StartTLSNone}
+		cfg := jobtype.EmailConfig{Host: host, Port: port, From: "tock@example.com", StartTLS: jobtype.StartTLSNone}
 		start := time.Now()
-		out := execute(t, executor.NewEmail(cfg, version), tk)
+		out := execute(t, jobtype.NewEmail(cfg, version), tk)
 		require.Less(t, time.Since(start), 5*time.Second, "a bound on hanging, not a performance assertion")
 		require.False(t, out.OK)
 		require.Equal(t, "timeout after 200ms", out.Error)
@@ -424,7 +423,7 @@ func TestEmail(t *testing.T) {
 		tk.Timeout = 300 * time.Millisecond
 		start := time.Now()
 		// No deadline of its own: the task's timeout must bound it.
-		out := executor.NewEmail(r.config(), version).Execute(t.Context(), tk)
+		out := jobtype.NewEmail(r.config(), version).Execute(t.Context(), tk)
 		require.Less(t, time.Since(start), 5*time.Second, "a bound on hanging, not a performance assertion")
 		require.False(t, out.OK)
 		require.Equal(t, "timeout after 300ms", out.Error)
@@ -432,7 +431,7 @@ func TestEmail(t *testing.T) {
 
 	t.Run("FailsWhenNotConfigured", func(t *testing.T) {
 		t.Parallel()
-		out := execute(t, executor.NewEmail(executor.EmailConfig{}, version), emailTask(t, simple))
+		out := execute(t, jobtype.NewEmail(jobtype.EmailConfig{}, version), emailTask(t, simple))
 		require.False(t, out.OK)
 		require.Equal(t, "email is not configured (TOCK_SMTP_HOST)", out.Error)
 	})
@@ -440,8 +439,8 @@ func TestEmail(t *testing.T) {
 	t.Run("RefusesHeaderInjection", func(t *testing.T) {
 		t.Parallel()
 		r := startRelay(t, relayOptions{})
-		e := executor.NewEmail(r.config(), version)
-		for _, p := range []job.EmailPayload{
+		e := jobtype.NewEmail(r.config(), version)
+		for _, p := range []jobtype.EmailPayload{
 			{To: []string{"ops@example.com"}, Subject: "hi\r\nBcc: victim@example.com", Text: "x"},
 			{To: []string{"ops@example.com\r\nBcc: victim@example.com"}, Subject: "hi", Text: "x"},
 			{To: []string{"=?utf-8?q?a=0D=0ABcc:_victim@example.com?= <ops@example.com>"}, Subject: "hi", Text: "x"},
@@ -458,8 +457,8 @@ func TestEmail(t *testing.T) {
 		t.Parallel()
 		r := startRelay(t, relayOptions{starttls: true, username: "tock", password: "pw"})
 		cfg := r.config()
-		cfg.StartTLS = executor.StartTLSMandatory
-		out := execute(t, executor.NewEmail(cfg, version), emailTask(t, simple))
+		cfg.StartTLS = jobtype.StartTLSMandatory
+		out := execute(t, jobtype.NewEmail(cfg, version), emailTask(t, simple))
 		require.True(t, out.OK, out.Error)
 		require.Len(t, r.delivered(), 1)
 	})
@@ -468,8 +467,8 @@ func TestEmail(t *testing.T) {
 		t.Parallel()
 		r := startRelay(t, relayOptions{})
 		cfg := r.config()
-		cfg.StartTLS = executor.StartTLSMandatory
-		out := execute(t, executor.NewEmail(cfg, version), emailTask(t, simple))
+		cfg.StartTLS = jobtype.StartTLSMandatory
+		out := execute(t, jobtype.NewEmail(cfg, version), emailTask(t, simple))
 		require.False(t, out.OK)
 		require.Contains(t, out.Error, "STARTTLS")
 		require.Empty(t, r.delivered())
@@ -479,8 +478,8 @@ func TestEmail(t *testing.T) {
 		t.Parallel()
 		r := startRelay(t, relayOptions{starttls: true})
 		cfg := r.config()
-		cfg.StartTLS, cfg.TLSConfig = executor.StartTLSMandatory, nil
-		out := execute(t, executor.NewEmail(cfg, version), emailTask(t, simple))
+		cfg.StartTLS, cfg.TLSConfig = jobtype.StartTLSMandatory, nil
+		out := execute(t, jobtype.NewEmail(cfg, version), emailTask(t, simple))
 		require.False(t, out.OK)
 		require.Contains(t, out.Error, "certificate")
 		require.Empty(t, r.delivered())
@@ -490,8 +489,8 @@ func TestEmail(t *testing.T) {
 		t.Parallel()
 		r := startRelay(t, relayOptions{implicit: true, username: "tock", password: "pw"})
 		cfg := r.config()
-		cfg.TLS, cfg.StartTLS = true, executor.StartTLSMandatory
-		out := execute(t, executor.NewEmail(cfg, version), emailTask(t, simple))
+		cfg.TLS, cfg.StartTLS = true, jobtype.StartTLSMandatory
+		out := execute(t, jobtype.NewEmail(cfg, version), emailTask(t, simple))
 		require.True(t, out.OK, out.Error)
 		require.Len(t, r.delivered(), 1)
 	})
@@ -499,18 +498,18 @@ func TestEmail(t *testing.T) {
 	t.Run("RegistryRoutesEmail", func(t *testing.T) {
 		t.Parallel()
 		r := startRelay(t, relayOptions{})
-		reg := executor.NewRegistry(nil, version, executor.WithEmail(r.config()))
+		reg := jobtype.NewRegistry(jobtype.Deps{Version: version, Email: r.config()})
 		out := execute(t, reg, emailTask(t, simple))
 		require.True(t, out.OK, out.Error)
 		require.Len(t, r.delivered(), 1)
 
-		out = execute(t, executor.NewRegistry(nil, version, executor.WithEmail(executor.EmailConfig{})), emailTask(t, simple))
+		out = execute(t, jobtype.NewRegistry(jobtype.Deps{Version: version, Email: jobtype.EmailConfig{}}), emailTask(t, simple))
 		require.Equal(t, "email is not configured (TOCK_SMTP_HOST)", out.Error)
 	})
 
 	t.Run("ConfigStringOmitsPassword", func(t *testing.T) {
 		t.Parallel()
-		cfg := executor.EmailConfig{Host: "smtp.example.com", Port: 587, Username: "tock", Password: "hunter2-s3cret"}
+		cfg := jobtype.EmailConfig{Host: "smtp.example.com", Port: 587, Username: "tock", Password: "hunter2-s3cret"}
 		for _, s := range []string{cfg.String(), cfg.GoString()} {
 			require.Contains(t, s, "smtp.example.com")
 			require.NotContains(t, s, "hunter2-s3cret")
