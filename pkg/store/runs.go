@@ -38,8 +38,12 @@ type Started struct {
 	SigningSecret string
 }
 
-// startRunsSQL starts a batch of attempts in one round trip. live share-locks
-// the jobs that may still run (a concurrent cancel waits, see cancelJobSQL).
+// startRunsSQL starts a batch of attempts in one round trip. locked
+// share-locks the entries' jobs whatever their status, so that a transaction
+// that put an attempt in Redis before committing (a retry, a claim) is waited
+// for and its outcome read: filtering on status before locking would judge
+// the job by the version before that commit. live keeps the jobs that may
+// still run (a concurrent cancel waits for the lock, see cancelJobSQL).
 // fresh inserts a running row for attempts never seen; takeover re-leases an
 // attempt whose worker vanished (running past its lease). Anything else (a
 // finished attempt, one leased to a live worker, a job no longer scheduled)
@@ -47,11 +51,13 @@ type Started struct {
 const startRunsSQL = `WITH req AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::smallint[], $5::timestamptz[], $8::integer[])
         AS r(run_id, job_id, scheduled_for, attempt, due_at, generation)
-), live AS (
-    SELECT id, owner_id, type, name, payload, timeout_ms, max_retries, generation, schedule, last_at FROM jobs
-    WHERE id = ANY($2) AND status = 'scheduled'
+), locked AS MATERIALIZED (
+    SELECT id, status, owner_id, type, name, payload, timeout_ms, max_retries, generation, schedule, last_at FROM jobs
+    WHERE id = ANY($2)
     ORDER BY id
     FOR SHARE
+), live AS (
+    SELECT * FROM locked WHERE status = 'scheduled'
 ), fresh AS (
     INSERT INTO job_runs (job_id, scheduled_for, attempt, status, id, owner_id, due_at, started_at, lease_until)
     SELECT r.job_id, r.scheduled_for, r.attempt, 'running', r.run_id, l.owner_id, r.due_at, $6::timestamptz,
@@ -187,7 +193,7 @@ type Result struct {
 const finishRunsSQL = `WITH res AS (
     SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::smallint[], $4::run_status[], $5::timestamptz[], $6::text[], $7::text[])
         AS r(job_id, scheduled_for, attempt, status, finished_at, output, error)
-), locked AS (
+), locked AS MATERIALIZED (
     -- Jobs first, in id order, as startRunsSQL locks them: taking job_runs
     -- first would deadlock against a start of the same job.
     SELECT id FROM jobs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE

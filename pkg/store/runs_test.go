@@ -1,7 +1,9 @@
 package store_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -298,4 +300,46 @@ func TestListRuns(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, other)
 	})
+}
+
+// TestStartRunsWaitsForARetryInFlight: a retry puts its attempt in Redis
+// before its transaction commits, so a fast worker can try to start it while
+// Postgres still holds the job as permanently_failed. The start must wait
+// for that commit and start the attempt, not drop it as a job no longer
+// scheduled (which the browser test once caught).
+func TestStartRunsWaitsForARetryInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	j := newJob(ownerA, b.now)
+	occs := b.claimed(t, j)
+	b.start(t, occs...)
+	require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{{Occurrence: occs[0], Status: job.RunPermanentlyFailed, FinishedAt: b.now}}, b.now))
+	require.Equal(t, job.StatusPermanentlyFailed, b.job(t, j.ID).Status)
+
+	type result struct {
+		started []store.Started
+		err     error
+	}
+	done := make(chan result, 1)
+	retried, err := b.st.RetryOccurrence(b.ctx, ownerA, j.ID, time.Time{}, b.now, store.Audit{},
+		func(ctx context.Context, occ job.Occurrence) error {
+			// The worker, handed the attempt the moment it is in Redis.
+			go func() {
+				st, err := b.st.StartRuns(b.ctx, []store.Start{{Occurrence: occ, DueAt: b.now}}, b.now, time.Second)
+				done <- result{st, err}
+			}()
+			select {
+			case r := <-done:
+				done <- r
+				return fmt.Errorf("the start returned before the retry committed, starting %d", len(r.started))
+			case <-time.After(500 * time.Millisecond):
+				return nil // it waits on the job's lock: commit
+			}
+		})
+	require.NoError(t, err)
+	require.Equal(t, 2, retried.Attempt)
+	r := <-done
+	require.NoError(t, r.err)
+	require.Len(t, r.started, 1, "the retried attempt starts once the retry has committed")
+	require.Equal(t, 2, r.started[0].Run.Attempt)
 }
