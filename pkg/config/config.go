@@ -221,5 +221,12 @@ func ReadTargets(e *Env) outbound.Options {
 		}
 		o.AllowCIDRs = append(o.AllowCIDRs, p)
 	}
+	for _, h := range e.List("TOCK_SQS_HOSTS") {
+		if strings.ContainsAny(h, "/@ ") {
+			e.Check(fmt.Errorf("TOCK_SQS_HOSTS: %q is not a host or host:port such as elasticmq:9324", h))
+			continue
+		}
+		o.SQSHosts = append(o.SQSHosts, strings.ToLower(h))
+	}
 	return o
 }

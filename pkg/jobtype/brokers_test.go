@@ -2,7 +2,6 @@ package jobtype_test
 
 import (
 	"encoding/json"
-	"io"
 	"net"
 	"os"
 	"strings"
@@ -49,53 +48,6 @@ func reachable(t *testing.T, addr string) {
 		t.Skipf("broker at %s unavailable: %v", addr, err)
 	}
 	_ = c.Close()
-}
-
-// proxy forwards TCP connections to target until cut closes every one of
-// them: a broker connection lost mid-run, without restarting the broker
-// other tests share.
-type proxy struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &proxy{ln: ln}
-	t.Cleanup(func() { _ = ln.Close(); p.cut() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
-			go func() { _, _ = io.Copy(c, up); _ = c.Close() }()
-		}
-	}()
-	return p
-}
-
-func (p *proxy) addr() string { return p.ln.Addr().String() }
-
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.conns = nil
 }
 
 // brokerRegistry runs tasks with broker connections allowed to loopback.
@@ -171,12 +123,12 @@ func TestNATS(t *testing.T) {
 	})
 
 	t.Run("ACutConnectionLosesNothing", func(t *testing.T) {
-		p := newProxy(t, strings.TrimPrefix(u, "nats://"))
-		via := "nats://" + p.addr()
+		p := testenv.NewProxy(t, strings.TrimPrefix(u, "nats://"))
+		via := "nats://" + p.Addr()
 		keys := map[string]bool{}
 		for i := range 40 {
 			if i == 20 {
-				p.cut()
+				p.Cut()
 			}
 			tk := brokerTask(t, jobtype.TypeNATS, jobtype.NATSPayload{URL: via, Subject: name + ".cut", Body: json.RawMessage(`1`)})
 			tk.Timeout = 2 * time.Second
@@ -240,12 +192,12 @@ func TestAMQP(t *testing.T) {
 	})
 
 	t.Run("ACutConnectionLosesNothing", func(t *testing.T) {
-		p := newProxy(t, "127.0.0.1:5672")
-		via := "amqp://guest:guest@" + p.addr() + "/"
+		p := testenv.NewProxy(t, "127.0.0.1:5672")
+		via := "amqp://guest:guest@" + p.Addr() + "/"
 		keys := map[string]bool{}
 		for i := range 40 {
 			if i == 20 {
-				p.cut()
+				p.Cut()
 			}
 			tk := brokerTask(t, jobtype.TypeAMQP, jobtype.AMQPPayload{URL: via, RoutingKey: q.Name, Body: json.RawMessage(`1`)})
 			tk.Timeout = 2 * time.Second

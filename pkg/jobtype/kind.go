@@ -39,7 +39,7 @@ type Kind struct {
 
 // kinds are the job types, in the order lists show them. Registering a type
 // is adding it here.
-var kinds = []*Kind{&Webhook, &Ping, &Slack, &Email, &NATS, &AMQP}
+var kinds = []*Kind{&Webhook, &Ping, &Slack, &Email, &NATS, &AMQP, &SQS}
 
 // All returns every job type, in the order lists show them.
 func All() []*Kind { return slices.Clone(kinds) }

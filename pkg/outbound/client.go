@@ -59,6 +59,10 @@ type Options struct {
 	// DialTimeout bounds one TCP connect; 0 means DefaultDialTimeout. The
 	// request's context bounds it too.
 	DialTimeout time.Duration
+	// SQSHosts are hosts (a name, or name:port) besides Amazon's own SQS
+	// endpoints that sqs jobs may send to, signed with the worker's AWS
+	// credentials: a local SQS such as ElasticMQ. The guard still applies.
+	SQSHosts []string
 }
 
 // NewDialer returns a dialer whose every connection is checked by the guard

@@ -4,461 +4,340 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	neturl "net/url"
-	"slices"
+	"hash/fnv"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tockhq/tock/pkg/job"
 )
 
-// Queue moves occurrences through Redis for one shard.
-type Queue struct {
-	rdb  redis.UniversalClient
-	keys Keys
+// Ring is a deployment's queue: N shards, each a Queue with its own hash tag,
+// due set and stream. A job lives in one shard, chosen from its id, so a
+// Redis Cluster can spread the shards over its masters while every script
+// still touches one slot. Keys a deployment has one of (the loader lock, the
+// scheduler heartbeats) live in shard 0, the home shard.
+//
+// Every service of a deployment must use the same N: see docs/operations.md
+// for choosing it and for changing it.
+type Ring struct {
+	rdb    redis.UniversalClient
+	shards []*Queue
 }
 
-// New returns a Queue on rdb for the shard that keys names.
-func New(rdb redis.UniversalClient, keys Keys) *Queue { return &Queue{rdb: rdb, keys: keys} }
-
-// Keys returns the keys this queue works on.
-func (q *Queue) Keys() Keys { return q.keys }
-
-// Entry is an occurrence and the time it is due, as held in the due set.
-type Entry struct {
-	Occurrence job.Occurrence
-	DueAt      time.Time
+// NewRing returns the ring of n shards (at least 1) under prefix.
+func NewRing(rdb redis.UniversalClient, prefix string, n int) *Ring {
+	n = max(n, 1)
+	r := &Ring{rdb: rdb, shards: make([]*Queue, n)}
+	for i := range r.shards {
+		r.shards[i] = New(rdb, Keys{Prefix: prefix, Shard: i, Tag: ShardTag(i, n)})
+	}
+	return r
 }
 
-// zaddChunk bounds the members of one ZADD so no command grows without limit.
-const zaddChunk = 1000
+// Shards returns every shard, in order.
+func (r *Ring) Shards() []*Queue { return r.shards }
 
-// Enqueue adds entries to the due set in one pipelined round trip. Adding a
-// member that is already there only sets its score, so enqueueing twice is safe.
-func (q *Queue) Enqueue(ctx context.Context, entries []Entry) error {
+// Shard returns shard i.
+func (r *Ring) Shard(i int) *Queue { return r.shards[i] }
+
+// Home is shard 0, which also holds the keys a deployment has one of.
+func (r *Ring) Home() *Queue { return r.shards[0] }
+
+// Prefix is the deployment's key prefix.
+func (r *Ring) Prefix() string { return r.shards[0].keys.Prefix }
+
+// ShardOf is the shard of a job among n: FNV-1a of its id's bytes, so the
+// choice is stable and UUIDv7's random bits spread jobs evenly.
+func ShardOf(id uuid.UUID, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write(id[:])
+	return int(h.Sum32() % uint32(n))
+}
+
+// Of is the shard a job's occurrences live in.
+func (r *Ring) Of(id uuid.UUID) *Queue { return r.shards[ShardOf(id, len(r.shards))] }
+
+// Enqueue adds entries to their shards' due sets in one pipelined round trip
+// (a cluster client sends each master its part at once).
+func (r *Ring) Enqueue(ctx context.Context, entries []Entry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	pipe := q.rdb.Pipeline()
-	q.zadd(ctx, pipe, entries)
+	pipe := r.rdb.Pipeline()
+	for i, part := range r.split(entries) {
+		r.shards[i].zadd(ctx, pipe, part)
+	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("enqueue %d occurrences: %w", len(entries), err)
 	}
 	return nil
 }
 
-// zadd queues ZADDs of entries to the due set on pipe, zaddChunk at a time.
-func (q *Queue) zadd(ctx context.Context, pipe redis.Pipeliner, entries []Entry) {
-	for start := 0; start < len(entries); start += zaddChunk {
-		end := min(start+zaddChunk, len(entries))
-		zs := make([]redis.Z, 0, end-start)
-		for _, e := range entries[start:end] {
-			zs = append(zs, redis.Z{Score: float64(e.DueAt.UnixMilli()), Member: e.Occurrence.Member()})
-		}
-		pipe.ZAdd(ctx, q.keys.Due(), zs...)
+func (r *Ring) split(entries []Entry) map[int][]Entry {
+	parts := make(map[int][]Entry, len(r.shards))
+	for _, e := range entries {
+		i := ShardOf(e.Occurrence.JobID, len(r.shards))
+		parts[i] = append(parts[i], e)
 	}
+	return parts
 }
 
-// Remove takes occurrences out of the due set, so an edited or cancelled job's
-// old time never fires. It is not an error if they are not there.
-func (q *Queue) Remove(ctx context.Context, occs []job.Occurrence) error {
-	return q.alone().Remove(ctx, occs)
-}
-
-// Scheduled reports which of occs are in the due set.
-func (q *Queue) Scheduled(ctx context.Context, occs []job.Occurrence) ([]bool, error) {
-	return q.alone().Scheduled(ctx, occs)
-}
-
-// alone is a ring of this one shard: the multi-shard code serves one shard too.
-func (q *Queue) alone() *Ring { return &Ring{rdb: q.rdb, shards: []*Queue{q}} }
-
-// publishScript moves due members from the due set to the ready stream, at
-// most ARGV[1] per call so one call never blocks Redis for long, holding back
-// those whose owner or host is at its cap (see fair.go). Members of equal
-// score come out in member order, which puts higher priority first (see
-// job.Occurrence.Member). Being one script, the pop is atomic: two schedulers
-// never publish the same member. After popping (a member just due comes
-// first: it may be another owner's, and a lane's new members go behind its
-// held ones anyway), it looks at up to ARGV[5] lanes with held members and
-// publishes those that now have room (a cap was raised, a count repaired,
-// the workers read); settling does that too, at once, for the lanes of what
-// it settles. It skips that look when a member it published made way (see
-// fair.go), which would only undo it.
-//
-// KEYS[1..6] as lanesLua
-// ARGV[1] most members to move
-// ARGV[2] now in unix ms, or "" to use Redis TIME (the one clock of due-ness)
-// ARGV[3] default cap per owner to record, or "" to keep the recorded one
-// ARGV[4] default cap per host to record, or ""
-// ARGV[5] most held lanes to look at
-// ARGV[6] borrow limit to record (routed entries in flight under which a
-// lane may pass its cap while no other lane waits; 0 lends nothing), or ""
-// ARGV[7] unread limit to record (Caps.Unread), or ""
-// Returns {popped, now_ms, next_due_ms or -1, published, held}
-var publishScript = redis.NewScript(lanesLua + strings.ReplaceAll(strings.ReplaceAll(`
-local now
-if ARGV[2] ~= '' then
-  now = tonumber(ARGV[2])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[4], '*o', ARGV[3]) end
-if ARGV[4] ~= '' then redis.call('HSET', KEYS[4], '*h', ARGV[4]) end
-if ARGV[6] ~= '' then redis.call('HSET', KEYS[4], '*b', ARGV[6]) end
-if ARGV[7] ~= '' then redis.call('HSET', KEYS[4], '*u', ARGV[7]) end
-local limit = tonumber(ARGV[1])
-local published, held, n = 0, 0, 0
-local function placeAll(due, from, to, step)
-  for i = from, to, step do
-    if place(due[i], due[i + 1]) then
-      published = published + 1
-    else
-      held = held + 1
-    end
-  end
-end
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
-local take = #due / 2
--- Behind a backlog (more is due than this call takes, and the earliest of
--- it came due a while ago), the members that came due most recently go
--- first, up to a quarter of the call and oldest of them first: an owner's
--- burst still being sorted into its held set does not make another owner's
--- next job wait for the whole of it.
-if take == limit and limit >= 4 and tonumber(due[2]) < now - __BACKLOGMS__ then
-  local after = math.max(now - __FRESHMS__, tonumber(due[#due]))
-  local fresh = redis.call('ZREVRANGEBYSCORE', KEYS[1], now, '(' .. after, 'WITHSCORES', 'LIMIT', 0, math.floor(limit / 4))
-  if #fresh > 0 then
-    placeAll(fresh, #fresh - 1, 1, -2)
-    local members = {}
-    for i = 1, #fresh, 2 do members[#members + 1] = fresh[i] end
-    redis.call('ZREM', KEYS[1], unpack(members))
-    n = #members
-    take = limit - n
-  end
-end
-placeAll(due, 1, 2 * take - 1, 2)
-if take > 0 then
-  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, take - 1)
-  n = n + take
-end
--- Then the held lanes, unless a newcomer just made way: what it put back
--- would only come out again at once, and the workers' releases refill it.
-if not movedAside then
-  local sweep = redis.call('SRANDMEMBER', KEYS[5], tonumber(ARGV[5]))
-  for _, lane in ipairs(sweep) do
-    if published >= limit then break end
-    published = published + unhold(lane, limit - published)
-  end
-end
-local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local next_due = -1
-if #nxt > 0 then next_due = tonumber(nxt[2]) end
-return {n, now, next_due, published, held}
-`, "__BACKLOGMS__", strconv.Itoa(int(backlogAfter/time.Millisecond))), "__FRESHMS__", strconv.Itoa(int(freshWindow/time.Millisecond))))
-
-// A backlog is members due more than backlogAfter ago still in the due set;
-// behind one, the members due within the last freshWindow go first, up to a
-// quarter of each call.
-const (
-	backlogAfter = 100 * time.Millisecond
-	freshWindow  = time.Second
-)
-
-// heldLanesPerCall bounds the held lanes one publish call looks at.
-const heldLanesPerCall = 16
-
-// Published is what one publish call did.
-type Published struct {
-	// Moved is how many due members it took from the due set: published, or
-	// held back because their owner or host was at its cap.
-	Moved int
-	// Sent is how many members it put in the stream, held ones included;
-	// Held how many due members it held back.
-	Sent, Held int
-	Now        time.Time // Redis's clock at the call
-	Next       time.Time // due time of the earliest member left, zero if none
-}
-
-// Publish moves up to limit due members to the ready stream, holding back
-// those whose lanes are at their caps, and records caps as the shard's
-// defaults. A zero now uses Redis TIME; tests pass their own clock.
-func (q *Queue) Publish(ctx context.Context, limit int, now time.Time, caps Caps) (Published, error) {
-	nowArg := ""
-	if !now.IsZero() {
-		nowArg = strconv.FormatInt(now.UnixMilli(), 10)
-	}
-	capArg := func(v int) string {
-		if v <= 0 {
-			return ""
-		}
-		return strconv.Itoa(v)
-	}
-	borrow := ""
-	if caps.Borrow != 0 {
-		borrow = strconv.Itoa(max(caps.Borrow, 0))
-	}
-	res, err := publishScript.Run(ctx, q.rdb, q.keys.laneKeys(), limit, nowArg, capArg(caps.Owner), capArg(caps.Host), heldLanesPerCall, borrow, capArg(caps.Unread)).Int64Slice()
-	if err != nil {
-		return Published{}, fmt.Errorf("publish due: %w", err)
-	}
-	p := Published{Moved: int(res[0]), Now: time.UnixMilli(res[1]).UTC(), Sent: int(res[3]), Held: int(res[4])}
-	if res[2] >= 0 {
-		p.Next = time.UnixMilli(res[2]).UTC()
-	}
-	return p, nil
-}
-
-// EnsureGroup creates the ready stream and its consumer group if missing.
-func (q *Queue) EnsureGroup(ctx context.Context) error {
-	err := q.rdb.XGroupCreateMkStream(ctx, q.keys.Ready(), Group, "0").Err()
-	if err != nil && !redis.HasErrorPrefix(err, errBusyGroup) {
-		return fmt.Errorf("create consumer group: %w", err)
-	}
-	return nil
-}
-
-// Message is one stream entry handed to a worker.
-type Message struct {
-	// Shard is the shard whose stream the entry came from.
-	Shard      int
-	ID         string
-	Occurrence job.Occurrence
-	DueAt      time.Time
-	// Err is set when the entry cannot be decoded: a poison entry.
-	Err error
-	Raw map[string]any
-}
-
-func (q *Queue) decode(x redis.XMessage) Message {
-	m := Message{Shard: q.keys.Shard, ID: x.ID, Raw: x.Values}
-	member, _ := x.Values["m"].(string)
-	occ, err := job.ParseMember(member)
-	if err != nil {
-		m.Err = err
-		return m
-	}
-	m.Occurrence = occ
-	due, err := strconv.ParseInt(fmt.Sprint(x.Values["d"]), 10, 64)
-	if err != nil {
-		m.Err = fmt.Errorf("entry %s: bad due time: %w", x.ID, err)
-		return m
-	}
-	m.DueAt = time.UnixMilli(due).UTC()
-	return m
-}
-
-// Read takes up to count new entries for consumer, waiting up to block for the
-// first (zero waits without limit, a negative block not at all). A lost group
-// (Redis restarted empty) is recreated.
-func (q *Queue) Read(ctx context.Context, consumer string, count int, block time.Duration) ([]Message, error) {
-	res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
-		Group: Group, Consumer: consumer, Streams: []string{q.keys.Ready(), ">"}, Count: int64(count), Block: block,
-	}).Result()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
-	if err != nil && redis.HasErrorPrefix(err, errNoGroup) {
-		if gerr := q.EnsureGroup(ctx); gerr != nil {
-			return nil, gerr
-		}
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read stream: %w", err)
-	}
-	var out []Message
-	for _, s := range res {
-		for _, x := range s.Messages {
-			out = append(out, q.decode(x))
-		}
-	}
-	return out, nil
-}
-
-// Reclaim takes over up to count entries that other consumers left pending for
-// longer than minIdle: their worker died or stalled.
-func (q *Queue) Reclaim(ctx context.Context, consumer string, minIdle time.Duration, count int) ([]Message, error) {
-	msgs, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-		Stream: q.keys.Ready(), Group: Group, Consumer: consumer, MinIdle: minIdle, Start: "0-0", Count: int64(count),
-	}).Result()
-	if err != nil {
-		if redis.HasErrorPrefix(err, errNoGroup) {
-			return nil, q.EnsureGroup(ctx)
-		}
-		return nil, fmt.Errorf("reclaim pending: %w", err)
-	}
-	out := make([]Message, 0, len(msgs))
-	for _, x := range msgs {
-		out = append(out, q.decode(x))
-	}
-	return out, nil
-}
-
-// Settle finishes handled entries in one pipelined round trip: first the
-// retries go into the due set, then the entries are acknowledged and deleted.
-// The order matters: an entry is never acknowledged before its retry is safe.
-func (q *Queue) Settle(ctx context.Context, ids []string, retries []Entry) error {
-	if len(ids) == 0 && len(retries) == 0 {
+// Remove takes occurrences out of their shards' due sets, and out of the
+// held sets of their lanes, in one round trip.
+func (r *Ring) Remove(ctx context.Context, occs []job.Occurrence) error {
+	if len(occs) == 0 {
 		return nil
 	}
-	pipe := q.rdb.Pipeline()
-	q.settle(ctx, pipe, ids, retries)
+	members := make(map[int][]any, len(r.shards))
+	pipe := r.rdb.Pipeline()
+	for _, o := range occs {
+		i := ShardOf(o.JobID, len(r.shards))
+		m := o.Member()
+		members[i] = append(members[i], m)
+		for _, lane := range routeLanes(o) {
+			pipe.ZRem(ctx, r.shards[i].keys.Held(lane), m)
+		}
+	}
+	for i, m := range members {
+		pipe.ZRem(ctx, r.shards[i].keys.Due(), m...)
+	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("settle %d entries: %w", len(ids), err)
+		return fmt.Errorf("remove %d occurrences: %w", len(occs), err)
 	}
 	return nil
 }
 
-// settleScript schedules retries, then acknowledges and deletes entries, as
-// one script: a pipeline of ZADD, XACK and XDEL is not atomic, so a ZADD
-// refused (Redis out of memory under noeviction, a slot mid-migration) would
-// still let the acknowledgement through and lose the retry. A script stops at
-// the first refused command, before the acknowledgement. Each entry deleted
-// frees a place in its lanes (see fair.go), which goes at once to the lane's
-// oldest held member: the host's first (another owner may be waiting on it),
-// then the owner's.
-//
-// An entry whose worker gave its place back when its attempt ended
-// (Release, noted in the released set) is only acknowledged and deleted.
-//
-// KEYS[1..7] as lanesLua
-// ARGV[1] consumer group
-// ARGV[2] number of retries, r
-// ARGV[3 .. 2+2r] score, member pairs
-// ARGV[3+2r ..] entry ids
-// Returns the number of entries deleted
-var settleScript = redis.NewScript(lanesLua + `
-local r = tonumber(ARGV[2])
-local first = 3
-local last = 2 + 2 * r
-local chunk = 1000
-for i = first, last, chunk do
-  redis.call('ZADD', KEYS[1], unpack(ARGV, i, math.min(i + chunk - 1, last)))
-end
-local freed = {}
-for i = last + 1, #ARGV do
-  local ol, hl, present = entryLanes(ARGV[i])
-  local released = redis.call('SREM', KEYS[7], ARGV[i]) == 1
-  if ol and present and not released then freed[#freed + 1] = {ol, hl} end
-end
-local deleted = 0
-for i = last + 1, #ARGV, chunk do
-  local j = math.min(i + chunk - 1, #ARGV)
-  redis.call('XACK', KEYS[2], ARGV[1], unpack(ARGV, i, j))
-  deleted = deleted + redis.call('XDEL', KEYS[2], unpack(ARGV, i, j))
-end
-for _, l in ipairs(freed) do
-  free(l[1], l[2])
-end
-for _, l in ipairs(freed) do
-  if l[2] then unhold(l[2], 1) end
-  unhold(l[1], 1)
-end
-return deleted
-`)
-
-func (q *Queue) settle(ctx context.Context, pipe redis.Pipeliner, ids []string, retries []Entry) {
-	args := make([]any, 0, 2+2*len(retries)+len(ids))
-	args = append(args, Group, len(retries))
-	for _, e := range retries {
-		args = append(args, e.DueAt.UnixMilli(), e.Occurrence.Member())
-	}
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	// EVAL, not EVALSHA: in a pipeline a NOSCRIPT could not be retried, and
-	// Redis caches the compiled script by its hash either way.
-	settleScript.Eval(ctx, pipe, q.keys.laneKeys(), args...)
-}
-
-// SetAside moves poison entries to the dead stream and acknowledges them, so a
-// message nobody can decode is kept for people to read but never retried.
-func (q *Queue) SetAside(ctx context.Context, msgs []Message) error {
-	if len(msgs) == 0 {
+// routeLanes names the lanes an occurrence may be held in: none for one
+// without a route.
+func routeLanes(o job.Occurrence) []string {
+	if o.Owner == (uuid.UUID{}) {
 		return nil
 	}
-	pipe := q.rdb.Pipeline()
-	ids := make([]string, len(msgs))
-	for i, m := range msgs {
-		ids[i] = m.ID
-		vals := map[string]any{"id": m.ID}
-		if m.Err != nil {
-			vals["error"] = m.Err.Error()
-		}
-		for k, v := range m.Raw {
-			vals["f_"+k] = v
-		}
-		pipe.XAdd(ctx, &redis.XAddArgs{Stream: q.keys.Dead(), MaxLen: 10000, Approx: true, Values: vals})
+	lanes := []string{OwnerLane(job.OwnerKey(o.Owner))}
+	if o.Target != "" {
+		lanes = append(lanes, TargetLane(o.Target))
 	}
-	// Acknowledged and deleted as settling does, so that an entry whose
-	// member names its lanes gives its place back.
-	q.settle(ctx, pipe, ids, nil)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("set aside %d entries: %w", len(msgs), err)
+	return lanes
+}
+
+// Scheduled reports which of occs are in their shards' due sets, or held
+// back in the held set of one of their lanes.
+func (r *Ring) Scheduled(ctx context.Context, occs []job.Occurrence) ([]bool, error) {
+	if len(occs) == 0 {
+		return nil, nil
+	}
+	type lookup struct {
+		at  []int
+		cmd *redis.FloatSliceCmd
+	}
+	members := make(map[int][]string, len(r.shards))
+	at := make(map[int][]int, len(r.shards))
+	for k, o := range occs {
+		i := ShardOf(o.JobID, len(r.shards))
+		members[i] = append(members[i], o.Member())
+		at[i] = append(at[i], k)
+	}
+	pipe := r.rdb.Pipeline()
+	var lookups []lookup
+	for i, m := range members {
+		lookups = append(lookups, lookup{at: at[i], cmd: pipe.ZMScore(ctx, r.shards[i].keys.Due(), m...)})
+	}
+	held := make([][]*redis.FloatCmd, len(occs))
+	for k, o := range occs {
+		q := r.shards[ShardOf(o.JobID, len(r.shards))]
+		for _, lane := range routeLanes(o) {
+			held[k] = append(held[k], pipe.ZScore(ctx, q.keys.Held(lane), o.Member()))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("look up %d occurrences: %w", len(occs), err)
+	}
+	in := make([]bool, len(occs))
+	for _, l := range lookups {
+		for j, s := range l.cmd.Val() {
+			in[l.at[j]] = s != 0
+		}
+	}
+	for k, cmds := range held {
+		for _, c := range cmds {
+			if c.Err() == nil {
+				in[k] = true
+			}
+		}
+	}
+	return in, nil
+}
+
+// EnsureGroup creates every shard's stream and consumer group if missing.
+func (r *Ring) EnsureGroup(ctx context.Context) error {
+	for _, q := range r.shards {
+		if err := q.EnsureGroup(ctx); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// Stats are the queue's sizes, for readiness and metrics.
-type Stats struct {
-	Due     int64 // members waiting in the due set
-	Ready   int64 // entries in the stream (unread and pending)
-	Pending int64 // entries delivered and not yet acknowledged
-	// Held is how many due members are held back because their owner or
-	// their host was at its cap on attempts in flight.
-	Held int64
+// Stats sums the shards' sizes, read in one round trip.
+func (r *Ring) Stats(ctx context.Context) (Stats, error) {
+	pipe := r.rdb.Pipeline()
+	type cmds struct {
+		due, ready *redis.IntCmd
+		pending    *redis.XPendingCmd
+		held       *redis.Cmd
+	}
+	all := make([]cmds, len(r.shards))
+	for i, q := range r.shards {
+		all[i] = cmds{pipe.ZCard(ctx, q.keys.Due()), pipe.XLen(ctx, q.keys.Ready()), pipe.XPending(ctx, q.keys.Ready(), Group),
+			heldScript.Eval(ctx, pipe, []string{q.keys.HeldLanes(), q.keys.HeldPrefix()})}
+	}
+	_, _ = pipe.Exec(ctx)
+	// Every command's error, not only the first: a shard with no group yet
+	// (NOGROUP) must not hide another master that did not answer.
+	for _, c := range all {
+		for _, err := range []error{c.due.Err(), c.ready.Err(), c.pending.Err(), c.held.Err()} {
+			if err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, errNoGroup) {
+				return Stats{}, fmt.Errorf("queue stats: %w", err)
+			}
+		}
+	}
+	var st Stats
+	for _, c := range all {
+		st.Due += c.due.Val()
+		st.Ready += c.ready.Val()
+		held, _ := c.held.Int64()
+		st.Held += held
+		if p := c.pending.Val(); p != nil {
+			st.Pending += p.Count
+		}
+	}
+	return st, nil
 }
 
-// Stats reads the queue's sizes in one round trip.
-func (q *Queue) Stats(ctx context.Context) (Stats, error) { return q.alone().Stats(ctx) }
+// Intact reports whether every shard still holds its marker.
+func (r *Ring) Intact(ctx context.Context) (bool, error) {
+	for _, q := range r.shards {
+		ok, err := q.Intact(ctx)
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
 
-// Connect opens a Redis client from a redis:// or rediss:// URL. With cluster
-// set, or seed addresses given, it opens a Redis Cluster client instead: the
-// URL's host (a cluster's configuration endpoint, or any node) and addrs
-// together seed the node discovery, and the URL's credentials, TLS and
-// options apply to every node.
-func Connect(url string, cluster bool, addrs []string) (redis.UniversalClient, error) {
-	if !cluster && len(addrs) == 0 {
-		opt, err := redis.ParseURL(url)
+// MarkIntact sets every shard's marker.
+func (r *Ring) MarkIntact(ctx context.Context) error {
+	for _, q := range r.shards {
+		if err := q.MarkIntact(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Consumers lists the workers of every shard's group, one row per worker:
+// its pending entries summed, its idle time the least over the shards.
+func (r *Ring) Consumers(ctx context.Context) ([]Consumer, error) {
+	var out []Consumer
+	seen := map[string]int{}
+	for _, q := range r.shards {
+		cs, err := q.Consumers(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("parse redis url: %w", err)
+			return nil, err
 		}
-		return redis.NewClient(opt), nil
-	}
-	opt, err := redis.ParseClusterURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("parse redis cluster url: %w", err)
-	}
-	// A cluster has database 0 only; ParseClusterURL ignores the path.
-	if u, err := neturl.Parse(url); err == nil && strings.Trim(u.Path, "/") != "" && strings.Trim(u.Path, "/") != "0" {
-		return nil, fmt.Errorf("parse redis cluster url: a cluster has database 0 only, not %q", strings.Trim(u.Path, "/"))
-	}
-	for _, a := range addrs {
-		if !slices.Contains(opt.Addrs, a) {
-			opt.Addrs = append(opt.Addrs, a)
+		for _, c := range cs {
+			if i, ok := seen[c.Name]; ok {
+				out[i].Pending += c.Pending
+				out[i].Idle = min(out[i].Idle, c.Idle)
+				continue
+			}
+			seen[c.Name] = len(out)
+			out = append(out, c)
 		}
 	}
-	return redis.NewClusterClient(opt), nil
+	return out, nil
 }
 
-// Intact reports whether the marker is present: false after Redis lost its data.
-func (q *Queue) Intact(ctx context.Context) (bool, error) {
-	n, err := q.rdb.Exists(ctx, q.keys.Marker()).Result()
-	if err != nil {
-		return false, fmt.Errorf("check marker: %w", err)
+// DuePerMinute sums the shards' counts of members due in each minute.
+func (r *Ring) DuePerMinute(ctx context.Context, from time.Time, minutes int) ([]int64, error) {
+	out := make([]int64, minutes)
+	for _, q := range r.shards {
+		counts, err := q.DuePerMinute(ctx, from, minutes)
+		if err != nil {
+			return nil, err
+		}
+		for i, n := range counts {
+			out[i] += n
+		}
 	}
-	return n == 1, nil
+	return out, nil
 }
 
-// MarkIntact sets the marker, once what Redis should hold has been rebuilt.
-func (q *Queue) MarkIntact(ctx context.Context) error {
-	if err := q.rdb.Set(ctx, q.keys.Marker(), "1", 0).Err(); err != nil {
-		return fmt.Errorf("set marker: %w", err)
+// Settle finishes handled entries of every shard in one pipelined round trip.
+// Per shard, as Queue.Settle: retries first, then acknowledgements; a
+// cluster client keeps each master's commands in order.
+func (r *Ring) Settle(ctx context.Context, done map[int]Settlement) error {
+	pipe := r.rdb.Pipeline()
+	n := 0
+	for i, s := range done {
+		if len(s.IDs) == 0 && len(s.Retries) == 0 {
+			continue
+		}
+		r.shards[i].settle(ctx, pipe, s.IDs, s.Retries)
+		n += len(s.IDs)
+	}
+	if pipe.Len() == 0 {
+		return nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("settle %d entries: %w", n, err)
+	}
+	return nil
+}
+
+// Settlement is what settling does in one shard: schedule the retries, then
+// acknowledge and delete the entries.
+type Settlement struct {
+	IDs     []string
+	Retries []Entry
+}
+
+// ErrShardsDiffer says this process's shard count is not the deployment's.
+var ErrShardsDiffer = errors.New("shard count differs from the deployment's")
+
+// ShardsKey holds the deployment's shard count (see the function ShardsKey).
+func (r *Ring) ShardsKey() string { return ShardsKey(r.Prefix()) }
+
+// CheckShards records this ring's shard count as the deployment's if none is
+// recorded yet, and fails with ErrShardsDiffer if another one is: a process
+// with another N would put jobs where no publisher or worker of the
+// deployment looks. After Redis loses its data the next check records it
+// again; changing N means deleting the key with the shards' keys.
+func (r *Ring) CheckShards(ctx context.Context) error {
+	n := len(r.shards)
+	set, err := r.rdb.SetNX(ctx, r.ShardsKey(), n, 0).Result()
+	if err != nil {
+		return fmt.Errorf("check shard count: %w", err)
+	}
+	if set {
+		return nil
+	}
+	got, err := r.rdb.Get(ctx, r.ShardsKey()).Result()
+	if errors.Is(err, redis.Nil) {
+		return r.CheckShards(ctx) // deleted in between: record ours
+	}
+	if err != nil {
+		return fmt.Errorf("check shard count: %w", err)
+	}
+	if got != strconv.Itoa(n) {
+		return fmt.Errorf("%w: TOCK_REDIS_SHARDS=%d here, %s in Redis (%s); every service must use the same, see docs/operations.md",
+			ErrShardsDiffer, n, got, r.ShardsKey())
 	}
 	return nil
 }

@@ -1,616 +1,298 @@
 package queue_test
 
 import (
-	"context"
-	"fmt"
-	"slices"
-	"strings"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/queue"
-	"github.com/tockhq/tock/pkg/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// noBlock makes Read return at once when nothing is there. A zero block would
-// make XREADGROUP wait forever (go-redis sends BLOCK 0 for any block >= 0).
-const noBlock = -1
-
-// base is a fixed instant for injected clocks: 2030-01-15 14:00:00 UTC.
-var base = time.Date(2030, 1, 15, 14, 0, 0, 0, time.UTC)
-
-// bundle is what each queue case works with, on one backend.
-type bundle struct {
-	ctx  context.Context
-	rdb  redis.UniversalClient
-	q    *queue.Queue
-	keys queue.Keys
-}
-
-// onBothRedis runs the same case on miniredis and on the real Redis server
-// (STYLE 7). Each backend gets its own unique key prefix, so cases run in
-// parallel without FLUSHDB.
-func onBothRedis(t *testing.T, fn func(t *testing.T, b *bundle)) {
+// onBothRedisRing runs a ring case on miniredis and on the real Redis server.
+func onBothRedisRing(t *testing.T, shards int, fn func(t *testing.T, r *queue.Ring, rdb redis.UniversalClient)) {
 	t.Helper()
-	onBothServers(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) { fn(t, setup(t, rdb, prefix)) })
-}
-
-// onBothServers runs fn on a fresh miniredis and on the real Redis server,
-// in parallel, each with a client and a key prefix of its own.
-func onBothServers(t *testing.T, fn func(t *testing.T, rdb redis.UniversalClient, prefix string)) {
-	t.Helper()
-	t.Run("miniredis", func(t *testing.T) {
-		t.Parallel()
-		mr := miniredis.RunT(t)
-		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-		t.Cleanup(func() { _ = rdb.Close() })
-		fn(t, rdb, testenv.Name(t))
-	})
-	t.Run("redis", func(t *testing.T) {
-		t.Parallel()
-		rdb, prefix := testenv.Redis(t)
-		fn(t, rdb, prefix)
+	onBothServers(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		fn(t, queue.NewRing(rdb, prefix, shards), rdb)
 	})
 }
 
-func setup(t *testing.T, rdb redis.UniversalClient, prefix string) *bundle {
-	t.Helper()
-	keys := queue.Keys{Prefix: prefix, Shard: 3}
-	return &bundle{ctx: t.Context(), rdb: rdb, q: queue.New(rdb, keys), keys: keys}
-}
-
-// occ returns a first attempt of a fresh job, due at at, with priority prio.
-func occ(at time.Time, prio int) job.Occurrence {
-	return job.Occurrence{JobID: job.NewID(), ScheduledFor: at.UTC().Truncate(time.Millisecond), Attempt: 1, Priority: prio}
-}
-
-// entry puts o into the due set at its scheduled time.
-func entry(o job.Occurrence) queue.Entry { return queue.Entry{Occurrence: o, DueAt: o.ScheduledFor} }
-
-// streamOccurrences decodes every entry of the ready stream, in stream order.
-func (b *bundle) streamOccurrences(t *testing.T) []job.Occurrence {
-	t.Helper()
-	xs, err := b.rdb.XRange(b.ctx, b.keys.Ready(), "-", "+").Result()
-	require.NoError(t, err)
-	out := make([]job.Occurrence, 0, len(xs))
-	for _, x := range xs {
-		m, ok := x.Values["m"].(string)
-		require.True(t, ok, "entry %s has no member", x.ID)
-		o, err := job.ParseMember(m)
-		require.NoError(t, err)
-		out = append(out, o)
+func TestShardOf(t *testing.T) {
+	t.Parallel()
+	counts := make([]int, 8)
+	for range 8000 {
+		id := job.NewID()
+		i := queue.ShardOf(id, 8)
+		require.Equal(t, i, queue.ShardOf(id, 8), "stable")
+		counts[i]++
 	}
-	return out
-}
-
-func (b *bundle) dueMembers(t *testing.T) []string {
-	t.Helper()
-	ms, err := b.rdb.ZRange(b.ctx, b.keys.Due(), 0, -1).Result()
-	require.NoError(t, err)
-	return ms
-}
-
-func (b *bundle) enqueue(t *testing.T, occs ...job.Occurrence) {
-	t.Helper()
-	entries := make([]queue.Entry, len(occs))
-	for i, o := range occs {
-		entries[i] = entry(o)
+	for i, n := range counts {
+		require.InDelta(t, 1000, n, 150, "shard %d holds %d of 8000", i, n)
 	}
-	require.NoError(t, b.q.Enqueue(b.ctx, entries))
+	require.Zero(t, queue.ShardOf(job.NewID(), 1))
+	require.Zero(t, queue.ShardOf(job.NewID(), 0))
 }
 
-// publishAndRead moves everything due by base into the stream and reads it.
-func (b *bundle) publishAndRead(t *testing.T, consumer string, n int) []queue.Message {
-	t.Helper()
-	require.NoError(t, b.q.EnsureGroup(b.ctx))
-	p, err := b.q.Publish(b.ctx, 100, base, queue.Caps{})
-	require.NoError(t, err)
-	require.Equal(t, n, p.Moved)
-	msgs, err := b.q.Read(b.ctx, consumer, 100, noBlock)
-	require.NoError(t, err)
-	require.Len(t, msgs, n)
-	return msgs
+func TestSlot(t *testing.T) {
+	t.Parallel()
+	// Values from the Redis Cluster specification and CLUSTER KEYSLOT.
+	require.Equal(t, 12182, queue.Slot("foo"))
+	require.Equal(t, 12739, queue.Slot("123456789"), "CRC-16/XMODEM check value 0x31C3, modulo 16384")
+	require.Equal(t, queue.Slot("user1000"), queue.Slot("{user1000}.following"))
+	require.Equal(t, queue.Slot("{}x"), queue.Slot("{}x"), "an empty tag hashes the whole key")
 }
 
-func memberOf(occs ...job.Occurrence) []string {
-	out := make([]string, len(occs))
-	for i, o := range occs {
-		out[i] = o.Member()
+func TestShardTag(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "s0", queue.ShardTag(0, 1))
+	for _, n := range []int{2, 3, 4, 6, 8, 12, 16, 64, 256} {
+		seen := map[string]bool{}
+		for i := range n {
+			tag := queue.ShardTag(i, n)
+			require.False(t, seen[tag])
+			seen[tag] = true
+			slot := queue.Slot(tag)
+			require.GreaterOrEqual(t, slot, i*16384/n, "shard %d of %d", i, n)
+			require.Less(t, slot, (i+1)*16384/n, "shard %d of %d", i, n)
+		}
 	}
-	return out
+	// Six shards on three masters owning equal slot ranges: two each.
+	per := make([]int, 3)
+	for i := range 6 {
+		per[queue.Slot(queue.ShardTag(i, 6))*3/16384]++
+	}
+	require.Equal(t, []int{2, 2, 2}, per)
 }
 
-func TestKeys(t *testing.T) {
+func TestRing(t *testing.T) {
 	t.Parallel()
 
-	t.Run("ShareOneHashTagPerShard", func(t *testing.T) {
+	t.Run("KeysOfEachShardShareOneHashTag", func(t *testing.T) {
 		t.Parallel()
-		// miniredis cannot report CROSSSLOT, so the hash tag is checked here: every
-		// key a script touches must hash to the shard's one Cluster slot.
-		for _, shard := range []int{0, 1, 7, 15, 1023} {
-			k := queue.Keys{Prefix: "tock", Shard: shard}
-			want := fmt.Sprintf("s%d", shard)
-			for _, key := range []string{k.Due(), k.Ready(), k.Dead(), k.LoaderLock(), k.Inflight(), k.Caps(),
-				k.HeldLanes(), k.HeldPrefix() + "o:x", k.Held("h:0badc0de"), k.Workers(), k.WorkerSlots(), k.Aborts()} {
-				require.Equal(t, want, hashTag(t, key), "key %q", key)
+		r := queue.NewRing(nil, "tock", 4)
+		require.Len(t, r.Shards(), 4)
+		for i, q := range r.Shards() {
+			k := q.Keys()
+			require.Equal(t, i, k.Shard)
+			tag := "{" + queue.ShardTag(i, 4) + "}"
+			for _, key := range []string{k.Due(), k.Ready(), k.Dead(), k.Marker(), k.LoaderLock()} {
+				require.Contains(t, key, tag)
+				require.Equal(t, queue.Slot(k.Due()), queue.Slot(key), "one slot per shard")
 			}
 		}
+		require.Same(t, r.Shard(0), r.Home())
+		require.Equal(t, "tock", r.Prefix())
+		require.Equal(t, "tock:{s0}:due", queue.NewRing(nil, "tock", 1).Home().Keys().Due(), "one shard keeps its tag")
 	})
 
-	t.Run("DifferBetweenShardsAndPrefixes", func(t *testing.T) {
+	t.Run("EnqueuesEachOccurrenceInItsJobsShard", func(t *testing.T) {
 		t.Parallel()
-		a, b, c := queue.Keys{Prefix: "tock", Shard: 0}, queue.Keys{Prefix: "tock", Shard: 1}, queue.Keys{Prefix: "other", Shard: 0}
-		require.NotEqual(t, a.Due(), b.Due())
-		require.NotEqual(t, a.Due(), c.Due())
-		require.True(t, strings.HasPrefix(c.Ready(), "other:"))
-		all := []string{a.Due(), a.Ready(), a.Dead(), a.LoaderLock()}
-		slices.Sort(all)
-		require.Len(t, slices.Compact(all), 4, "each key of a shard is distinct")
+		onBothRedisRing(t, 4, func(t *testing.T, r *queue.Ring, rdb redis.UniversalClient) {
+			ctx := t.Context()
+			var entries []queue.Entry
+			var occs []job.Occurrence
+			for range 40 {
+				o := occ(base, 0)
+				occs = append(occs, o)
+				entries = append(entries, entry(o))
+			}
+			require.NoError(t, r.Enqueue(ctx, entries))
+			used := map[int]bool{}
+			for _, o := range occs {
+				q := r.Of(o.JobID)
+				used[q.Keys().Shard] = true
+				require.NoError(t, rdb.ZScore(ctx, q.Keys().Due(), o.Member()).Err(), "in its own shard")
+			}
+			require.Greater(t, len(used), 2, "40 jobs spread over the shards")
+
+			in, err := r.Scheduled(ctx, append(occs[:3:3], occ(base, 0)))
+			require.NoError(t, err)
+			require.Equal(t, []bool{true, true, true, false}, in, "answers in the order asked")
+
+			st, err := r.Stats(ctx)
+			require.NoError(t, err)
+			require.EqualValues(t, 40, st.Due, "summed over the shards")
+
+			require.NoError(t, r.Remove(ctx, occs[:10]))
+			in, err = r.Scheduled(ctx, occs[:11])
+			require.NoError(t, err)
+			require.Equal(t, append(make([]bool, 10), true), in)
+			counts, err := r.DuePerMinute(ctx, base, 2)
+			require.NoError(t, err)
+			require.Equal(t, []int64{30, 0}, counts)
+		})
+	})
+
+	t.Run("SettlesEachShardRetryFirst", func(t *testing.T) {
+		t.Parallel()
+		onBothRedisRing(t, 3, func(t *testing.T, r *queue.Ring, rdb redis.UniversalClient) {
+			ctx := t.Context()
+			require.NoError(t, r.EnsureGroup(ctx))
+			var entries []queue.Entry
+			for range 30 {
+				entries = append(entries, entry(occ(base, 0)))
+			}
+			require.NoError(t, r.Enqueue(ctx, entries))
+			done := map[int]queue.Settlement{}
+			read := 0
+			for i, q := range r.Shards() {
+				_, err := q.Publish(ctx, 100, base, queue.Caps{})
+				require.NoError(t, err)
+				msgs, err := q.Read(ctx, "c1", 100, noBlock)
+				require.NoError(t, err)
+				read += len(msgs)
+				s := queue.Settlement{}
+				for _, m := range msgs {
+					require.Equal(t, i, m.Shard, "a message knows its shard")
+					s.IDs = append(s.IDs, m.ID)
+					s.Retries = append(s.Retries, queue.Entry{Occurrence: m.Occurrence.Next(), DueAt: base.Add(time.Second)})
+				}
+				done[i] = s
+			}
+			require.Equal(t, 30, read)
+			st, err := r.Stats(ctx)
+			require.NoError(t, err)
+			require.Equal(t, queue.Stats{Ready: 30, Pending: 30}, st)
+
+			require.NoError(t, r.Settle(ctx, done))
+			st, err = r.Stats(ctx)
+			require.NoError(t, err)
+			require.Equal(t, queue.Stats{Due: 30}, st, "acknowledged and deleted; every retry in the due sets")
+			for i, q := range r.Shards() {
+				n, err := rdb.ZCard(ctx, q.Keys().Due()).Result()
+				require.NoError(t, err)
+				require.EqualValues(t, len(done[i].Retries), n, "shard %d holds its own retries", i)
+			}
+			cs, err := r.Consumers(ctx)
+			require.NoError(t, err)
+			require.Len(t, cs, 1, "one worker, however many shards it reads")
+			require.Equal(t, "c1", cs[0].Name)
+			require.Zero(t, cs[0].Pending)
+		})
+	})
+
+	t.Run("IsIntactOnlyWithEveryMarker", func(t *testing.T) {
+		t.Parallel()
+		onBothRedisRing(t, 3, func(t *testing.T, r *queue.Ring, rdb redis.UniversalClient) {
+			ctx := t.Context()
+			ok, err := r.Intact(ctx)
+			require.NoError(t, err)
+			require.False(t, ok)
+			require.NoError(t, r.MarkIntact(ctx))
+			ok, err = r.Intact(ctx)
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.NoError(t, rdb.Del(ctx, r.Shard(2).Keys().Marker()).Err())
+			ok, err = r.Intact(ctx)
+			require.NoError(t, err)
+			require.False(t, ok, "one shard lost its data")
+		})
 	})
 }
 
-// hashTag returns what Redis Cluster hashes for key: the text between the first
-// { and the next }, when that text is not empty.
-func hashTag(t *testing.T, key string) string {
+// privateRedis starts a redis-server of the test's own on a free port, for a
+// case that changes server settings; it skips when redis-server is missing,
+// except under CI=true.
+func privateRedis(t *testing.T) *redis.Client {
 	t.Helper()
-	open := strings.IndexByte(key, '{')
-	require.GreaterOrEqual(t, open, 0, "key %q has no hash tag", key)
-	end := strings.IndexByte(key[open+1:], '}')
-	require.Greater(t, end, 0, "key %q has no closed, non-empty hash tag", key)
-	return key[open+1 : open+1+end]
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redis-server is required under CI=true: %v", err)
+		}
+		t.Skip("redis-server not installed")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", t.TempDir(), "--maxmemory-policy", "noeviction")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	rdb := redis.NewClient(&redis.Options{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))})
+	t.Cleanup(func() { _ = rdb.Close() })
+	require.Eventually(t, func() bool { return rdb.Ping(t.Context()).Err() == nil }, 10*time.Second, 20*time.Millisecond)
+	return rdb
 }
 
-func TestPublish(t *testing.T) {
+func TestSettleIsAtomic(t *testing.T) {
 	t.Parallel()
+	// Redis out of memory under noeviction refuses the retry's ZADD: the
+	// entry must stay pending, to be handled again, not be acknowledged
+	// with its retry lost.
+	rdb := privateRedis(t)
+	ctx := t.Context()
+	r := queue.NewRing(rdb, "tock", 1)
+	q := r.Home()
+	require.NoError(t, r.EnsureGroup(ctx))
+	o := occ(base, 0)
+	require.NoError(t, r.Enqueue(ctx, []queue.Entry{entry(o)}))
+	_, err := q.Publish(ctx, 10, base, queue.Caps{})
+	require.NoError(t, err)
+	msgs, err := q.Read(ctx, "c1", 10, noBlock)
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+	retry := queue.Entry{Occurrence: o.Next(), DueAt: base.Add(time.Second)}
 
-	t.Run("PopsOnlyDueMembers", func(t *testing.T) {
-		t.Parallel()
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			past, now := occ(base.Add(-time.Minute), 0), occ(base, 0)
-			soon, later := occ(base.Add(time.Millisecond), 0), occ(base.Add(time.Hour), 0)
-			b.enqueue(t, later, past, soon, now)
+	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "1").Err())
+	err = r.Settle(ctx, map[int]queue.Settlement{0: {IDs: []string{msgs[0].ID}, Retries: []queue.Entry{retry}}})
+	require.ErrorContains(t, err, "OOM")
+	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "0").Err())
 
-			p, err := b.q.Publish(b.ctx, 100, base, queue.Caps{})
-			require.NoError(t, err)
-			require.Equal(t, 2, p.Moved)
-			require.True(t, p.Now.Equal(base), "now %s", p.Now)
-			require.True(t, p.Next.Equal(soon.ScheduledFor), "next %s, want the earliest remaining score", p.Next)
-			require.Equal(t, time.UTC, p.Next.Location())
+	st, err := r.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, queue.Stats{Ready: 1, Pending: 1}, st, "still pending, nothing scheduled")
 
-			require.ElementsMatch(t, memberOf(soon, later), b.dueMembers(t))
-			require.Equal(t, []job.Occurrence{past, now}, b.streamOccurrences(t), "published in due order")
-
-			p, err = b.q.Publish(b.ctx, 100, base, queue.Caps{})
-			require.NoError(t, err)
-			require.Zero(t, p.Moved, "a second call at the same instant has nothing left")
-
-			p, err = b.q.Publish(b.ctx, 100, base.Add(2*time.Hour), queue.Caps{})
-			require.NoError(t, err)
-			require.Equal(t, 2, p.Moved)
-			require.True(t, p.Next.IsZero(), "nothing left, so no next: %s", p.Next)
-			require.Empty(t, b.dueMembers(t))
-		})
-	})
-
-	t.Run("RespectsBatchLimit", func(t *testing.T) {
-		t.Parallel()
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			var occs []job.Occurrence
-			for i := range 7 {
-				occs = append(occs, occ(base.Add(-time.Duration(7-i)*time.Second), 0))
-			}
-			b.enqueue(t, occs...)
-
-			p, err := b.q.Publish(b.ctx, 5, base, queue.Caps{})
-			require.NoError(t, err)
-			require.Equal(t, 5, p.Moved)
-			require.True(t, p.Next.Equal(occs[5].ScheduledFor), "next is the first member the limit left behind")
-			require.Len(t, b.dueMembers(t), 2)
-
-			p, err = b.q.Publish(b.ctx, 5, base, queue.Caps{})
-			require.NoError(t, err)
-			require.Equal(t, 2, p.Moved, "the second call takes the rest")
-			require.True(t, p.Next.IsZero())
-			require.Equal(t, occs, b.streamOccurrences(t))
-		})
-	})
-
-	t.Run("PublishesHigherPriorityFirstAmongEqualScores", func(t *testing.T) {
-		t.Parallel()
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			at := base.Add(-time.Second)
-			prios := []int{0, job.MinPriority, 5, job.MaxPriority, -5, 100}
-			var occs []job.Occurrence
-			for _, p := range prios {
-				occs = append(occs, occ(at, p))
-			}
-			earlier := occ(at.Add(-time.Millisecond), job.MinPriority)
-			b.enqueue(t, append(occs, earlier)...)
-
-			p, err := b.q.Publish(b.ctx, 100, base, queue.Caps{})
-			require.NoError(t, err)
-			require.Equal(t, len(prios)+1, p.Moved)
-
-			got := b.streamOccurrences(t)
-			require.Equal(t, earlier, got[0], "an earlier score goes first whatever its priority")
-			var order []int
-			for _, o := range got[1:] {
-				order = append(order, o.Priority)
-			}
-			require.Equal(t, []int{job.MaxPriority, 100, 5, 0, -5, job.MinPriority}, order)
-		})
-	})
-
-	t.Run("UsesRedisTimeWhenNowIsZero", func(t *testing.T) {
-		t.Parallel()
-		// miniredis answers TIME inside scripts from the wall clock, like Redis.
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			wall := time.Now()
-			past, future := occ(wall.Add(-time.Hour), 0), occ(wall.Add(time.Hour), 0)
-			b.enqueue(t, past, future)
-
-			p, err := b.q.Publish(b.ctx, 100, time.Time{}, queue.Caps{})
-			require.NoError(t, err)
-			require.Equal(t, 1, p.Moved)
-			require.WithinDuration(t, wall, p.Now, time.Minute, "now comes from Redis TIME")
-			require.True(t, p.Next.Equal(future.ScheduledFor))
-			require.Equal(t, []job.Occurrence{past}, b.streamOccurrences(t))
-		})
-	})
+	require.NoError(t, r.Settle(ctx, map[int]queue.Settlement{0: {IDs: []string{msgs[0].ID}, Retries: []queue.Entry{retry}}}))
+	st, err = r.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, queue.Stats{Due: 1}, st, "once memory allows: the retry scheduled, the entry gone")
 }
 
-func TestEnqueue(t *testing.T) {
+func TestConnect(t *testing.T) {
 	t.Parallel()
+	c, err := queue.Connect("redis://127.0.0.1:6379/0", false, nil)
+	require.NoError(t, err)
+	require.IsType(t, &redis.Client{}, c)
+	_ = c.Close()
 
-	t.Run("TwiceKeepsOneMember", func(t *testing.T) {
-		t.Parallel()
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			o := occ(base, 7)
-			b.enqueue(t, o)
-			moved := entry(o)
-			moved.DueAt = base.Add(time.Minute)
-			require.NoError(t, b.q.Enqueue(b.ctx, []queue.Entry{moved}))
+	c, err = queue.Connect("rediss://user:pw@clustercfg.example:6379", true, []string{"10.0.0.2:6379", "clustercfg.example:6379"})
+	require.NoError(t, err)
+	cc, ok := c.(*redis.ClusterClient)
+	require.True(t, ok, "a cluster client")
+	require.Equal(t, []string{"clustercfg.example:6379", "10.0.0.2:6379"}, cc.Options().Addrs, "the URL's host and the seeds, once each")
+	require.Equal(t, "pw", cc.Options().Password)
+	require.NotNil(t, cc.Options().TLSConfig, "rediss means TLS to every node")
+	_ = c.Close()
 
-			require.Equal(t, []string{o.Member()}, b.dueMembers(t))
-			score, err := b.rdb.ZScore(b.ctx, b.keys.Due(), o.Member()).Result()
-			require.NoError(t, err)
-			require.Equal(t, float64(base.Add(time.Minute).UnixMilli()), score, "the second enqueue sets the score")
-		})
-	})
+	c, err = queue.Connect("redis://h:6379", false, []string{"h2:6379"})
+	require.NoError(t, err)
+	require.IsType(t, &redis.ClusterClient{}, c, "seed addresses imply a cluster")
+	_ = c.Close()
 
-	t.Run("NothingIsANoOp", func(t *testing.T) {
-		t.Parallel()
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			require.NoError(t, b.q.Enqueue(b.ctx, nil))
-			require.NoError(t, b.q.Remove(b.ctx, nil))
-			require.NoError(t, b.q.Settle(b.ctx, nil, nil))
-			require.NoError(t, b.q.SetAside(b.ctx, nil))
-			in, err := b.q.Scheduled(b.ctx, nil)
-			require.NoError(t, err)
-			require.Empty(t, in)
-			n, err := b.rdb.Exists(b.ctx, b.keys.Due(), b.keys.Ready(), b.keys.Dead()).Result()
-			require.NoError(t, err)
-			require.Zero(t, n)
-		})
-	})
-
-	t.Run("ChunksLargeBatches", func(t *testing.T) {
-		t.Parallel()
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			occs := make([]job.Occurrence, 2500)
-			for i := range occs {
-				occs[i] = occ(base.Add(time.Duration(i)*time.Millisecond), 0)
-			}
-			b.enqueue(t, occs...)
-			n, err := b.rdb.ZCard(b.ctx, b.keys.Due()).Result()
-			require.NoError(t, err)
-			require.EqualValues(t, 2500, n)
-		})
-	})
+	_, err = queue.Connect("redis://h:6379/5", true, nil)
+	require.ErrorContains(t, err, "database 0 only")
 }
 
-func TestRemove(t *testing.T) {
+func TestCheckShards(t *testing.T) {
 	t.Parallel()
-
-	t.Run("TakesOutOnlyTheGivenMembers", func(t *testing.T) {
-		t.Parallel()
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			a, c, keep := occ(base, 0), occ(base, 1), occ(base, 2)
-			b.enqueue(t, a, c, keep)
-			absent := occ(base, 3)
-			require.NoError(t, b.q.Remove(b.ctx, []job.Occurrence{a, c, absent}), "an absent member is no error")
-			require.Equal(t, []string{keep.Member()}, b.dueMembers(t))
-		})
-	})
-}
-
-func TestScheduled(t *testing.T) {
-	t.Parallel()
-
-	t.Run("ReportsMembershipInOrder", func(t *testing.T) {
-		t.Parallel()
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			in1, out, in2 := occ(base, 0), occ(base, 0), occ(base.Add(time.Hour), 0)
-			b.enqueue(t, in1, in2)
-			got, err := b.q.Scheduled(b.ctx, []job.Occurrence{in1, out, in2, out.Next()})
-			require.NoError(t, err)
-			require.Equal(t, []bool{true, false, true, false}, got)
-		})
-	})
-
-	t.Run("MissingDueSetIsAllFalse", func(t *testing.T) {
-		t.Parallel()
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			got, err := b.q.Scheduled(b.ctx, []job.Occurrence{occ(base, 0)})
-			require.NoError(t, err)
-			require.Equal(t, []bool{false}, got)
-		})
-	})
-}
-
-func TestEnsureGroup(t *testing.T) {
-	t.Parallel()
-
-	t.Run("IsIdempotent", func(t *testing.T) {
-		t.Parallel()
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			require.NoError(t, b.q.EnsureGroup(b.ctx))
-			require.NoError(t, b.q.EnsureGroup(b.ctx))
-			groups, err := b.rdb.XInfoGroups(b.ctx, b.keys.Ready()).Result()
-			require.NoError(t, err)
-			require.Len(t, groups, 1)
-			require.Equal(t, queue.Group, groups[0].Name)
-		})
-	})
-}
-
-func TestRead(t *testing.T) {
-	t.Parallel()
-
-	t.Run("DecodesMessages", func(t *testing.T) {
-		t.Parallel()
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			first, second := occ(base.Add(-2*time.Second), 3), occ(base.Add(-time.Second), -3)
-			b.enqueue(t, first, second)
-			msgs := b.publishAndRead(t, "w1", 2)
-
-			xs, err := b.rdb.XRange(b.ctx, b.keys.Ready(), "-", "+").Result()
-			require.NoError(t, err)
-			require.Len(t, xs, 2)
-			for i, want := range []job.Occurrence{first, second} {
-				m := msgs[i]
-				require.NoError(t, m.Err)
-				require.Equal(t, xs[i].ID, m.ID, "the message carries its stream entry id")
-				require.Equal(t, want, m.Occurrence)
-				require.True(t, m.DueAt.Equal(want.ScheduledFor), "due %s", m.DueAt)
-				require.Equal(t, time.UTC, m.DueAt.Location())
-			}
-
-			again, err := b.q.Read(b.ctx, "w2", 100, noBlock)
-			require.NoError(t, err)
-			require.Empty(t, again, "a delivered entry is not handed to another consumer by Read")
-		})
-	})
-
-	t.Run("DueAtIsTheRetryTimeNotTheOccurrence", func(t *testing.T) {
-		t.Parallel()
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			o := occ(base.Add(-time.Hour), 0).Next()
-			retryAt := base.Add(-time.Minute)
-			require.NoError(t, b.q.Enqueue(b.ctx, []queue.Entry{{Occurrence: o, DueAt: retryAt}}))
-			msgs := b.publishAndRead(t, "w1", 1)
-			require.Equal(t, o, msgs[0].Occurrence)
-			require.Equal(t, 2, msgs[0].Occurrence.Attempt)
-			require.True(t, msgs[0].DueAt.Equal(retryAt))
-		})
-	})
-
-	t.Run("EmptyStreamReturnsNothing", func(t *testing.T) {
-		t.Parallel()
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			require.NoError(t, b.q.EnsureGroup(b.ctx))
-			msgs, err := b.q.Read(b.ctx, "w1", 10, 10*time.Millisecond)
-			require.NoError(t, err)
-			require.Empty(t, msgs)
-		})
-	})
-
-	t.Run("RecreatesLostGroup", func(t *testing.T) {
-		t.Parallel()
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			require.NoError(t, b.q.EnsureGroup(b.ctx))
-			require.NoError(t, b.rdb.Del(b.ctx, b.keys.Ready()).Err(), "as if Redis restarted empty")
-
-			msgs, err := b.q.Read(b.ctx, "w1", 10, noBlock)
-			require.NoError(t, err, "NOGROUP is repaired, not reported")
-			require.Empty(t, msgs)
-
-			groups, err := b.rdb.XInfoGroups(b.ctx, b.keys.Ready()).Result()
-			require.NoError(t, err)
-			require.Len(t, groups, 1)
-
-			b.enqueue(t, occ(base, 0))
-			b.publishAndRead(t, "w1", 1)
-		})
-	})
-
-	t.Run("FlagsPoisonEntries", func(t *testing.T) {
-		t.Parallel()
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			require.NoError(t, b.q.EnsureGroup(b.ctx))
-			good := occ(base, 0)
-			for _, vals := range []map[string]any{
-				{"m": "garbage", "d": "1"},
-				{"m": good.Member(), "d": "soon"},
-				{"x": "no member"},
-			} {
-				require.NoError(t, b.rdb.XAdd(b.ctx, &redis.XAddArgs{Stream: b.keys.Ready(), Values: vals}).Err())
-			}
-			msgs, err := b.q.Read(b.ctx, "w1", 10, noBlock)
-			require.NoError(t, err)
-			require.Len(t, msgs, 3)
-			for _, m := range msgs {
-				require.Error(t, m.Err, "entry %v", m.Raw)
-				require.NotEmpty(t, m.ID)
-				require.NotEmpty(t, m.Raw)
-			}
-		})
-	})
-}
-
-func TestSettle(t *testing.T) {
-	t.Parallel()
-
-	t.Run("AddsRetriesThenAcksAndDeletes", func(t *testing.T) {
-		t.Parallel()
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			ok, failed := occ(base.Add(-time.Second), 0), occ(base.Add(-time.Second), 9)
-			b.enqueue(t, ok, failed)
-			msgs := b.publishAndRead(t, "w1", 2)
-
-			retry := queue.Entry{Occurrence: failed.Next(), DueAt: base.Add(30 * time.Second)}
-			require.NoError(t, b.q.Settle(b.ctx, []string{msgs[0].ID, msgs[1].ID}, []queue.Entry{retry}))
-
-			require.Equal(t, []string{retry.Occurrence.Member()}, b.dueMembers(t))
-			score, err := b.rdb.ZScore(b.ctx, b.keys.Due(), retry.Occurrence.Member()).Result()
-			require.NoError(t, err)
-			require.Equal(t, float64(retry.DueAt.UnixMilli()), score)
-
-			n, err := b.rdb.XLen(b.ctx, b.keys.Ready()).Result()
-			require.NoError(t, err)
-			require.Zero(t, n, "settled entries are deleted")
-			pending, err := b.rdb.XPending(b.ctx, b.keys.Ready(), queue.Group).Result()
-			require.NoError(t, err)
-			require.Zero(t, pending.Count, "settled entries are acknowledged")
-		})
-	})
-
-	t.Run("RetriesAloneNeedNoIDs", func(t *testing.T) {
-		t.Parallel()
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			retry := queue.Entry{Occurrence: occ(base, 0).Next(), DueAt: base}
-			require.NoError(t, b.q.Settle(b.ctx, nil, []queue.Entry{retry}))
-			require.Equal(t, []string{retry.Occurrence.Member()}, b.dueMembers(t))
-		})
-	})
-}
-
-func TestReclaim(t *testing.T) {
-	t.Parallel()
-
-	t.Run("TakesOverEntriesIdleLongerThanMinIdle", func(t *testing.T) {
-		t.Parallel()
-		// Idle time is set with XCLAIM ... IDLE rather than waited for; miniredis
-		// supports both XCLAIM IDLE and XAUTOCLAIM, so both backends run the case.
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			stale, fresh := occ(base.Add(-2*time.Second), 0), occ(base.Add(-time.Second), 0)
-			b.enqueue(t, stale, fresh)
-			msgs := b.publishAndRead(t, "dead-worker", 2)
-			require.NoError(t, b.rdb.Do(b.ctx, "XCLAIM", b.keys.Ready(), queue.Group, "dead-worker", 0, msgs[0].ID,
-				"IDLE", time.Hour.Milliseconds()).Err())
-
-			none, err := b.q.Reclaim(b.ctx, "w2", 2*time.Hour, 10)
-			require.NoError(t, err)
-			require.Empty(t, none, "nothing has been idle for two hours")
-
-			got, err := b.q.Reclaim(b.ctx, "w2", 30*time.Minute, 10)
-			require.NoError(t, err)
-			require.Len(t, got, 1, "only the entry idle past minIdle")
-			require.Equal(t, msgs[0].ID, got[0].ID)
-			require.Equal(t, stale, got[0].Occurrence)
-			require.True(t, got[0].DueAt.Equal(stale.ScheduledFor))
-
-			owners, err := b.rdb.XPendingExt(b.ctx, &redis.XPendingExtArgs{
-				Stream: b.keys.Ready(), Group: queue.Group, Start: "-", End: "+", Count: 10,
-			}).Result()
-			require.NoError(t, err)
-			byID := map[string]string{}
-			for _, p := range owners {
-				byID[p.ID] = p.Consumer
-			}
-			require.Equal(t, map[string]string{msgs[0].ID: "w2", msgs[1].ID: "dead-worker"}, byID)
-		})
-	})
-
-	t.Run("RecreatesLostGroup", func(t *testing.T) {
-		t.Parallel()
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			got, err := b.q.Reclaim(b.ctx, "w1", time.Second, 10)
-			require.NoError(t, err)
-			require.Empty(t, got)
-			groups, err := b.rdb.XInfoGroups(b.ctx, b.keys.Ready()).Result()
-			require.NoError(t, err)
-			require.Len(t, groups, 1)
-		})
-	})
-}
-
-func TestSetAside(t *testing.T) {
-	t.Parallel()
-
-	t.Run("MovesPoisonToDeadStreamAndAcks", func(t *testing.T) {
-		t.Parallel()
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			require.NoError(t, b.q.EnsureGroup(b.ctx))
-			require.NoError(t, b.rdb.XAdd(b.ctx, &redis.XAddArgs{
-				Stream: b.keys.Ready(), Values: map[string]any{"m": "not-a-member", "d": "123"},
-			}).Err())
-			msgs, err := b.q.Read(b.ctx, "w1", 10, noBlock)
-			require.NoError(t, err)
-			require.Len(t, msgs, 1)
-			require.Error(t, msgs[0].Err)
-
-			require.NoError(t, b.q.SetAside(b.ctx, msgs))
-
-			dead, err := b.rdb.XRange(b.ctx, b.keys.Dead(), "-", "+").Result()
-			require.NoError(t, err)
-			require.Len(t, dead, 1)
-			require.Equal(t, msgs[0].ID, dead[0].Values["id"])
-			require.Equal(t, "not-a-member", dead[0].Values["f_m"])
-			require.Equal(t, "123", dead[0].Values["f_d"])
-			require.Contains(t, dead[0].Values["error"], "parse member")
-
-			st, err := b.q.Stats(b.ctx)
-			require.NoError(t, err)
-			require.Equal(t, queue.Stats{}, st, "acknowledged and deleted from the ready stream")
-		})
-	})
-}
-
-func TestStats(t *testing.T) {
-	t.Parallel()
-
-	t.Run("CountsDueReadyAndPending", func(t *testing.T) {
-		t.Parallel()
-		onBothRedis(t, func(t *testing.T, b *bundle) {
-			st, err := b.q.Stats(b.ctx)
-			require.NoError(t, err, "no keys yet is not an error")
-			require.Equal(t, queue.Stats{}, st)
-
-			var occs []job.Occurrence
-			for i := range 5 {
-				occs = append(occs, occ(base.Add(time.Duration(i-2)*time.Second), 0))
-			}
-			b.enqueue(t, occs...)
-			require.NoError(t, b.q.EnsureGroup(b.ctx))
-			p, err := b.q.Publish(b.ctx, 100, base, queue.Caps{})
-			require.NoError(t, err)
-			require.Equal(t, 3, p.Moved)
-			msgs, err := b.q.Read(b.ctx, "w1", 2, noBlock)
-			require.NoError(t, err)
-			require.Len(t, msgs, 2)
-
-			st, err = b.q.Stats(b.ctx)
-			require.NoError(t, err)
-			require.Equal(t, queue.Stats{Due: 2, Ready: 3, Pending: 2}, st)
-		})
+	onBothRedisRing(t, 4, func(t *testing.T, r *queue.Ring, rdb redis.UniversalClient) {
+		ctx := t.Context()
+		require.NoError(t, r.CheckShards(ctx), "the first records its count")
+		require.NoError(t, r.CheckShards(ctx), "the same count agrees")
+		other := queue.NewRing(rdb, r.Prefix(), 2)
+		err := other.CheckShards(ctx)
+		require.ErrorIs(t, err, queue.ErrShardsDiffer)
+		require.ErrorContains(t, err, "TOCK_REDIS_SHARDS=2 here, 4 in Redis")
+		require.NoError(t, rdb.Del(ctx, r.ShardsKey()).Err())
+		require.NoError(t, other.CheckShards(ctx), "after the key is deleted (a flush, a deliberate change) the next one records its own")
+		require.ErrorIs(t, r.CheckShards(ctx), queue.ErrShardsDiffer)
 	})
 }
