@@ -103,6 +103,12 @@ type Job struct {
 // Recurring reports whether the job has a recurrence rather than one run.
 func (j *Job) Recurring() bool { return len(j.Schedule) > 0 }
 
+// Occurrence is the first attempt of j's occurrence at at, under j's
+// current generation and priority, routed by its owner and target.
+func (j *Job) Occurrence(at time.Time) Occurrence {
+	return Occurrence{JobID: j.ID, ScheduledFor: at, Attempt: 1, Priority: j.Priority, Generation: j.Generation}.Route(j.Owner, j.Payload)
+}
+
 // Run is one attempt of one occurrence of a job.
 type Run struct {
 	ID           uuid.UUID

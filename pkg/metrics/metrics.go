@@ -158,7 +158,7 @@ type QueueCollector struct {
 	stats func(context.Context) (queue.Stats, error)
 }
 
-// NewQueueCollector reads sizes with stats (queue.Queue's Stats).
+// NewQueueCollector reads sizes with stats (queue.Shard's Stats).
 func NewQueueCollector(stats func(context.Context) (queue.Stats, error)) *QueueCollector {
 	return &QueueCollector{stats: stats}
 }

@@ -58,7 +58,7 @@ func parseAbort(member string, score float64) (AbortRequest, bool) {
 
 // Abort records a request to stop running attempts in the home shard, where
 // every worker polls for them, and forgets requests older than abortMemory.
-func (r *Ring) Abort(ctx context.Context, a AbortRequest) error {
+func (r *Queue) Abort(ctx context.Context, a AbortRequest) error {
 	key := r.Home().keys.Aborts()
 	pipe := r.rdb.Pipeline()
 	pipe.ZAdd(ctx, key, redis.Z{Score: float64(a.At.UnixMilli()), Member: a.member()})
@@ -70,7 +70,7 @@ func (r *Ring) Abort(ctx context.Context, a AbortRequest) error {
 }
 
 // Aborts returns the requests made at or after since, oldest first.
-func (r *Ring) Aborts(ctx context.Context, since time.Time) ([]AbortRequest, error) {
+func (r *Queue) Aborts(ctx context.Context, since time.Time) ([]AbortRequest, error) {
 	zs, err := r.rdb.ZRangeByScoreWithScores(ctx, r.Home().keys.Aborts(), &redis.ZRangeBy{
 		Min: strconv.FormatInt(since.UnixMilli(), 10), Max: "+inf", Count: 10_000,
 	}).Result()

@@ -391,7 +391,7 @@ const maxRecount = 100_000
 // holds, and publishes held members the corrected counts make room for. The
 // scheduler's reconciler runs it: the counts are kept exactly by the scripts,
 // and this repairs them should anything else ever remove an entry.
-func (r *Ring) Recount(ctx context.Context) error {
+func (r *Queue) Recount(ctx context.Context) error {
 	for _, q := range r.shards {
 		if err := recountScript.Run(ctx, r.rdb, q.keys.laneKeys(), maxRecount).Err(); err != nil {
 			return fmt.Errorf("recount in flight: %w", err)
@@ -404,7 +404,7 @@ func (r *Ring) Recount(ctx context.Context) error {
 // user's max_running, for the whole deployment) in every shard, divided
 // among the shards, and forgets those of owners not in caps. A cap of 0 is
 // no cap of their own.
-func (r *Ring) SetOwnerCaps(ctx context.Context, caps map[uuid.UUID]int) error {
+func (r *Queue) SetOwnerCaps(ctx context.Context, caps map[uuid.UUID]int) error {
 	n := len(r.shards)
 	want := make(map[string]string, len(caps))
 	for owner, c := range caps {
@@ -440,7 +440,7 @@ func (r *Ring) SetOwnerCaps(ctx context.Context, caps map[uuid.UUID]int) error {
 
 // SetOwnerCap records one owner's cap of their own (0: none) in every shard,
 // in one round trip, as SetOwnerCaps does for all of them.
-func (r *Ring) SetOwnerCap(ctx context.Context, owner uuid.UUID, cap int) error {
+func (r *Queue) SetOwnerCap(ctx context.Context, owner uuid.UUID, cap int) error {
 	field := OwnerLane(job.OwnerKey(owner))
 	pipe := r.rdb.Pipeline()
 	for _, q := range r.shards {
@@ -458,7 +458,7 @@ func (r *Ring) SetOwnerCap(ctx context.Context, owner uuid.UUID, cap int) error 
 
 // InFlight reads how many attempts of an owner are in flight, over every
 // shard, and how many of its due members are held back.
-func (r *Ring) InFlight(ctx context.Context, owner uuid.UUID) (inFlight, held int64, err error) {
+func (r *Queue) InFlight(ctx context.Context, owner uuid.UUID) (inFlight, held int64, err error) {
 	lane := OwnerLane(job.OwnerKey(owner))
 	pipe := r.rdb.Pipeline()
 	var counts []*redis.StringCmd
@@ -511,7 +511,7 @@ return n
 // Release gives back, per shard, the places in their lanes of entries whose
 // attempts ended (their stream ids), in one round trip. Settling them later
 // only acknowledges them.
-func (r *Ring) Release(ctx context.Context, ids map[int][]string) error {
+func (r *Queue) Release(ctx context.Context, ids map[int][]string) error {
 	pipe := r.rdb.Pipeline()
 	n := 0
 	for i, shard := range ids {

@@ -360,7 +360,7 @@ func TestFairDispatch(t *testing.T) {
 	t.Run("AnOwnersOwnCapOverridesTheDefault", func(t *testing.T) {
 		t.Parallel()
 		onBothServers(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
-			ring := queue.NewRing(rdb, prefix, 1)
+			ring := queue.New(rdb, prefix, 1)
 			require.NoError(t, ring.SetOwnerCaps(t.Context(), map[uuid.UUID]int{ownerB: 4}))
 			var occs []job.Occurrence
 			for range 5 {
@@ -401,7 +401,7 @@ func TestFairDispatch(t *testing.T) {
 	t.Run("RemoveAndScheduledSeeHeldMembers", func(t *testing.T) {
 		t.Parallel()
 		onBothServers(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
-			ring := queue.NewRing(rdb, prefix, 1)
+			ring := queue.New(rdb, prefix, 1)
 			first, second := routed(ownerA, "0000000a", base), routed(ownerA, "0000000a", base)
 			enqueueAll(t, ring, []job.Occurrence{first, second})
 			_, err := ring.Home().Publish(t.Context(), 100, base, queue.Caps{Owner: 1, Host: 100})
@@ -433,7 +433,7 @@ func TestFairDispatch(t *testing.T) {
 	t.Run("RecountRepairsDriftedCounts", func(t *testing.T) {
 		t.Parallel()
 		onBothServers(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
-			ring := queue.NewRing(rdb, prefix, 1)
+			ring := queue.New(rdb, prefix, 1)
 			keys := ring.Home().Keys()
 			enqueueAll(t, ring, []job.Occurrence{routed(ownerA, "", base), routed(ownerA, "", base), routed(ownerB, "", base)})
 			_, err := ring.Home().Publish(t.Context(), 100, base, queue.Caps{Owner: 1, Host: 100})
@@ -471,7 +471,7 @@ func TestFairDispatch(t *testing.T) {
 	t.Run("ReleasingAtTheEndOfAnAttemptFreesItsPlaceBeforeTheSettle", func(t *testing.T) {
 		t.Parallel()
 		onBothServers(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
-			ring := queue.NewRing(rdb, prefix, 1)
+			ring := queue.New(rdb, prefix, 1)
 			q := ring.Home()
 			require.NoError(t, q.EnsureGroup(t.Context()))
 			first, second := routed(ownerA, "0000000a", base.Add(-time.Millisecond)), routed(ownerA, "0000000a", base)
@@ -546,7 +546,7 @@ func TestCapsPerShard(t *testing.T) {
 	require.Equal(t, queue.Caps{}, queue.Caps{}.PerShard(4))
 }
 
-func enqueueAll(t *testing.T, ring *queue.Ring, occs []job.Occurrence) {
+func enqueueAll(t *testing.T, ring *queue.Queue, occs []job.Occurrence) {
 	t.Helper()
 	entries := make([]queue.Entry, len(occs))
 	for i, o := range occs {

@@ -19,7 +19,7 @@ type Keys struct {
 	Prefix string
 	Shard  int
 	// Tag is the shard's hash tag, without braces; empty means s<Shard>.
-	// A ring of several shards sets it with ShardTag.
+	// A queue of several shards sets it with ShardTag.
 	Tag string
 }
 
@@ -116,7 +116,7 @@ func (k Keys) Caps() string { return k.key("caps") }
 
 // Released is the set of stream entry ids whose places in their lanes were
 // given back when their attempts ended, before they were settled (see
-// Ring.Release).
+// Queue.Release).
 func (k Keys) Released() string { return k.key("released") }
 
 // HeldLanes is the set of lanes that have members held back.

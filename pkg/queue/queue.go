@@ -14,7 +14,7 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 )
 
-// Ring is a deployment's queue: N shards, each a Queue with its own hash tag,
+// Queue is a deployment's queue: N shards, each a Shard with its own hash tag,
 // due set and stream. A job lives in one shard, chosen from its id, so a
 // Redis Cluster can spread the shards over its masters while every script
 // still touches one slot. Keys a deployment has one of (the loader lock, the
@@ -22,32 +22,32 @@ import (
 //
 // Every service of a deployment must use the same N: see docs/operations.md
 // for choosing it and for changing it.
-type Ring struct {
+type Queue struct {
 	rdb    redis.UniversalClient
-	shards []*Queue
+	shards []*Shard
 }
 
-// NewRing returns the ring of n shards (at least 1) under prefix.
-func NewRing(rdb redis.UniversalClient, prefix string, n int) *Ring {
+// New returns the queue of n shards (at least 1) under prefix.
+func New(rdb redis.UniversalClient, prefix string, n int) *Queue {
 	n = max(n, 1)
-	r := &Ring{rdb: rdb, shards: make([]*Queue, n)}
+	r := &Queue{rdb: rdb, shards: make([]*Shard, n)}
 	for i := range r.shards {
-		r.shards[i] = New(rdb, Keys{Prefix: prefix, Shard: i, Tag: ShardTag(i, n)})
+		r.shards[i] = NewShard(rdb, Keys{Prefix: prefix, Shard: i, Tag: ShardTag(i, n)})
 	}
 	return r
 }
 
 // Shards returns every shard, in order.
-func (r *Ring) Shards() []*Queue { return r.shards }
+func (r *Queue) Shards() []*Shard { return r.shards }
 
 // Shard returns shard i.
-func (r *Ring) Shard(i int) *Queue { return r.shards[i] }
+func (r *Queue) Shard(i int) *Shard { return r.shards[i] }
 
 // Home is shard 0, which also holds the keys a deployment has one of.
-func (r *Ring) Home() *Queue { return r.shards[0] }
+func (r *Queue) Home() *Shard { return r.shards[0] }
 
 // Prefix is the deployment's key prefix.
-func (r *Ring) Prefix() string { return r.shards[0].keys.Prefix }
+func (r *Queue) Prefix() string { return r.shards[0].keys.Prefix }
 
 // ShardOf is the shard of a job among n: FNV-1a of its id's bytes, so the
 // choice is stable and UUIDv7's random bits spread jobs evenly.
@@ -61,11 +61,11 @@ func ShardOf(id uuid.UUID, n int) int {
 }
 
 // Of is the shard a job's occurrences live in.
-func (r *Ring) Of(id uuid.UUID) *Queue { return r.shards[ShardOf(id, len(r.shards))] }
+func (r *Queue) Of(id uuid.UUID) *Shard { return r.shards[ShardOf(id, len(r.shards))] }
 
 // Enqueue adds entries to their shards' due sets in one pipelined round trip
 // (a cluster client sends each master its part at once).
-func (r *Ring) Enqueue(ctx context.Context, entries []Entry) error {
+func (r *Queue) Enqueue(ctx context.Context, entries []Entry) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -79,7 +79,7 @@ func (r *Ring) Enqueue(ctx context.Context, entries []Entry) error {
 	return nil
 }
 
-func (r *Ring) split(entries []Entry) map[int][]Entry {
+func (r *Queue) split(entries []Entry) map[int][]Entry {
 	parts := make(map[int][]Entry, len(r.shards))
 	for _, e := range entries {
 		i := ShardOf(e.Occurrence.JobID, len(r.shards))
@@ -90,7 +90,7 @@ func (r *Ring) split(entries []Entry) map[int][]Entry {
 
 // Remove takes occurrences out of their shards' due sets, and out of the
 // held sets of their lanes, in one round trip.
-func (r *Ring) Remove(ctx context.Context, occs []job.Occurrence) error {
+func (r *Queue) Remove(ctx context.Context, occs []job.Occurrence) error {
 	if len(occs) == 0 {
 		return nil
 	}
@@ -128,7 +128,7 @@ func routeLanes(o job.Occurrence) []string {
 
 // Scheduled reports which of occs are in their shards' due sets, or held
 // back in the held set of one of their lanes.
-func (r *Ring) Scheduled(ctx context.Context, occs []job.Occurrence) ([]bool, error) {
+func (r *Queue) Scheduled(ctx context.Context, occs []job.Occurrence) ([]bool, error) {
 	if len(occs) == 0 {
 		return nil, nil
 	}
@@ -175,7 +175,7 @@ func (r *Ring) Scheduled(ctx context.Context, occs []job.Occurrence) ([]bool, er
 }
 
 // EnsureGroup creates every shard's stream and consumer group if missing.
-func (r *Ring) EnsureGroup(ctx context.Context) error {
+func (r *Queue) EnsureGroup(ctx context.Context) error {
 	for _, q := range r.shards {
 		if err := q.EnsureGroup(ctx); err != nil {
 			return err
@@ -185,7 +185,7 @@ func (r *Ring) EnsureGroup(ctx context.Context) error {
 }
 
 // Stats sums the shards' sizes, read in one round trip.
-func (r *Ring) Stats(ctx context.Context) (Stats, error) {
+func (r *Queue) Stats(ctx context.Context) (Stats, error) {
 	pipe := r.rdb.Pipeline()
 	type cmds struct {
 		due, ready *redis.IntCmd
@@ -221,7 +221,7 @@ func (r *Ring) Stats(ctx context.Context) (Stats, error) {
 }
 
 // Intact reports whether every shard still holds its marker.
-func (r *Ring) Intact(ctx context.Context) (bool, error) {
+func (r *Queue) Intact(ctx context.Context) (bool, error) {
 	for _, q := range r.shards {
 		ok, err := q.Intact(ctx)
 		if err != nil || !ok {
@@ -232,7 +232,7 @@ func (r *Ring) Intact(ctx context.Context) (bool, error) {
 }
 
 // MarkIntact sets every shard's marker.
-func (r *Ring) MarkIntact(ctx context.Context) error {
+func (r *Queue) MarkIntact(ctx context.Context) error {
 	for _, q := range r.shards {
 		if err := q.MarkIntact(ctx); err != nil {
 			return err
@@ -243,7 +243,7 @@ func (r *Ring) MarkIntact(ctx context.Context) error {
 
 // Consumers lists the workers of every shard's group, one row per worker:
 // its pending entries summed, its idle time the least over the shards.
-func (r *Ring) Consumers(ctx context.Context) ([]Consumer, error) {
+func (r *Queue) Consumers(ctx context.Context) ([]Consumer, error) {
 	var out []Consumer
 	seen := map[string]int{}
 	for _, q := range r.shards {
@@ -265,7 +265,7 @@ func (r *Ring) Consumers(ctx context.Context) ([]Consumer, error) {
 }
 
 // DuePerMinute sums the shards' counts of members due in each minute.
-func (r *Ring) DuePerMinute(ctx context.Context, from time.Time, minutes int) ([]int64, error) {
+func (r *Queue) DuePerMinute(ctx context.Context, from time.Time, minutes int) ([]int64, error) {
 	out := make([]int64, minutes)
 	for _, q := range r.shards {
 		counts, err := q.DuePerMinute(ctx, from, minutes)
@@ -279,10 +279,12 @@ func (r *Ring) DuePerMinute(ctx context.Context, from time.Time, minutes int) ([
 	return out, nil
 }
 
-// Settle finishes handled entries of every shard in one pipelined round trip.
-// Per shard, as Queue.Settle: retries first, then acknowledgements; a
-// cluster client keeps each master's commands in order.
-func (r *Ring) Settle(ctx context.Context, done map[int]Settlement) error {
+// Settle finishes handled entries of every shard (done is keyed by shard
+// index) in one pipelined round trip. Per shard, the retries go into the due
+// set first, then the entries are acknowledged and deleted: an entry is
+// never acknowledged before its retry is safe, and a cluster client keeps
+// each master's commands in order.
+func (r *Queue) Settle(ctx context.Context, done map[int]Settlement) error {
 	pipe := r.rdb.Pipeline()
 	n := 0
 	for i, s := range done {
@@ -312,14 +314,14 @@ type Settlement struct {
 var ErrShardsDiffer = errors.New("shard count differs from the deployment's")
 
 // ShardsKey holds the deployment's shard count (see the function ShardsKey).
-func (r *Ring) ShardsKey() string { return ShardsKey(r.Prefix()) }
+func (r *Queue) ShardsKey() string { return ShardsKey(r.Prefix()) }
 
-// CheckShards records this ring's shard count as the deployment's if none is
+// CheckShards records this queue's shard count as the deployment's if none is
 // recorded yet, and fails with ErrShardsDiffer if another one is: a process
 // with another N would put jobs where no publisher or worker of the
 // deployment looks. After Redis loses its data the next check records it
 // again; changing N means deleting the key with the shards' keys.
-func (r *Ring) CheckShards(ctx context.Context) error {
+func (r *Queue) CheckShards(ctx context.Context) error {
 	n := len(r.shards)
 	set, err := r.rdb.SetNX(ctx, r.ShardsKey(), n, 0).Result()
 	if err != nil {

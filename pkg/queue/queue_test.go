@@ -15,11 +15,11 @@ import (
 	"github.com/tockhq/tock/pkg/queue"
 )
 
-// onBothRedisRing runs a ring case on miniredis and on the real Redis server.
-func onBothRedisRing(t *testing.T, shards int, fn func(t *testing.T, r *queue.Ring, rdb redis.UniversalClient)) {
+// onBothRedisQueue runs a queue case on miniredis and on the real Redis server.
+func onBothRedisQueue(t *testing.T, shards int, fn func(t *testing.T, r *queue.Queue, rdb redis.UniversalClient)) {
 	t.Helper()
 	onBothServers(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
-		fn(t, queue.NewRing(rdb, prefix, shards), rdb)
+		fn(t, queue.New(rdb, prefix, shards), rdb)
 	})
 }
 
@@ -70,12 +70,12 @@ func TestShardTag(t *testing.T) {
 	require.Equal(t, []int{2, 2, 2}, per)
 }
 
-func TestRing(t *testing.T) {
+func TestQueueOfShards(t *testing.T) {
 	t.Parallel()
 
 	t.Run("KeysOfEachShardShareOneHashTag", func(t *testing.T) {
 		t.Parallel()
-		r := queue.NewRing(nil, "tock", 4)
+		r := queue.New(nil, "tock", 4)
 		require.Len(t, r.Shards(), 4)
 		for i, q := range r.Shards() {
 			k := q.Keys()
@@ -88,12 +88,12 @@ func TestRing(t *testing.T) {
 		}
 		require.Same(t, r.Shard(0), r.Home())
 		require.Equal(t, "tock", r.Prefix())
-		require.Equal(t, "tock:{s0}:due", queue.NewRing(nil, "tock", 1).Home().Keys().Due(), "one shard keeps its tag")
+		require.Equal(t, "tock:{s0}:due", queue.New(nil, "tock", 1).Home().Keys().Due(), "one shard keeps its tag")
 	})
 
 	t.Run("EnqueuesEachOccurrenceInItsJobsShard", func(t *testing.T) {
 		t.Parallel()
-		onBothRedisRing(t, 4, func(t *testing.T, r *queue.Ring, rdb redis.UniversalClient) {
+		onBothRedisQueue(t, 4, func(t *testing.T, r *queue.Queue, rdb redis.UniversalClient) {
 			ctx := t.Context()
 			var entries []queue.Entry
 			var occs []job.Occurrence
@@ -131,7 +131,7 @@ func TestRing(t *testing.T) {
 
 	t.Run("SettlesEachShardRetryFirst", func(t *testing.T) {
 		t.Parallel()
-		onBothRedisRing(t, 3, func(t *testing.T, r *queue.Ring, rdb redis.UniversalClient) {
+		onBothRedisQueue(t, 3, func(t *testing.T, r *queue.Queue, rdb redis.UniversalClient) {
 			ctx := t.Context()
 			require.NoError(t, r.EnsureGroup(ctx))
 			var entries []queue.Entry
@@ -179,7 +179,7 @@ func TestRing(t *testing.T) {
 
 	t.Run("IsIntactOnlyWithEveryMarker", func(t *testing.T) {
 		t.Parallel()
-		onBothRedisRing(t, 3, func(t *testing.T, r *queue.Ring, rdb redis.UniversalClient) {
+		onBothRedisQueue(t, 3, func(t *testing.T, r *queue.Queue, rdb redis.UniversalClient) {
 			ctx := t.Context()
 			ok, err := r.Intact(ctx)
 			require.NoError(t, err)
@@ -229,7 +229,7 @@ func TestSettleIsAtomic(t *testing.T) {
 	// with its retry lost.
 	rdb := privateRedis(t)
 	ctx := t.Context()
-	r := queue.NewRing(rdb, "tock", 1)
+	r := queue.New(rdb, "tock", 1)
 	q := r.Home()
 	require.NoError(t, r.EnsureGroup(ctx))
 	o := occ(base, 0)
@@ -283,11 +283,11 @@ func TestConnect(t *testing.T) {
 
 func TestCheckShards(t *testing.T) {
 	t.Parallel()
-	onBothRedisRing(t, 4, func(t *testing.T, r *queue.Ring, rdb redis.UniversalClient) {
+	onBothRedisQueue(t, 4, func(t *testing.T, r *queue.Queue, rdb redis.UniversalClient) {
 		ctx := t.Context()
 		require.NoError(t, r.CheckShards(ctx), "the first records its count")
 		require.NoError(t, r.CheckShards(ctx), "the same count agrees")
-		other := queue.NewRing(rdb, r.Prefix(), 2)
+		other := queue.New(rdb, r.Prefix(), 2)
 		err := other.CheckShards(ctx)
 		require.ErrorIs(t, err, queue.ErrShardsDiffer)
 		require.ErrorContains(t, err, "TOCK_REDIS_SHARDS=2 here, 4 in Redis")

@@ -15,17 +15,17 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 )
 
-// Queue moves occurrences through Redis for one shard.
-type Queue struct {
+// Shard moves occurrences through Redis for one shard.
+type Shard struct {
 	rdb  redis.UniversalClient
 	keys Keys
 }
 
-// New returns a Queue on rdb for the shard that keys names.
-func New(rdb redis.UniversalClient, keys Keys) *Queue { return &Queue{rdb: rdb, keys: keys} }
+// NewShard returns a Shard on rdb for the shard that keys names.
+func NewShard(rdb redis.UniversalClient, keys Keys) *Shard { return &Shard{rdb: rdb, keys: keys} }
 
-// Keys returns the keys this queue works on.
-func (q *Queue) Keys() Keys { return q.keys }
+// Keys returns the keys this shard works on.
+func (q *Shard) Keys() Keys { return q.keys }
 
 // Entry is an occurrence and the time it is due, as held in the due set.
 type Entry struct {
@@ -33,12 +33,30 @@ type Entry struct {
 	DueAt      time.Time
 }
 
+// AsScheduled returns entries for occs, each due at its scheduled time.
+func AsScheduled(occs []job.Occurrence) []Entry {
+	entries := make([]Entry, len(occs))
+	for i, o := range occs {
+		entries[i] = Entry{Occurrence: o, DueAt: o.ScheduledFor}
+	}
+	return entries
+}
+
+// DueAt returns entries for occs, all due at t.
+func DueAt(occs []job.Occurrence, t time.Time) []Entry {
+	entries := make([]Entry, len(occs))
+	for i, o := range occs {
+		entries[i] = Entry{Occurrence: o, DueAt: t}
+	}
+	return entries
+}
+
 // zaddChunk bounds the members of one ZADD so no command grows without limit.
 const zaddChunk = 1000
 
 // Enqueue adds entries to the due set in one pipelined round trip. Adding a
 // member that is already there only sets its score, so enqueueing twice is safe.
-func (q *Queue) Enqueue(ctx context.Context, entries []Entry) error {
+func (q *Shard) Enqueue(ctx context.Context, entries []Entry) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -51,7 +69,7 @@ func (q *Queue) Enqueue(ctx context.Context, entries []Entry) error {
 }
 
 // zadd queues ZADDs of entries to the due set on pipe, zaddChunk at a time.
-func (q *Queue) zadd(ctx context.Context, pipe redis.Pipeliner, entries []Entry) {
+func (q *Shard) zadd(ctx context.Context, pipe redis.Pipeliner, entries []Entry) {
 	for start := 0; start < len(entries); start += zaddChunk {
 		end := min(start+zaddChunk, len(entries))
 		zs := make([]redis.Z, 0, end-start)
@@ -64,17 +82,17 @@ func (q *Queue) zadd(ctx context.Context, pipe redis.Pipeliner, entries []Entry)
 
 // Remove takes occurrences out of the due set, so an edited or cancelled job's
 // old time never fires. It is not an error if they are not there.
-func (q *Queue) Remove(ctx context.Context, occs []job.Occurrence) error {
+func (q *Shard) Remove(ctx context.Context, occs []job.Occurrence) error {
 	return q.alone().Remove(ctx, occs)
 }
 
 // Scheduled reports which of occs are in the due set.
-func (q *Queue) Scheduled(ctx context.Context, occs []job.Occurrence) ([]bool, error) {
+func (q *Shard) Scheduled(ctx context.Context, occs []job.Occurrence) ([]bool, error) {
 	return q.alone().Scheduled(ctx, occs)
 }
 
-// alone is a ring of this one shard: the multi-shard code serves one shard too.
-func (q *Queue) alone() *Ring { return &Ring{rdb: q.rdb, shards: []*Queue{q}} }
+// alone is a queue of this one shard: the multi-shard code serves one shard too.
+func (q *Shard) alone() *Queue { return &Queue{rdb: q.rdb, shards: []*Shard{q}} }
 
 // publishScript moves due members from the due set to the ready stream, at
 // most ARGV[1] per call so one call never blocks Redis for long, holding back
@@ -187,7 +205,7 @@ type Published struct {
 // Publish moves up to limit due members to the ready stream, holding back
 // those whose lanes are at their caps, and records caps as the shard's
 // defaults. A zero now uses Redis TIME; tests pass their own clock.
-func (q *Queue) Publish(ctx context.Context, limit int, now time.Time, caps Caps) (Published, error) {
+func (q *Shard) Publish(ctx context.Context, limit int, now time.Time, caps Caps) (Published, error) {
 	nowArg := ""
 	if !now.IsZero() {
 		nowArg = strconv.FormatInt(now.UnixMilli(), 10)
@@ -214,7 +232,7 @@ func (q *Queue) Publish(ctx context.Context, limit int, now time.Time, caps Caps
 }
 
 // EnsureGroup creates the ready stream and its consumer group if missing.
-func (q *Queue) EnsureGroup(ctx context.Context) error {
+func (q *Shard) EnsureGroup(ctx context.Context) error {
 	err := q.rdb.XGroupCreateMkStream(ctx, q.keys.Ready(), Group, "0").Err()
 	if err != nil && !redis.HasErrorPrefix(err, errBusyGroup) {
 		return fmt.Errorf("create consumer group: %w", err)
@@ -234,7 +252,7 @@ type Message struct {
 	Raw map[string]any
 }
 
-func (q *Queue) decode(x redis.XMessage) Message {
+func (q *Shard) decode(x redis.XMessage) Message {
 	m := Message{Shard: q.keys.Shard, ID: x.ID, Raw: x.Values}
 	member, _ := x.Values["m"].(string)
 	occ, err := job.ParseMember(member)
@@ -255,7 +273,7 @@ func (q *Queue) decode(x redis.XMessage) Message {
 // Read takes up to count new entries for consumer, waiting up to block for the
 // first (zero waits without limit, a negative block not at all). A lost group
 // (Redis restarted empty) is recreated.
-func (q *Queue) Read(ctx context.Context, consumer string, count int, block time.Duration) ([]Message, error) {
+func (q *Shard) Read(ctx context.Context, consumer string, count int, block time.Duration) ([]Message, error) {
 	res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: Group, Consumer: consumer, Streams: []string{q.keys.Ready(), ">"}, Count: int64(count), Block: block,
 	}).Result()
@@ -282,7 +300,7 @@ func (q *Queue) Read(ctx context.Context, consumer string, count int, block time
 
 // Reclaim takes over up to count entries that other consumers left pending for
 // longer than minIdle: their worker died or stalled.
-func (q *Queue) Reclaim(ctx context.Context, consumer string, minIdle time.Duration, count int) ([]Message, error) {
+func (q *Shard) Reclaim(ctx context.Context, consumer string, minIdle time.Duration, count int) ([]Message, error) {
 	msgs, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
 		Stream: q.keys.Ready(), Group: Group, Consumer: consumer, MinIdle: minIdle, Start: "0-0", Count: int64(count),
 	}).Result()
@@ -297,21 +315,6 @@ func (q *Queue) Reclaim(ctx context.Context, consumer string, minIdle time.Durat
 		out = append(out, q.decode(x))
 	}
 	return out, nil
-}
-
-// Settle finishes handled entries in one pipelined round trip: first the
-// retries go into the due set, then the entries are acknowledged and deleted.
-// The order matters: an entry is never acknowledged before its retry is safe.
-func (q *Queue) Settle(ctx context.Context, ids []string, retries []Entry) error {
-	if len(ids) == 0 && len(retries) == 0 {
-		return nil
-	}
-	pipe := q.rdb.Pipeline()
-	q.settle(ctx, pipe, ids, retries)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("settle %d entries: %w", len(ids), err)
-	}
-	return nil
 }
 
 // settleScript schedules retries, then acknowledges and deletes entries, as
@@ -362,7 +365,7 @@ end
 return deleted
 `)
 
-func (q *Queue) settle(ctx context.Context, pipe redis.Pipeliner, ids []string, retries []Entry) {
+func (q *Shard) settle(ctx context.Context, pipe redis.Pipeliner, ids []string, retries []Entry) {
 	args := make([]any, 0, 2+2*len(retries)+len(ids))
 	args = append(args, Group, len(retries))
 	for _, e := range retries {
@@ -378,7 +381,7 @@ func (q *Queue) settle(ctx context.Context, pipe redis.Pipeliner, ids []string, 
 
 // SetAside moves poison entries to the dead stream and acknowledges them, so a
 // message nobody can decode is kept for people to read but never retried.
-func (q *Queue) SetAside(ctx context.Context, msgs []Message) error {
+func (q *Shard) SetAside(ctx context.Context, msgs []Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -415,7 +418,7 @@ type Stats struct {
 }
 
 // Stats reads the queue's sizes in one round trip.
-func (q *Queue) Stats(ctx context.Context) (Stats, error) { return q.alone().Stats(ctx) }
+func (q *Shard) Stats(ctx context.Context) (Stats, error) { return q.alone().Stats(ctx) }
 
 // Connect opens a Redis client from a redis:// or rediss:// URL. With cluster
 // set, or seed addresses given, it opens a Redis Cluster client instead: the
@@ -447,7 +450,7 @@ func Connect(url string, cluster bool, addrs []string) (redis.UniversalClient, e
 }
 
 // Intact reports whether the marker is present: false after Redis lost its data.
-func (q *Queue) Intact(ctx context.Context) (bool, error) {
+func (q *Shard) Intact(ctx context.Context) (bool, error) {
 	n, err := q.rdb.Exists(ctx, q.keys.Marker()).Result()
 	if err != nil {
 		return false, fmt.Errorf("check marker: %w", err)
@@ -456,7 +459,7 @@ func (q *Queue) Intact(ctx context.Context) (bool, error) {
 }
 
 // MarkIntact sets the marker, once what Redis should hold has been rebuilt.
-func (q *Queue) MarkIntact(ctx context.Context) error {
+func (q *Shard) MarkIntact(ctx context.Context) error {
 	if err := q.rdb.Set(ctx, q.keys.Marker(), "1", 0).Err(); err != nil {
 		return fmt.Errorf("set marker: %w", err)
 	}

@@ -31,7 +31,7 @@ var base = time.Date(2030, 1, 15, 14, 0, 0, 0, time.UTC)
 type bundle struct {
 	ctx  context.Context
 	rdb  redis.UniversalClient
-	q    *queue.Queue
+	q    *queue.Shard
 	keys queue.Keys
 }
 
@@ -64,7 +64,7 @@ func onBothServers(t *testing.T, fn func(t *testing.T, rdb redis.UniversalClient
 func setup(t *testing.T, rdb redis.UniversalClient, prefix string) *bundle {
 	t.Helper()
 	keys := queue.Keys{Prefix: prefix, Shard: 3}
-	return &bundle{ctx: t.Context(), rdb: rdb, q: queue.New(rdb, keys), keys: keys}
+	return &bundle{ctx: t.Context(), rdb: rdb, q: queue.NewShard(rdb, keys), keys: keys}
 }
 
 // occ returns a first attempt of a fresh job, due at at, with priority prio.

@@ -22,7 +22,7 @@ type Consumer struct {
 // Consumers lists the workers that ever read through the group, with how
 // long each has been idle: a live worker polls, so a long idle means a gone
 // one. No group yet is no consumers.
-func (q *Queue) Consumers(ctx context.Context) ([]Consumer, error) {
+func (q *Shard) Consumers(ctx context.Context) ([]Consumer, error) {
 	infos, err := q.rdb.XInfoConsumers(ctx, q.keys.Ready(), Group).Result()
 	if err != nil {
 		if errors.Is(err, redis.Nil) || redis.HasErrorPrefix(err, errNoGroup) || strings.Contains(err.Error(), "no such key") {
@@ -40,7 +40,7 @@ func (q *Queue) Consumers(ctx context.Context) ([]Consumer, error) {
 // LoaderLockTTL says whether a scheduler holds the loader lock and for how
 // much longer unless it renews it. The lock's value is a random token, not
 // the holder's name, so that is all Redis can tell.
-func (q *Queue) LoaderLockTTL(ctx context.Context) (held bool, ttl time.Duration, err error) {
+func (q *Shard) LoaderLockTTL(ctx context.Context) (held bool, ttl time.Duration, err error) {
 	d, err := q.rdb.PTTL(ctx, q.keys.LoaderLock()).Result()
 	if err != nil {
 		return false, 0, fmt.Errorf("loader lock ttl: %w", err)
@@ -55,7 +55,7 @@ func (q *Queue) LoaderLockTTL(ctx context.Context) (held bool, ttl time.Duration
 // DuePerMinute counts the due set's members in each of the minutes minutes
 // from from (truncated to the minute), in one round trip of ZCOUNTs: each
 // is a range count, so the cost does not grow with the set.
-func (q *Queue) DuePerMinute(ctx context.Context, from time.Time, minutes int) ([]int64, error) {
+func (q *Shard) DuePerMinute(ctx context.Context, from time.Time, minutes int) ([]int64, error) {
 	start := from.Truncate(time.Minute).UnixMilli()
 	pipe := q.rdb.Pipeline()
 	cmds := make([]*redis.IntCmd, minutes)
@@ -87,7 +87,7 @@ const instanceMemory = time.Hour
 // Heartbeat records that the scheduler instance name is alive at now, and,
 // when it leads, that it holds the loader lock for ttl more. One round trip;
 // instances silent for an hour are forgotten.
-func (q *Queue) Heartbeat(ctx context.Context, name string, now time.Time, leader bool, ttl time.Duration) error {
+func (q *Shard) Heartbeat(ctx context.Context, name string, now time.Time, leader bool, ttl time.Duration) error {
 	pipe := q.rdb.Pipeline()
 	pipe.ZAdd(ctx, q.keys.Schedulers(), redis.Z{Score: float64(now.UnixMilli()), Member: name})
 	pipe.ZRemRangeByScore(ctx, q.keys.Schedulers(), "-inf", fmt.Sprint(now.Add(-instanceMemory).UnixMilli()))
@@ -102,7 +102,7 @@ func (q *Queue) Heartbeat(ctx context.Context, name string, now time.Time, leade
 
 // Schedulers lists the scheduler instances heard from in the last hour, the
 // most recent first, with the one that holds the loader lock marked.
-func (q *Queue) Schedulers(ctx context.Context) ([]Instance, error) {
+func (q *Shard) Schedulers(ctx context.Context) ([]Instance, error) {
 	pipe := q.rdb.Pipeline()
 	members := pipe.ZRevRangeWithScores(ctx, q.keys.Schedulers(), 0, 99)
 	holder := pipe.Get(ctx, q.keys.LoaderHolder())
@@ -139,7 +139,7 @@ return #gone
 
 // WorkerBeat records in the home shard that the worker name is alive at now
 // with slots slots; workers silent for an hour are forgotten.
-func (q *Queue) WorkerBeat(ctx context.Context, name string, slots int, now time.Time) error {
+func (q *Shard) WorkerBeat(ctx context.Context, name string, slots int, now time.Time) error {
 	err := workerBeatScript.Run(ctx, q.rdb, []string{q.keys.Workers(), q.keys.WorkerSlots()},
 		name, now.UnixMilli(), slots, instanceMemory.Milliseconds()).Err()
 	if err != nil {
@@ -166,7 +166,7 @@ return {slots, #names}
 // Pool is the slots of the workers heard from in the last fresh before now,
 // and how many workers that is: what the scheduler derives the default caps
 // on attempts in flight from.
-func (q *Queue) Pool(ctx context.Context, now time.Time, fresh time.Duration) (slots, workers int, err error) {
+func (q *Shard) Pool(ctx context.Context, now time.Time, fresh time.Duration) (slots, workers int, err error) {
 	res, err := poolScript.Run(ctx, q.rdb, []string{q.keys.Workers(), q.keys.WorkerSlots()}, now.Add(-fresh).UnixMilli()).Int64Slice()
 	if err != nil {
 		return 0, 0, fmt.Errorf("worker pool: %w", err)

@@ -27,7 +27,7 @@ type Base struct {
 	Log   *zap.Logger
 	Store *store.Store
 	Redis redis.UniversalClient
-	Queue *queue.Ring
+	Queue *queue.Queue
 
 	pprof bool
 }
@@ -50,7 +50,7 @@ func Open(ctx context.Context, name string, c config.Common, opts ...store.Optio
 		_ = log.Sync()
 		return nil, err
 	}
-	return &Base{Log: log, Store: st, Redis: rdb, Queue: queue.NewRing(rdb, c.RedisPrefix, c.RedisShards), pprof: c.Pprof}, nil
+	return &Base{Log: log, Store: st, Redis: rdb, Queue: queue.New(rdb, c.RedisPrefix, c.RedisShards), pprof: c.Pprof}, nil
 }
 
 // MetricsMux is what every service serves on its metrics listener: /healthz,

@@ -332,7 +332,7 @@ ORDER BY scheduled_for, attempt`
 
 // AbortJob finds the running attempts of a job of owner (or of anyone, for
 // AnyOwner) and records in the audit log that they are being aborted; the
-// caller then tells the workers (queue.Ring.Abort), which stop them and
+// caller then tells the workers (queue.Queue.Abort), which stop them and
 // record them aborted. A one-off job is cancelled in the same transaction,
 // so that no attempt of it starts again (a retry, or a takeover after a
 // worker's death); a recurring job keeps its schedule. No running attempt is

@@ -39,7 +39,7 @@ const (
 // (TOCK_LIMIT_MAX_RUNNING, TOCK_LIMIT_MAX_RUNNING_PER_HOST) or, for each left
 // at 0, the share of the live workers' slots, divided among the shards.
 type CapsWatcher struct {
-	queue *queue.Ring
+	queue *queue.Queue
 	log   *zap.Logger
 	clock func() time.Time
 	// Owner and Host are the operator's caps for the whole deployment; 0
@@ -53,7 +53,7 @@ type CapsWatcher struct {
 
 // NewCapsWatcher returns a watcher whose caps hold the minimums until its
 // first look at the workers.
-func NewCapsWatcher(q *queue.Ring, owner, host int, lend bool, log *zap.Logger, clock func() time.Time) *CapsWatcher {
+func NewCapsWatcher(q *queue.Queue, owner, host int, lend bool, log *zap.Logger, clock func() time.Time) *CapsWatcher {
 	w := &CapsWatcher{queue: q, log: log, clock: clock, Owner: owner, Host: host, Lend: lend}
 	w.set(0, 0)
 	return w

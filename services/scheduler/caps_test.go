@@ -23,7 +23,7 @@ func TestDeriveCaps(t *testing.T) {
 func TestCapsWatcher(t *testing.T) {
 	t.Parallel()
 	b := setupRedis(t)
-	ring := queue.NewRing(b.rdb, b.keys.Prefix, 2)
+	ring := queue.New(b.rdb, b.keys.Prefix, 2)
 	now := time.Now()
 	require.NoError(t, ring.Home().WorkerBeat(b.ctx, "w1", 1024, now))
 	require.NoError(t, ring.Home().WorkerBeat(b.ctx, "w2", 1024, now))

@@ -29,7 +29,7 @@ func instanceName(configured string) string {
 // instance is alive and whether it holds the loader lock, for the
 // dashboard's system page. Nothing depends on it for correctness, so a
 // failure is only logged, once per outage.
-func heartbeat(ctx context.Context, q *queue.Queue, name string, l *Leader, ttl time.Duration, log *zap.Logger) {
+func heartbeat(ctx context.Context, q *queue.Shard, name string, l *Leader, ttl time.Duration, log *zap.Logger) {
 	service.Every(ctx, heartbeatEvery, log, "heartbeat_failed", func(ctx context.Context) error {
 		return q.Heartbeat(ctx, name, time.Now(), l.Leading(), ttl)
 	})

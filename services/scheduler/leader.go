@@ -20,7 +20,7 @@ import (
 // round in flight (its claim transaction rolls back).
 type Leader struct {
 	store  *store.Store
-	queue  *queue.Ring
+	queue  *queue.Queue
 	locker *redislock.Client
 	log    *zap.Logger
 	clock  func() time.Time

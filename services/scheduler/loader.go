@@ -50,9 +50,5 @@ func (l *Leader) load(ctx context.Context) {
 }
 
 func (l *Leader) enqueue(ctx context.Context, occs []job.Occurrence) error {
-	entries := make([]queue.Entry, len(occs))
-	for i, o := range occs {
-		entries[i] = queue.Entry{Occurrence: o, DueAt: o.ScheduledFor}
-	}
-	return l.queue.Enqueue(ctx, entries)
+	return l.queue.Enqueue(ctx, queue.AsScheduled(occs))
 }

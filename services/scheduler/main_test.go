@@ -37,8 +37,8 @@ type bundle struct {
 	ctx  context.Context
 	st   *store.Store
 	rdb  redis.UniversalClient
-	ring *queue.Ring
-	q    *queue.Queue // the ring's one shard
+	ring *queue.Queue
+	q    *queue.Shard // the ring's one shard
 	keys queue.Keys
 	now  time.Time
 }
@@ -59,7 +59,7 @@ func setup(t *testing.T) *bundle {
 func setupRedis(t *testing.T) *bundle {
 	t.Helper()
 	rdb, prefix := testenv.Redis(t)
-	ring := queue.NewRing(rdb, prefix, 1)
+	ring := queue.New(rdb, prefix, 1)
 	return &bundle{
 		ctx: t.Context(), rdb: rdb, ring: ring, q: ring.Home(), keys: ring.Home().Keys(),
 		now: time.Now().UTC().Truncate(time.Millisecond),

@@ -15,7 +15,7 @@ import (
 // until the earliest remaining due time, and never longer than its tick, so a
 // member added while it sleeps waits at most one tick to be seen.
 type Publisher struct {
-	queue *queue.Queue
+	queue *queue.Shard
 	log   *zap.Logger
 	batch int
 	tick  time.Duration

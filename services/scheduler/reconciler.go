@@ -76,11 +76,7 @@ func (l *Leader) reconcile(ctx context.Context) {
 		return
 	}
 	if len(expired) > 0 {
-		entries := make([]queue.Entry, len(expired))
-		for i, o := range expired {
-			entries[i] = queue.Entry{Occurrence: o, DueAt: now}
-		}
-		if err := l.queue.Enqueue(ctx, entries); err != nil {
+		if err := l.queue.Enqueue(ctx, queue.DueAt(expired, now)); err != nil {
 			l.log.Warn("reconcile_leases_failed", zap.Error(err))
 			return
 		}
@@ -123,11 +119,7 @@ func (l *Leader) rebuild(ctx context.Context, now time.Time) {
 	}
 	retries, err := l.store.LostRetries(ctx, 100000)
 	if err == nil && len(retries) > 0 {
-		entries := make([]queue.Entry, len(retries))
-		for i, o := range retries {
-			entries[i] = queue.Entry{Occurrence: o, DueAt: now}
-		}
-		err = l.queue.Enqueue(ctx, entries)
+		err = l.queue.Enqueue(ctx, queue.DueAt(retries, now))
 	}
 	if err != nil {
 		l.log.Warn("rebuild_failed", zap.Error(err))

@@ -31,7 +31,7 @@ type Runner interface {
 // retries and acknowledge (queue.Settle).
 type Consumer struct {
 	Store  *store.Store
-	Queue  *queue.Ring
+	Queue  *queue.Queue
 	Runner Runner
 	Log    *zap.Logger
 	Clock  func() time.Time

@@ -15,7 +15,7 @@ import (
 )
 
 // releaser gives back, in batches, the places in their lanes of entries
-// whose attempts ended (queue.Ring.Release), so that an owner's next attempt
+// whose attempts ended (queue.Queue.Release), so that an owner's next attempt
 // does not wait for the group commit of this one's outcome. A failure is
 // logged, once per outage, and dropped: settling the entries then gives
 // their places back.
@@ -53,7 +53,7 @@ func (c *Consumer) releaser(ctx context.Context) {
 // entries other consumers left pending past the visibility timeout. When the
 // slots are shared with other shards' fetchers, a fetcher waiting on an empty
 // stream holds one slot, not a batch's worth, so it starves no other shard.
-func (c *Consumer) fetch(ctx, execCtx context.Context, running *sync.WaitGroup, q *queue.Queue, reclaim, shared bool) {
+func (c *Consumer) fetch(ctx, execCtx context.Context, running *sync.WaitGroup, q *queue.Shard, reclaim, shared bool) {
 	var tick *time.Ticker
 	if reclaim {
 		tick = time.NewTicker(max(c.Visibility/3, 100*time.Millisecond))

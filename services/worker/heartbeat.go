@@ -19,7 +19,7 @@ const heartbeatEvery = time.Second
 // is alive with slots slots. A failure is only logged, once per outage: the
 // scheduler then counts this worker out of the pool, which makes the
 // derived caps smaller, never larger.
-func heartbeat(ctx context.Context, q *queue.Queue, name string, slots int, clock func() time.Time, log *zap.Logger) {
+func heartbeat(ctx context.Context, q *queue.Shard, name string, slots int, clock func() time.Time, log *zap.Logger) {
 	service.Every(ctx, heartbeatEvery, log, "heartbeat_failed", func(ctx context.Context) error {
 		return q.WorkerBeat(ctx, name, slots, clock())
 	})

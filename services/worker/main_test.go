@@ -36,8 +36,8 @@ type bundle struct {
 	ctx  context.Context
 	st   *store.Store
 	rdb  redis.UniversalClient
-	ring *queue.Ring
-	q    *queue.Queue // shard 0, the only one unless setupShards asked for more
+	ring *queue.Queue
+	q    *queue.Shard // shard 0, the only one unless setupShards asked for more
 	keys queue.Keys
 	now  time.Time
 	log  *zap.Logger
@@ -51,7 +51,7 @@ func setupShards(t *testing.T, n int) *bundle {
 	t.Helper()
 	st := testenv.Store(t)
 	rdb, prefix := testenv.Redis(t)
-	ring := queue.NewRing(rdb, prefix, n)
+	ring := queue.New(rdb, prefix, n)
 	core, logs := observer.New(zapcore.DebugLevel)
 	b := &bundle{
 		ctx: t.Context(), st: st, rdb: rdb, ring: ring, q: ring.Home(), keys: ring.Home().Keys(),

@@ -23,7 +23,7 @@ import (
 // Redis calls end with ctx (fetching stops at shutdown, leaving entries
 // pending); the attempts it starts run under execCtx, which outlives ctx by
 // the grace period.
-func (c *Consumer) handle(ctx, execCtx context.Context, q *queue.Queue, msgs []queue.Message, running *sync.WaitGroup) {
+func (c *Consumer) handle(ctx, execCtx context.Context, q *queue.Shard, msgs []queue.Message, running *sync.WaitGroup) {
 	var poison []queue.Message
 	byMember := make(map[string]queue.Message, len(msgs))
 	starts := make([]store.Start, 0, len(msgs))
@@ -137,7 +137,7 @@ func (c *Consumer) misfired(st store.Started, now time.Time) string {
 
 // setAside handles entries that must not run: undecodable ones go to the dead
 // stream; duplicates within a batch are only acknowledged.
-func (c *Consumer) setAside(ctx context.Context, q *queue.Queue, msgs []queue.Message) {
+func (c *Consumer) setAside(ctx context.Context, q *queue.Shard, msgs []queue.Message) {
 	var dead []queue.Message
 	var ack []string
 	for _, m := range msgs {
@@ -151,7 +151,7 @@ func (c *Consumer) setAside(ctx context.Context, q *queue.Queue, msgs []queue.Me
 	if err := q.SetAside(ctx, dead); err != nil {
 		c.Log.Warn("set_aside_failed", zap.Error(err))
 	}
-	if err := q.Settle(ctx, ack, nil); err != nil {
+	if err := c.Queue.Settle(ctx, map[int]queue.Settlement{q.Keys().Shard: {IDs: ack}}); err != nil {
 		c.Log.Warn("settle_failed", zap.Error(err))
 	}
 }
@@ -160,7 +160,7 @@ func (c *Consumer) setAside(ctx context.Context, q *queue.Queue, msgs []queue.Me
 // only acknowledged (after making sure a failed one's retry is scheduled), an
 // attempt leased to a live worker stays pending, and an entry of a job that is
 // no longer scheduled (cancelled, paused, deleted) is dropped.
-func (c *Consumer) resolve(ctx context.Context, q *queue.Queue, msgs map[string]queue.Message) {
+func (c *Consumer) resolve(ctx context.Context, q *queue.Shard, msgs map[string]queue.Message) {
 	occs := make([]job.Occurrence, 0, len(msgs))
 	for _, m := range msgs {
 		occs = append(occs, m.Occurrence)
@@ -191,7 +191,7 @@ func (c *Consumer) resolve(ctx context.Context, q *queue.Queue, msgs map[string]
 			ack = append(ack, m.ID)
 		}
 	}
-	if err := q.Settle(ctx, ack, retries); err != nil {
+	if err := c.Queue.Settle(ctx, map[int]queue.Settlement{q.Keys().Shard: {IDs: ack, Retries: retries}}); err != nil {
 		c.Log.Warn("settle_failed", zap.Error(err))
 	}
 }

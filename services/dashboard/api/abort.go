@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/lifecycle"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 )
@@ -70,7 +71,7 @@ func (s *Server) abortJob(c *echo.Context) error {
 // already, so nothing new of theirs starts; a failure leaves what runs to
 // end by itself, and is logged.
 func (s *Server) abortOwner(ctx context.Context, owner, actor uuid.UUID, at time.Time) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterCommitTimeout)
+	ctx, cancel := lifecycle.AfterCommit(ctx)
 	defer cancel()
 	if err := s.queue.Abort(ctx, queue.AbortRequest{Owner: owner, Actor: actor, At: at}); err != nil {
 		s.log.Warn("abort_owner_failed", zap.Stringer("user_id", owner), zap.Error(err))

@@ -39,7 +39,7 @@ func TestAbortJob(t *testing.T) {
 
 		// Told to the workers through Redis, recorded in the audit log, and
 		// the one-off job will not start again.
-		reqs, err := queue.NewRing(b.rdb, b.keys.Prefix, 1).Aborts(t.Context(), b.now.Add(-time.Minute))
+		reqs, err := queue.New(b.rdb, b.keys.Prefix, 1).Aborts(t.Context(), b.now.Add(-time.Minute))
 		require.NoError(t, err)
 		require.Contains(t, reqs, queue.AbortRequest{Job: j.ID, Actor: store.BootstrapAdmin, At: b.now})
 		require.Equal(t, job.StatusCancelled, b.stored(t, j.ID).Status)
@@ -68,7 +68,7 @@ func TestAbortJob(t *testing.T) {
 		u := b.user(t, "leaving", "user", nil)
 		rec := b.do(t, http.MethodPost, "/api/v1/users/"+u.id.String()+"/disable", nil)
 		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
-		reqs, err := queue.NewRing(b.rdb, b.keys.Prefix, 1).Aborts(t.Context(), b.now.Add(-time.Minute))
+		reqs, err := queue.New(b.rdb, b.keys.Prefix, 1).Aborts(t.Context(), b.now.Add(-time.Minute))
 		require.NoError(t, err)
 		require.Contains(t, reqs, queue.AbortRequest{Owner: u.id, Actor: store.BootstrapAdmin, At: b.now})
 	})

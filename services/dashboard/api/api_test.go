@@ -54,7 +54,7 @@ func setup(t *testing.T, opts ...func(*api.Deps)) *bundle {
 	}
 	d := api.Deps{
 		Store:      st,
-		Queue:      queue.NewRing(rdb, prefix, 1),
+		Queue:      queue.New(rdb, prefix, 1),
 		Redis:      rdb,
 		Logger:     zaptest.NewLogger(t),
 		Clock:      func() time.Time { return b.now },
@@ -289,7 +289,7 @@ func TestCreateJob(t *testing.T) {
 
 	t.Run("EnqueueFailureReleasesClaim", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, func(d *api.Deps) { d.Queue = queue.NewRing(deadRedis(t), "unused", 1) })
+		b := setup(t, func(d *api.Deps) { d.Queue = queue.New(deadRedis(t), "unused", 1) })
 		j := b.create(t, "redis down", b.now.Add(2*time.Second))
 
 		stored, err := b.store.GetJob(t.Context(), store.AnyOwner, j.ID)
@@ -526,7 +526,7 @@ func TestCancelJob(t *testing.T) {
 
 	t.Run("RedisDownStillCancels", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, func(d *api.Deps) { d.Queue = queue.NewRing(deadRedis(t), "unused", 1) })
+		b := setup(t, func(d *api.Deps) { d.Queue = queue.New(deadRedis(t), "unused", 1) })
 		j := b.create(t, "cancel anyway", b.now.Add(time.Hour))
 		require.Equal(t, http.StatusNoContent, b.do(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil).Code)
 	})

@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,11 +11,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
-	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
-	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/schedule"
 	"github.com/tockhq/tock/pkg/store"
 )
@@ -113,21 +110,9 @@ func (s *Server) createBatch(c *echo.Context) error {
 	if err := s.allowJobs(c, len(jobs)); err != nil {
 		return err
 	}
-	horizon := now.Add(s.horizon)
-	var soon []*job.Job
-	for _, j := range jobs {
-		if !j.Recurring() && j.RunAt.Before(horizon) {
-			j.DueAt = time.Time{} // stored claimed: enqueued below
-			soon = append(soon, j)
-		}
-	}
-	ctx := c.Request().Context()
 	create := store.Create{Audit: caller(c).audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), MaxPerHour: s.maxPerHour(owner)}
-	if err := s.store.CreateJobs(ctx, jobs, create); err != nil {
+	if err := s.jobs.Create(c.Request().Context(), jobs, now, create); err != nil {
 		return createError(err)
-	}
-	if len(soon) > 0 {
-		s.enqueueClaimed(context.WithoutCancel(ctx), soon)
 	}
 	out := BatchCreated{Created: len(jobs), IDs: make([]uuid.UUID, len(jobs))}
 	for i, j := range jobs {
@@ -189,32 +174,4 @@ func itemError(i int, err error) ItemError {
 		return ItemError{Index: i, Field: fe.Field, Message: fe.Message}
 	}
 	return ItemError{Index: i, Message: "job " + strconv.Itoa(i) + " is invalid"}
-}
-
-// enqueueClaimed puts claimed one-off jobs' first attempts in the due set in
-// one pipeline or, when Redis fails, hands the claims back to the loader in
-// one statement. Neither outcome changes the answer: the jobs are committed
-// and will run.
-func (s *Server) enqueueClaimed(ctx context.Context, jobs []*job.Job) {
-	ctx, cancel := context.WithTimeout(ctx, afterCommitTimeout)
-	defer cancel()
-	entries := make([]queue.Entry, len(jobs))
-	for i, j := range jobs {
-		occ := job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority, Generation: j.Generation}.Route(j.Owner, j.Payload)
-		entries[i] = queue.Entry{Occurrence: occ, DueAt: j.RunAt}
-	}
-	err := s.queue.Enqueue(ctx, entries)
-	if err == nil {
-		return
-	}
-	ids := make([]uuid.UUID, len(jobs))
-	for i, j := range jobs {
-		ids[i] = j.ID
-	}
-	if rerr := s.store.ReleaseClaim(ctx, ids...); rerr != nil {
-		// The reconciler finds claimed jobs that never started and requeues them.
-		s.log.Error("release_claims_failed", zap.Int("jobs", len(jobs)), zap.NamedError("enqueue_error", err), zap.Error(rerr))
-		return
-	}
-	s.log.Warn("enqueue_failed_claims_released", zap.Int("jobs", len(jobs)), zap.Error(err))
 }

@@ -90,7 +90,7 @@ func BenchmarkExpensiveRulesIsolation(b *testing.B) {
 	st := testenv.Store(b)
 	rdb, prefix := testenv.Redis(b)
 	quotas := api.Quotas{} // no rate limits: the flood must reach the rules
-	h := api.New(api.Deps{Store: st, Queue: queue.NewRing(rdb, prefix, 1), Redis: rdb, Logger: zap.NewNop(),
+	h := api.New(api.Deps{Store: st, Queue: queue.New(rdb, prefix, 1), Redis: rdb, Logger: zap.NewNop(),
 		AdminToken: token, Limits: jobspec.DefaultLimits, Quotas: &quotas}).Handler()
 	srv := httptest.NewServer(h)
 	defer srv.Close()

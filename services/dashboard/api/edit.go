@@ -1,21 +1,16 @@
 package api
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
-	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
-	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 )
 
@@ -74,19 +69,17 @@ func (s *Server) resumeJob(c *echo.Context) error {
 // now reads the clock at tock's precision: UTC milliseconds.
 func (s *Server) now() time.Time { return s.clock().UTC().Truncate(time.Millisecond) }
 
-// edit applies e to a job of the caller's under its row lock, moves its due
-// set entries after the commit, and answers with the job as it now is.
+// edit applies e to a job of the caller's (lifecycle.Edit) and answers with
+// the job as it now is.
 func (s *Server) edit(c *echo.Context, id uuid.UUID, now time.Time, action string, e store.Edit) error {
-	ctx := c.Request().Context()
 	var refused error
-	before, after, err := s.store.UpdateJob(ctx, caller(c).scope(), id, now, func(j *job.Job, started bool) error {
+	after, err := s.jobs.Edit(c.Request().Context(), caller(c).scope(), id, now, func(j *job.Job, started bool) error {
 		refused = e(j, started)
 		return refused
 	}, store.Update{Audit: caller(c).audit(action), MaxPerHour: s.ownerMaxPerHour(c)})
 	if err != nil {
 		return editError(err, refused)
 	}
-	s.afterEdit(context.WithoutCancel(ctx), before, after, now)
 	return writeJSON(c, http.StatusOK, s.jobView(after, now))
 }
 
@@ -116,23 +109,6 @@ func editError(err, refused error) error {
 	return dependency(err)
 }
 
-// afterEdit makes the due set follow a committed edit. A one-off job's first
-// attempt, if Redis holds it, is under the old generation: it is removed
-// (best effort; a worker would drop it as stale anyway). Then a scheduled job
-// due within the horizon is loaded at once, so a job moved to "in 3 s" runs
-// in 3 s. A recurring job's old occurrences are left to go stale: their
-// instants are not worth recomputing for a removal the worker makes
-// unnecessary.
-func (s *Server) afterEdit(ctx context.Context, before, after *job.Job, now time.Time) {
-	if !before.Recurring() && before.Generation != after.Generation && !before.RunAt.IsZero() {
-		s.removeStale(ctx, job.Occurrence{JobID: before.ID, ScheduledFor: before.RunAt, Attempt: 1,
-			Priority: before.Priority, Generation: before.Generation}.Route(before.Owner, before.Payload))
-	}
-	if after.Status == job.StatusScheduled && !after.DueAt.IsZero() && after.DueAt.Before(now.Add(s.horizon)) {
-		s.load(ctx, after.ID, now)
-	}
-}
-
 // triggerJob runs a scheduled job once more, now, in addition to its
 // schedule: one extra occurrence at the current millisecond, under the job's
 // current generation and priority. Its idempotency key is its own, so a
@@ -142,27 +118,12 @@ func (s *Server) triggerJob(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	j, err := s.store.GetJob(ctx, caller(c).scope(), id)
-	if err != nil {
-		return dependency(err)
-	}
-	if j.Status != job.StatusScheduled {
-		return newError(http.StatusConflict, CodeConflict, "", fmt.Sprintf("a %s job cannot be triggered; only a scheduled one can", j.Status))
-	}
 	now := s.now()
-	occ := job.Occurrence{JobID: j.ID, ScheduledFor: now, Attempt: 1, Priority: j.Priority, Generation: j.Generation}.Route(j.Owner, j.Payload)
-	if err := s.queue.Enqueue(ctx, []queue.Entry{{Occurrence: occ, DueAt: now}}); err != nil {
-		return dependency(fmt.Errorf("trigger job %s: %w", j.ID, err))
+	occ, err := s.jobs.Trigger(c.Request().Context(), caller(c).scope(), id, now, caller(c).audit(store.ActionJobTrigger))
+	if err != nil {
+		return editError(err, err)
 	}
-	// The occurrence is in Redis and will run: the answer is 202 even if the
-	// audit entry cannot be written, which is logged instead.
-	change, _ := json.Marshal(map[string]any{"scheduled_for": now, "idempotency_key": occ.Key()})
-	entry := store.AuditEntry{At: now, Actor: caller(c).user, Action: store.ActionJobTrigger, TargetType: store.TargetJob, TargetID: j.ID, Change: change}
-	if err := s.store.RecordAudit(context.WithoutCancel(ctx), entry); err != nil {
-		s.log.Error("audit_failed", zap.String("action", entry.Action), zap.Stringer("job_id", j.ID), zap.Error(err))
-	}
-	return writeJSON(c, http.StatusAccepted, Triggered{JobID: j.ID, ScheduledFor: Time{now}, IdempotencyKey: occ.Key()})
+	return writeJSON(c, http.StatusAccepted, Triggered{JobID: occ.JobID, ScheduledFor: Time{now}, IdempotencyKey: occ.Key()})
 }
 
 // retryRequest is the optional body of POST /api/v1/jobs/{id}/retry.
@@ -195,12 +156,7 @@ func (s *Server) retryJob(c *echo.Context) error {
 			return err
 		}
 	}
-	now := s.now()
-	ctx := c.Request().Context()
-	occ, err := s.store.RetryOccurrence(ctx, caller(c).scope(), id, req.ScheduledFor.Time, now, caller(c).audit(store.ActionJobRetry),
-		func(ctx context.Context, occ job.Occurrence) error {
-			return s.queue.Enqueue(ctx, []queue.Entry{{Occurrence: occ, DueAt: now}})
-		})
+	occ, err := s.jobs.Retry(c.Request().Context(), caller(c).scope(), id, req.ScheduledFor.Time, s.now(), caller(c).audit(store.ActionJobRetry))
 	if err != nil {
 		return editError(err, errors.Unwrap(err))
 	}

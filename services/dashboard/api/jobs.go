@@ -1,21 +1,17 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
-	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/jobtype"
-	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/schedule"
 	"github.com/tockhq/tock/pkg/store"
 )
@@ -26,19 +22,9 @@ const (
 	MaxPageSize     = 500
 )
 
-// afterCommitTimeout bounds the Redis and Postgres calls made after a job has
-// been committed. They run even if the client has gone away: the job exists,
-// and leaving it claimed but absent from Redis would delay it until the
-// reconciler notices.
-const afterCommitTimeout = 5 * time.Second
-
-// createJob validates a jobspec.Spec and stores the job. A one-off job due
-// within the horizon is stored as claimed and put in the due set right after
-// the commit, so it runs on time rather than at the loader's next round; if
-// Redis refuses, the claim is handed back to the loader and the answer is
-// still 201. A recurring job is stored unclaimed and then loaded at once, as
-// the loader would, so its occurrences within the horizon are in Redis
-// before the answer.
+// createJob validates a jobspec.Spec and creates the job (lifecycle.Create:
+// one due soon is in Redis before the answer, and a Redis failure after the
+// commit still answers 201).
 func (s *Server) createJob(c *echo.Context) error {
 	var req createRequest
 	if err := decodeJSON(c, &req); err != nil {
@@ -59,20 +45,9 @@ func (s *Server) createJob(c *echo.Context) error {
 	if err := s.allowJobs(c, 1); err != nil {
 		return err
 	}
-	shortNotice := !j.Recurring() && j.RunAt.Before(now.Add(s.horizon))
-	if shortNotice {
-		j.DueAt = time.Time{}
-	}
-	ctx := c.Request().Context()
 	create := store.Create{Audit: caller(c).audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), MaxPerHour: s.maxPerHour(owner)}
-	if err := s.store.CreateJobs(ctx, []*job.Job{j}, create); err != nil {
+	if err := s.jobs.Create(c.Request().Context(), []*job.Job{j}, now, create); err != nil {
 		return createError(err)
-	}
-	switch {
-	case shortNotice:
-		s.enqueueClaimed(context.WithoutCancel(ctx), []*job.Job{j})
-	case j.Recurring() && j.DueAt.Before(now.Add(s.horizon)):
-		s.load(context.WithoutCancel(ctx), j.ID, now)
 	}
 	return writeJSON(c, http.StatusCreated, s.jobView(j, now))
 }
@@ -137,27 +112,6 @@ func createError(err error) error {
 	return dependency(err)
 }
 
-// load hands a job's occurrences due within the horizon to Redis right away,
-// as the loader would, after the job was created or edited. A failure only
-// delays the job until the loader's next round, so it is logged, not returned.
-func (s *Server) load(ctx context.Context, id uuid.UUID, now time.Time) {
-	ctx, cancel := context.WithTimeout(ctx, afterCommitTimeout)
-	defer cancel()
-	w := store.Window{Until: now.Add(s.horizon), Now: now, MisfireThreshold: s.misfire}
-	if _, err := s.store.LoadJob(ctx, id, w, s.enqueue); err != nil {
-		s.log.Warn("load_job_failed", zap.Stringer("job_id", id), zap.Error(err))
-	}
-}
-
-// enqueue puts first attempts in the due set at their scheduled time.
-func (s *Server) enqueue(ctx context.Context, occs []job.Occurrence) error {
-	entries := make([]queue.Entry, len(occs))
-	for i, o := range occs {
-		entries[i] = queue.Entry{Occurrence: o, DueAt: o.ScheduledFor}
-	}
-	return s.queue.Enqueue(ctx, entries)
-}
-
 // getJob returns one job of the caller's.
 func (s *Server) getJob(c *echo.Context) error {
 	id, err := jobID(c)
@@ -209,8 +163,8 @@ func (s *Server) pageJobs(c *echo.Context, f store.JobFilter) error {
 	}
 	if v := c.QueryParam("type"); v != "" {
 		f.Type = job.Type(v)
-		if !validType(f.Type) {
-			return invalid("type", "must be one of webhook, ping, slack, email")
+		if _, ok := jobtype.Lookup(f.Type); !ok {
+			return invalid("type", "must be one of "+strings.Join(jobtype.Names(), ", "))
 		}
 	}
 	limit, err := pageSize(c)
@@ -238,41 +192,20 @@ func (s *Server) pageJobs(c *echo.Context, f store.JobFilter) error {
 }
 
 // cancelJob cancels a job: a one-off job that has not started, or a
-// recurring job at any time, which stops all its future occurrences. A
-// one-off job's first attempt is then taken out of the due set. The removal
-// is best effort, and a recurring job's loaded occurrences are left in place:
-// cancelling moved the job to a new generation, so a worker that still
-// receives an old occurrence finds it stale and drops it.
+// recurring job at any time (lifecycle.Cancel).
 func (s *Server) cancelJob(c *echo.Context) error {
 	id, err := jobID(c)
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	j, err := s.store.CancelJob(ctx, caller(c).scope(), id, s.clock(), caller(c).audit(store.ActionJobCancel))
+	err = s.jobs.Cancel(c.Request().Context(), caller(c).scope(), id, s.clock(), caller(c).audit(store.ActionJobCancel))
 	if errors.Is(err, job.ErrConflict) {
 		return newError(http.StatusConflict, CodeConflict, "", "the job has started or finished; only a one-off job that has not started, or a recurring job, can be cancelled")
 	}
 	if err != nil {
 		return dependency(err)
 	}
-	if !j.Recurring() {
-		// The member was planned under the generation before the cancel.
-		occ := job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority, Generation: j.Generation - 1}.Route(j.Owner, j.Payload)
-		s.removeStale(context.WithoutCancel(ctx), occ)
-	}
 	return c.NoContent(http.StatusNoContent)
-}
-
-// removeStale takes an occurrence of an older generation out of the due set.
-// It is best effort: a worker that receives it anyway finds its generation
-// stale and drops it.
-func (s *Server) removeStale(ctx context.Context, occ job.Occurrence) {
-	ctx, cancel := context.WithTimeout(ctx, afterCommitTimeout)
-	defer cancel()
-	if err := s.queue.Remove(ctx, []job.Occurrence{occ}); err != nil {
-		s.log.Warn("remove_stale_failed", zap.Stringer("job_id", occ.JobID), zap.Int("generation", occ.Generation), zap.Error(err))
-	}
 }
 
 // jobID parses the :id path parameter. A malformed id is a 404, like an id
@@ -304,9 +237,4 @@ func validStatus(st job.Status) bool {
 		return true
 	}
 	return false
-}
-
-func validType(t job.Type) bool {
-	_, ok := jobtype.Lookup(t)
-	return ok
 }

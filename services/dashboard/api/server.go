@@ -17,6 +17,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/config"
 	"github.com/tockhq/tock/pkg/jobspec"
+	"github.com/tockhq/tock/pkg/lifecycle"
 	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/probe"
 	"github.com/tockhq/tock/pkg/queue"
@@ -37,7 +38,7 @@ const (
 // Deps is everything the API needs, built once by the service's run function.
 type Deps struct {
 	Store *store.Store
-	Queue *queue.Ring
+	Queue *queue.Queue
 	// Redis is the client behind Queue, pinged by /readyz.
 	Redis  redis.UniversalClient
 	Logger *zap.Logger
@@ -73,7 +74,7 @@ type Deps struct {
 // Server is the dashboard's HTTP API.
 type Server struct {
 	store   *store.Store
-	queue   *queue.Ring
+	queue   *queue.Queue
 	redis   redis.UniversalClient
 	log     *zap.Logger
 	clock   func() time.Time
@@ -88,6 +89,8 @@ type Server struct {
 	quotas       Quotas
 	limiter      *limiter
 	metrics      *metrics.API
+	// jobs commits job changes and then tells the due set.
+	jobs *lifecycle.Jobs
 	// evaluating lets each user compile and walk one schedule at a time.
 	evaluating *userGate
 	echo       *echo.Echo
@@ -126,6 +129,7 @@ func New(d Deps) *Server {
 	if s.misfire <= 0 {
 		s.misfire = config.DefaultMisfireThreshold
 	}
+	s.jobs = lifecycle.New(s.store, s.queue, s.horizon, s.misfire, s.log.Named("jobs"))
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}

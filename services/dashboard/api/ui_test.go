@@ -261,7 +261,7 @@ func TestSystem(t *testing.T) {
 		b.now = b.now.Add(2 * time.Minute)
 		ahead := b.create(t, "ahead", b.now.Add(5*time.Minute))
 		require.NoError(t, b.rdb.Set(t.Context(), b.keys.LoaderLock(), "token", 8*time.Second).Err())
-		require.NoError(t, queue.New(b.rdb, b.keys).EnsureGroup(t.Context()))
+		require.NoError(t, queue.NewShard(b.rdb, b.keys).EnsureGroup(t.Context()))
 		require.NoError(t, b.rdb.XGroupCreateConsumer(t.Context(), b.keys.Ready(), queue.Group, "worker-1").Err())
 
 		rec := b.do(t, http.MethodGet, "/api/v1/system", nil)

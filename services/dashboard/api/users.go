@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/lifecycle"
 	"github.com/tockhq/tock/pkg/store"
 )
 
@@ -280,7 +281,7 @@ func (s *Server) syncOwnerCap(ctx context.Context, u *store.User) {
 	if u.DisabledAt.IsZero() && u.Limits.MaxRunning != nil {
 		cap = *u.Limits.MaxRunning
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterCommitTimeout)
+	ctx, cancel := lifecycle.AfterCommit(ctx)
 	defer cancel()
 	if err := s.queue.SetOwnerCap(ctx, u.ID, cap); err != nil {
 		s.log.Warn("owner_cap_not_recorded", zap.Stringer("user_id", u.ID), zap.Error(err))

@@ -1,0 +1,221 @@
+// Package lifecycle changes jobs the way tock keeps them in two places:
+// each change commits in Postgres, the source of truth, and then makes
+// Redis's due set follow. Create, edit (pause and resume are edits), cancel,
+// trigger and retry live here, so that the API's handlers only translate
+// HTTP, and what happens when Redis fails between the two (and what repairs
+// it) is written once.
+//
+// The rule: Postgres first. A change whose Redis half fails is still made:
+// the job is committed and will run, at worst when the loader's next round
+// or the reconciler finds it (docs/architecture.md, "what repairs what").
+// The Redis half runs even if the caller has gone away, bounded by
+// afterCommitTimeout. Retry is the one exception, and says why.
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
+)
+
+// afterCommitTimeout bounds the Redis and Postgres calls made after a job has
+// been committed. They run even if the client has gone away: the job exists,
+// and leaving it claimed but absent from Redis would delay it until the
+// reconciler notices.
+const afterCommitTimeout = 5 * time.Second
+
+// Jobs makes job changes in Postgres and then in the due set.
+type Jobs struct {
+	store *store.Store
+	queue *queue.Queue
+	// horizon is how far ahead the loader plans: a job due within it is
+	// put in the due set at once rather than at the loader's next round.
+	horizon time.Duration
+	// misfire judges, when a recurring job is loaded right after a change,
+	// whether an occurrence already late runs, as the loader would.
+	misfire time.Duration
+	log     *zap.Logger
+}
+
+// New returns Jobs over st and q, planning horizon ahead with the loader's
+// misfire threshold.
+func New(st *store.Store, q *queue.Queue, horizon, misfire time.Duration, log *zap.Logger) *Jobs {
+	return &Jobs{store: st, queue: q, horizon: horizon, misfire: misfire, log: log}
+}
+
+// AfterCommit is the context of a change's Redis half: it outlives the
+// request, within afterCommitTimeout. The API's other after-commit calls
+// (a disabled user's aborts, an owner's cap) use it too.
+func AfterCommit(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), afterCommitTimeout)
+}
+
+// Create stores new jobs, built at now. A one-off job due within the
+// horizon is stored claimed and its first attempt put in the due set right
+// after the commit, so it runs on time rather than at the loader's next
+// round; if Redis refuses, the claims go back to the loader. A single
+// recurring job due within the horizon is then loaded at once, as the
+// loader would, so its first occurrences are in Redis before the answer; a
+// batch's recurring jobs are left to the loader's next round, since loading
+// each is a transaction of its own.
+func (l *Jobs) Create(ctx context.Context, jobs []*job.Job, now time.Time, c store.Create) error {
+	horizon := now.Add(l.horizon)
+	var soon []*job.Job
+	for _, j := range jobs {
+		if !j.Recurring() && j.RunAt.Before(horizon) {
+			j.DueAt = time.Time{} // stored claimed: enqueued below
+			soon = append(soon, j)
+		}
+	}
+	if err := l.store.CreateJobs(ctx, jobs, c); err != nil {
+		return err
+	}
+	if len(soon) > 0 {
+		l.enqueueClaimed(ctx, soon)
+	}
+	if len(jobs) == 1 && jobs[0].Recurring() && jobs[0].DueAt.Before(horizon) {
+		l.load(ctx, jobs[0].ID, now)
+	}
+	return nil
+}
+
+// enqueueClaimed puts claimed one-off jobs' first attempts in the due set in
+// one pipeline or, when Redis fails, hands the claims back to the loader in
+// one statement. Neither outcome is the caller's error: the jobs are
+// committed and will run.
+func (l *Jobs) enqueueClaimed(ctx context.Context, jobs []*job.Job) {
+	ctx, cancel := AfterCommit(ctx)
+	defer cancel()
+	entries := make([]queue.Entry, len(jobs))
+	for i, j := range jobs {
+		entries[i] = queue.Entry{Occurrence: j.Occurrence(j.RunAt), DueAt: j.RunAt}
+	}
+	err := l.queue.Enqueue(ctx, entries)
+	if err == nil {
+		return
+	}
+	ids := make([]uuid.UUID, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	if rerr := l.store.ReleaseClaim(ctx, ids...); rerr != nil {
+		// The reconciler finds claimed jobs that never started and requeues them.
+		l.log.Error("release_claims_failed", zap.Int("jobs", len(jobs)), zap.NamedError("enqueue_error", err), zap.Error(rerr))
+		return
+	}
+	l.log.Warn("enqueue_failed_claims_released", zap.Int("jobs", len(jobs)), zap.Error(err))
+}
+
+// load hands a job's occurrences due within the horizon to Redis right away,
+// as the loader would. A failure only delays the job until the loader's next
+// round, so it is logged, not returned.
+func (l *Jobs) load(ctx context.Context, id uuid.UUID, now time.Time) {
+	ctx, cancel := AfterCommit(ctx)
+	defer cancel()
+	w := store.Window{Until: now.Add(l.horizon), Now: now, MisfireThreshold: l.misfire}
+	if _, err := l.store.LoadJob(ctx, id, w, func(ctx context.Context, occs []job.Occurrence) error {
+		return l.queue.Enqueue(ctx, queue.AsScheduled(occs))
+	}); err != nil {
+		l.log.Warn("load_job_failed", zap.Stringer("job_id", id), zap.Error(err))
+	}
+}
+
+// Edit applies e to a job of owner's (uuid.Nil: anyone's) under its row
+// lock, and then makes the due set follow: a one-off job's first attempt
+// planned under the old generation is taken out (best effort; a worker would
+// drop it as stale anyway), and a scheduled job due within the horizon is
+// loaded at once, so a job moved to "in 3 s" runs in 3 s. A recurring job's
+// old occurrences are left to go stale: their instants are not worth
+// recomputing for a removal the worker makes unnecessary. Pause and resume
+// are edits.
+func (l *Jobs) Edit(ctx context.Context, owner, id uuid.UUID, now time.Time, e store.Edit, u store.Update) (*job.Job, error) {
+	before, after, err := l.store.UpdateJob(ctx, owner, id, now, e, u)
+	if err != nil {
+		return nil, err
+	}
+	if !before.Recurring() && before.Generation != after.Generation && !before.RunAt.IsZero() {
+		l.removeStale(ctx, before.Occurrence(before.RunAt))
+	}
+	if after.Status == job.StatusScheduled && !after.DueAt.IsZero() && after.DueAt.Before(now.Add(l.horizon)) {
+		l.load(ctx, after.ID, now)
+	}
+	return after, nil
+}
+
+// Cancel cancels a job of owner's: a one-off job that has not started, or a
+// recurring job at any time, which stops all its future occurrences. A
+// one-off job's first attempt is then taken out of the due set. The removal
+// is best effort, and a recurring job's loaded occurrences are left in
+// place: cancelling moved the job to a new generation, so a worker that
+// still receives an old occurrence finds it stale and drops it.
+func (l *Jobs) Cancel(ctx context.Context, owner, id uuid.UUID, now time.Time, a store.Audit) error {
+	j, err := l.store.CancelJob(ctx, owner, id, now, a)
+	if err != nil {
+		return err
+	}
+	if !j.Recurring() {
+		// The member was planned under the generation before the cancel.
+		occ := j.Occurrence(j.RunAt)
+		occ.Generation--
+		l.removeStale(ctx, occ)
+	}
+	return nil
+}
+
+// removeStale takes an occurrence of an older generation out of the due set.
+// It is best effort: a worker that receives it anyway finds its generation
+// stale and drops it.
+func (l *Jobs) removeStale(ctx context.Context, occ job.Occurrence) {
+	ctx, cancel := AfterCommit(ctx)
+	defer cancel()
+	if err := l.queue.Remove(ctx, []job.Occurrence{occ}); err != nil {
+		l.log.Warn("remove_stale_failed", zap.Stringer("job_id", occ.JobID), zap.Int("generation", occ.Generation), zap.Error(err))
+	}
+}
+
+// Trigger runs a scheduled job of owner's once more, at now, in addition to
+// its schedule: one extra occurrence under the job's current generation and
+// priority, with an idempotency key of its own. Nothing is committed before
+// Redis: the occurrence is put in the due set, and once it is there it will
+// run, so the audit entry written after it is logged, not returned, when it
+// fails. A job that is not scheduled is job.ErrConflict.
+func (l *Jobs) Trigger(ctx context.Context, owner, id uuid.UUID, now time.Time, a store.Audit) (job.Occurrence, error) {
+	j, err := l.store.GetJob(ctx, owner, id)
+	if err != nil {
+		return job.Occurrence{}, err
+	}
+	if j.Status != job.StatusScheduled {
+		return job.Occurrence{}, fmt.Errorf("%w: a %s job cannot be triggered; only a scheduled one can", job.ErrConflict, j.Status)
+	}
+	occ := j.Occurrence(now)
+	if err := l.queue.Enqueue(ctx, []queue.Entry{{Occurrence: occ, DueAt: now}}); err != nil {
+		return job.Occurrence{}, fmt.Errorf("trigger job %s: %w", j.ID, err)
+	}
+	change, _ := json.Marshal(map[string]any{"scheduled_for": now, "idempotency_key": occ.Key()})
+	entry := store.AuditEntry{At: now, Actor: a.Actor, Action: a.Action, TargetType: store.TargetJob, TargetID: j.ID, Change: change}
+	if err := l.store.RecordAudit(context.WithoutCancel(ctx), entry); err != nil {
+		l.log.Error("audit_failed", zap.String("action", entry.Action), zap.Stringer("job_id", j.ID), zap.Error(err))
+	}
+	return occ, nil
+}
+
+// Retry gives a permanently failed occurrence of a job of owner's one more
+// attempt, now (scheduledFor picks the occurrence; zero, the latest that
+// failed). Here Redis is told inside the transaction, before the commit: a
+// retry lives only in the due set until it starts, so a commit that Redis
+// did not follow would leave a job scheduled with nothing to run it. A
+// worker handed the attempt before the commit waits for the job's lock, and
+// one that finds the commit failed drops the attempt.
+func (l *Jobs) Retry(ctx context.Context, owner, id uuid.UUID, scheduledFor, now time.Time, a store.Audit) (job.Occurrence, error) {
+	return l.store.RetryOccurrence(ctx, owner, id, scheduledFor, now, a, func(ctx context.Context, occ job.Occurrence) error {
+		return l.queue.Enqueue(ctx, []queue.Entry{{Occurrence: occ, DueAt: now}})
+	})
+}

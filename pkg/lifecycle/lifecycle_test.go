@@ -1,0 +1,141 @@
+package lifecycle_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/lifecycle"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/pkg/testenv"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var owner = uuid.MustParse("0190aaaa-0000-7000-8000-00000000000a")
+
+// bundle is a test's own schema and key prefix, and Jobs over them.
+type bundle struct {
+	st   *store.Store
+	ring *queue.Queue
+	jobs *lifecycle.Jobs
+	now  time.Time
+}
+
+func setup(t *testing.T, rdb redis.UniversalClient, prefix string) *bundle {
+	t.Helper()
+	b := &bundle{st: testenv.Store(t), ring: queue.New(rdb, prefix, 1), now: time.Now().UTC().Truncate(time.Millisecond)}
+	b.jobs = lifecycle.New(b.st, b.ring, 10*time.Minute, time.Minute, zaptest.NewLogger(t))
+	return b
+}
+
+func live(t *testing.T) *bundle {
+	rdb, prefix := testenv.Redis(t)
+	return setup(t, rdb, prefix)
+}
+
+// inDueSet reports whether occ's member is in the due set.
+func (b *bundle) inDueSet(t *testing.T, occ job.Occurrence) bool {
+	t.Helper()
+	in, err := b.ring.Scheduled(t.Context(), []job.Occurrence{occ})
+	require.NoError(t, err)
+	return in[0]
+}
+
+func TestCreate(t *testing.T) {
+	t.Parallel()
+
+	t.Run("DueSoonIsInTheDueSetBeforeReturning", func(t *testing.T) {
+		t.Parallel()
+		b := live(t)
+		soon := testenv.Job(owner, b.now.Add(3*time.Second))
+		later := testenv.Job(owner, b.now.Add(time.Hour))
+		require.NoError(t, b.jobs.Create(t.Context(), []*job.Job{soon, later}, b.now, store.Create{}))
+		require.True(t, b.inDueSet(t, soon.Occurrence(soon.RunAt)))
+		require.False(t, b.inDueSet(t, later.Occurrence(later.RunAt)), "beyond the horizon: the loader's")
+		got, err := b.st.GetJob(t.Context(), owner, soon.ID)
+		require.NoError(t, err)
+		require.True(t, got.DueAt.IsZero(), "stored claimed")
+	})
+
+	t.Run("RedisDownAfterTheCommitHandsTheClaimBack", func(t *testing.T) {
+		t.Parallel()
+		dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
+		t.Cleanup(func() { _ = dead.Close() })
+		b := setup(t, dead, "unused")
+		j := testenv.Job(owner, b.now.Add(3*time.Second))
+		require.NoError(t, b.jobs.Create(t.Context(), []*job.Job{j}, b.now, store.Create{}), "the job is committed: not the caller's error")
+		got, err := b.st.GetJob(t.Context(), owner, j.ID)
+		require.NoError(t, err)
+		require.Equal(t, job.StatusScheduled, got.Status)
+		require.Equal(t, j.RunAt, got.DueAt, "the claim went back to the loader")
+	})
+}
+
+func TestEditAndCancel(t *testing.T) {
+	t.Parallel()
+
+	t.Run("MovingAOneOffMovesItsMember", func(t *testing.T) {
+		t.Parallel()
+		b := live(t)
+		j := testenv.Job(owner, b.now.Add(5*time.Second))
+		require.NoError(t, b.jobs.Create(t.Context(), []*job.Job{j}, b.now, store.Create{}))
+		old := j.Occurrence(j.RunAt)
+		moved := b.now.Add(7 * time.Second)
+		after, err := b.jobs.Edit(t.Context(), owner, j.ID, b.now, func(j *job.Job, _ bool) error {
+			j.RunAt, j.DueAt = moved, moved
+			j.Generation++
+			return nil
+		}, store.Update{})
+		require.NoError(t, err)
+		require.False(t, b.inDueSet(t, old), "the old generation's member is gone")
+		require.True(t, b.inDueSet(t, after.Occurrence(moved)))
+	})
+
+	t.Run("CancelTakesTheMemberOut", func(t *testing.T) {
+		t.Parallel()
+		b := live(t)
+		j := testenv.Job(owner, b.now.Add(5*time.Second))
+		require.NoError(t, b.jobs.Create(t.Context(), []*job.Job{j}, b.now, store.Create{}))
+		occ := j.Occurrence(j.RunAt)
+		require.True(t, b.inDueSet(t, occ))
+		require.NoError(t, b.jobs.Cancel(t.Context(), owner, j.ID, b.now, store.Audit{}))
+		require.False(t, b.inDueSet(t, occ))
+		got, err := b.st.GetJob(t.Context(), owner, j.ID)
+		require.NoError(t, err)
+		require.Equal(t, job.StatusCancelled, got.Status)
+	})
+
+	t.Run("AnotherOwnersJobIsNotFound", func(t *testing.T) {
+		t.Parallel()
+		b := live(t)
+		j := testenv.Job(owner, b.now.Add(time.Hour))
+		require.NoError(t, b.jobs.Create(t.Context(), []*job.Job{j}, b.now, store.Create{}))
+		other := uuid.MustParse("0190bbbb-0000-7000-8000-00000000000b")
+		require.ErrorIs(t, b.jobs.Cancel(t.Context(), other, j.ID, b.now, store.Audit{}), job.ErrNotFound)
+		_, err := b.jobs.Trigger(t.Context(), other, j.ID, b.now, store.Audit{})
+		require.ErrorIs(t, err, job.ErrNotFound)
+	})
+}
+
+func TestTrigger(t *testing.T) {
+	t.Parallel()
+	b := live(t)
+	j := testenv.Job(owner, b.now.Add(time.Hour))
+	require.NoError(t, b.jobs.Create(t.Context(), []*job.Job{j}, b.now, store.Create{}))
+	occ, err := b.jobs.Trigger(t.Context(), owner, j.ID, b.now, store.Audit{Actor: owner, Action: store.ActionJobTrigger})
+	require.NoError(t, err)
+	require.Equal(t, b.now, occ.ScheduledFor)
+	require.True(t, b.inDueSet(t, occ))
+
+	require.NoError(t, b.jobs.Cancel(t.Context(), owner, j.ID, b.now, store.Audit{}))
+	_, err = b.jobs.Trigger(t.Context(), owner, j.ID, b.now, store.Audit{})
+	require.ErrorIs(t, err, job.ErrConflict)
+}
