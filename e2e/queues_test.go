@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -20,21 +18,6 @@ import (
 	"github.com/tockhq/tock/e2e/cluster"
 	"github.com/tockhq/tock/pkg/testenv"
 )
-
-// brokerAddr is a broker this machine kind runs: the test skips when it is
-// down, except under CI, where .ci/run starts it.
-func brokerAddr(t *testing.T, addr string) string {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("broker at %s: %v", addr, err)
-		}
-		t.Skipf("broker at %s unavailable: %v", addr, err)
-	}
-	_ = c.Close()
-	return addr
-}
 
 // keyCounter counts the messages a broker delivered, by idempotency key.
 type keyCounter struct {
@@ -77,8 +60,10 @@ func (k *keyCounter) missing(want []string) (miss []string, dup int) {
 // refused; SQS answers 500), and nothing is lost: every occurrence arrives,
 // JetStream and the FIFO queue hold each once, and every job ends completed.
 func TestQueueTargets(t *testing.T) {
-	natsProxy := testenv.NewProxy(t, brokerAddr(t, "127.0.0.1:4222"))
-	amqpProxy := testenv.NewProxy(t, brokerAddr(t, "127.0.0.1:5672"))
+	testenv.Reachable(t, "127.0.0.1:4222")
+	testenv.Reachable(t, "127.0.0.1:5672")
+	natsProxy := testenv.NewProxy(t, "127.0.0.1:4222")
+	amqpProxy := testenv.NewProxy(t, "127.0.0.1:5672")
 	sqs := testenv.NewSQS(t)
 	c := start(t, cluster.Options{
 		Schedulers: 1, Workers: 2,

@@ -23,7 +23,9 @@ var AMQP = Kind{
 	Summary: "publishes the body to an AMQP exchange with a routing key, persistent, confirmed by the broker",
 	Example: AMQPPayload{URL: "amqps://user:password@rabbitmq.example.com/vhost", Exchange: "orders", RoutingKey: "remind", Body: json.RawMessage(`{"order":1234}`)},
 	Check:   checkAMQP,
-	New:     func(d Deps) Executor { return &amqpExecutor{brokers: d.Brokers, version: d.Version} },
+	New: func(d Deps) Executor {
+		return typed(TypeAMQP, (&amqpExecutor{brokers: d.Brokers, version: d.Version}).run)
+	},
 }
 
 // AMQPPayload is the payload of an amqp job. URL carries the user and
@@ -167,14 +169,10 @@ func (e *amqpExecutor) conn(ctx context.Context, url string) (*amqpConn, error) 
 	return c.(*amqpConn), nil
 }
 
-// Execute publishes one attempt, with the payload's headers and tock's
+// run publishes one attempt, with the payload's headers and tock's
 // (Idempotency-Key, X-Tock-Job-Id, X-Tock-Scheduled-For, X-Tock-Attempt)
 // as message headers and the occurrence's key as message_id.
-func (e *amqpExecutor) Execute(ctx context.Context, t Task) Outcome {
-	var p AMQPPayload
-	if err := json.Unmarshal(t.Payload, &p); err != nil {
-		return failure("invalid amqp payload: %v", err)
-	}
+func (e *amqpExecutor) run(ctx context.Context, t Task, p AMQPPayload) Outcome {
 	start := time.Now()
 	ctx, cancel, limit := withTimeout(ctx, t, start)
 	defer cancel()

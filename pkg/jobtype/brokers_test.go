@@ -36,20 +36,6 @@ func amqpURL() string {
 	return "amqp://guest:guest@127.0.0.1:5672/"
 }
 
-// reachable skips the test when addr does not answer, except under CI,
-// where the broker must be there.
-func reachable(t *testing.T, addr string) {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("broker at %s: %v", addr, err)
-		}
-		t.Skipf("broker at %s unavailable: %v", addr, err)
-	}
-	_ = c.Close()
-}
-
 // brokerRegistry runs tasks with broker connections allowed to loopback.
 func brokerRegistry(t *testing.T) *jobtype.Registry {
 	t.Helper()
@@ -70,7 +56,7 @@ func brokerTask(t *testing.T, typ job.Type, p any) jobtype.Task {
 func TestNATS(t *testing.T) {
 	t.Parallel()
 	u := natsURL()
-	reachable(t, strings.TrimPrefix(u, "nats://"))
+	testenv.Reachable(t, strings.TrimPrefix(u, "nats://"))
 	nc, err := nats.Connect(u)
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
@@ -154,7 +140,7 @@ func TestNATS(t *testing.T) {
 func TestAMQP(t *testing.T) {
 	t.Parallel()
 	u := amqpURL()
-	reachable(t, "127.0.0.1:5672")
+	testenv.Reachable(t, "127.0.0.1:5672")
 	conn, err := amqp.Dial(u)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
@@ -242,17 +228,22 @@ func TestBrokerPayloads(t *testing.T) {
 		{"AMQPMetadata", jobtype.TypeAMQP, `{"url":"amqp://169.254.169.254","exchange":"x","routing_key":"y","body":1}`, "payload.url"},
 		{"AMQPUnknownField", jobtype.TypeAMQP, `{"url":"amqp://mq.example.com","exchange":"x","routing_key":"y","body":1,"queue":"z"}`, "payload"},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := jobtype.Validate(tt.typ, json.RawMessage(tt.raw), 0, outbound.Options{})
-			if tt.field == "" {
-				require.NoError(t, err)
-				return
-			}
-			var fe *job.FieldError
-			require.ErrorAs(t, err, &fe)
-			require.Equal(t, tt.field, fe.Field, fe.Message)
-		})
+		t.Run(tt.name, func(t *testing.T) { checkPayload(t, tt.typ, tt.raw, outbound.Options{}, tt.field) })
 	}
+}
+
+// checkPayload validates raw as a payload of typ against targets and
+// requires it accepted (field "") or refused naming field.
+func checkPayload(t *testing.T, typ job.Type, raw string, targets outbound.Options, field string) {
+	t.Helper()
+	_, err := jobtype.Validate(typ, json.RawMessage(raw), 0, targets)
+	if field == "" {
+		require.NoError(t, err)
+		return
+	}
+	var fe *job.FieldError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, field, fe.Field, fe.Message)
 }
 
 // TestSilentBroker: a broker address that accepts connections and never

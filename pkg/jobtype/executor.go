@@ -44,3 +44,21 @@ const OutputLimit = 4 << 10
 type Executor interface {
 	Execute(ctx context.Context, t Task) Outcome
 }
+
+// typed makes an Executor of a type's run, which starts from the decoded
+// payload P (River's Worker[T]): the task's payload is decoded here, once
+// for every type, and one that does not decode fails the attempt.
+func typed[P any](typ job.Type, run func(ctx context.Context, t Task, p P) Outcome) Executor {
+	return executorFunc(func(ctx context.Context, t Task) Outcome {
+		var p P
+		if err := json.Unmarshal(t.Payload, &p); err != nil {
+			return failure("invalid %s payload: %v", typ, err)
+		}
+		return run(ctx, t, p)
+	})
+}
+
+// executorFunc is a function as an Executor.
+type executorFunc func(ctx context.Context, t Task) Outcome
+
+func (f executorFunc) Execute(ctx context.Context, t Task) Outcome { return f(ctx, t) }

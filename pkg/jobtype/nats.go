@@ -28,7 +28,9 @@ var NATS = Kind{
 	Summary: "publishes the body to a NATS subject, through JetStream when a stream captures it",
 	Example: NATSPayload{URL: "nats://nats.example.com:4222", Subject: "orders.remind", Body: json.RawMessage(`{"order":1234}`)},
 	Check:   checkNATS,
-	New:     func(d Deps) Executor { return &natsExecutor{brokers: d.Brokers, version: d.Version} },
+	New: func(d Deps) Executor {
+		return typed(TypeNATS, (&natsExecutor{brokers: d.Brokers, version: d.Version}).run)
+	},
 }
 
 // NATSPayload is the payload of a nats job. URL may carry a user and
@@ -194,15 +196,11 @@ func (e *natsExecutor) conn(ctx context.Context, rawURL string) (*natsConn, erro
 	return c.(*natsConn), nil
 }
 
-// Execute publishes one attempt with the payload's headers and tock's
+// run publishes one attempt with the payload's headers and tock's
 // (Idempotency-Key, X-Tock-Job-Id, X-Tock-Scheduled-For, X-Tock-Attempt,
 // and Nats-Msg-Id for JetStream). Output records the stream and sequence the
 // server acknowledged, or that the message went to core NATS.
-func (e *natsExecutor) Execute(ctx context.Context, t Task) Outcome {
-	var p NATSPayload
-	if err := json.Unmarshal(t.Payload, &p); err != nil {
-		return failure("invalid nats payload: %v", err)
-	}
+func (e *natsExecutor) run(ctx context.Context, t Task, p NATSPayload) Outcome {
 	start := time.Now()
 	ctx, cancel, limit := withTimeout(ctx, t, start)
 	defer cancel()

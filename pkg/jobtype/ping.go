@@ -54,16 +54,12 @@ type pingExecutor struct {
 // NewPing returns a ping executor sending through client, which should be an
 // outbound client (the URL is the user's), as tock/version.
 func NewPing(client *http.Client, version string) Executor {
-	return &pingExecutor{client: client, userAgent: userAgent(version)}
+	return typed(TypePing, (&pingExecutor{client: client, userAgent: userAgent(version)}).run)
 }
 
-// Execute sends one GET with tock's headers (Idempotency-Key, X-Tock-Job-Id,
+// run sends one GET with tock's headers (Idempotency-Key, X-Tock-Job-Id,
 // X-Tock-Scheduled-For, X-Tock-Attempt, User-Agent) and no body.
-func (p *pingExecutor) Execute(ctx context.Context, t Task) Outcome {
-	var pl PingPayload
-	if err := json.Unmarshal(t.Payload, &pl); err != nil {
-		return failure("invalid ping payload: %v", err)
-	}
+func (p *pingExecutor) run(ctx context.Context, t Task, pl PingPayload) Outcome {
 	want, err := expectation(pl.ExpectStatus, "")
 	if err != nil {
 		return failure("invalid ping payload: expect_status %v", err)

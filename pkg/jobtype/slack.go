@@ -91,7 +91,7 @@ type slackExecutor struct {
 // NewSlack returns a slack executor sending through client, which should be
 // an outbound client (the webhook URL is the user's), as tock/version.
 func NewSlack(client *http.Client, version string) Executor {
-	return &slackExecutor{client: client, userAgent: userAgent(version)}
+	return typed(TypeSlack, (&slackExecutor{client: client, userAgent: userAgent(version)}).run)
 }
 
 // slackMessage is the body Slack's incoming webhooks accept.
@@ -100,14 +100,10 @@ type slackMessage struct {
 	Blocks json.RawMessage `json:"blocks,omitempty"`
 }
 
-// Execute posts one attempt as JSON with tock's headers (Idempotency-Key,
+// run posts one attempt as JSON with tock's headers (Idempotency-Key,
 // X-Tock-Job-Id, X-Tock-Scheduled-For, X-Tock-Attempt, User-Agent). Slack
 // ignores them, but a proxy or a test double in front of it may not.
-func (s *slackExecutor) Execute(ctx context.Context, t Task) Outcome {
-	var p SlackPayload
-	if err := json.Unmarshal(t.Payload, &p); err != nil {
-		return failure("invalid slack payload: %v", err)
-	}
+func (s *slackExecutor) run(ctx context.Context, t Task, p SlackPayload) Outcome {
 	msg := slackMessage{Text: p.Text}
 	if b := bytes.TrimSpace(p.Blocks); len(b) > 0 && !bytes.Equal(b, []byte("null")) {
 		msg.Blocks = b

@@ -32,7 +32,7 @@ var SQS = Kind{
 	Summary: "sends the message body to an Amazon SQS queue, signed with the worker's AWS credentials",
 	Example: SQSPayload{QueueURL: "https://sqs.eu-central-1.amazonaws.com/123456789012/reminders", MessageBody: json.RawMessage(`{"order":1234}`)},
 	Check:   checkSQS,
-	New:     func(d Deps) Executor { return &sqsExecutor{client: d.Client, version: d.Version} },
+	New:     func(d Deps) Executor { return typed(TypeSQS, (&sqsExecutor{client: d.Client, version: d.Version}).run) },
 }
 
 // SQSPayload is the payload of an sqs job. MessageBody is sent as its JSON
@@ -146,16 +146,12 @@ func (e *sqsExecutor) load() (*sqs.Client, string, error) {
 	return e.sqs, e.region, e.err
 }
 
-// Execute sends one attempt to the payload's queue, at the queue URL's own
+// run sends one attempt to the payload's queue, at the queue URL's own
 // endpoint, with tock's headers (Idempotency-Key, X-Tock-Job-Id,
 // X-Tock-Scheduled-For, X-Tock-Attempt) as string message attributes.
 // Output records the message id SQS gave, and a FIFO queue's sequence
 // number.
-func (e *sqsExecutor) Execute(ctx context.Context, t Task) Outcome {
-	var p SQSPayload
-	if err := json.Unmarshal(t.Payload, &p); err != nil {
-		return failure("invalid sqs payload: %v", err)
-	}
+func (e *sqsExecutor) run(ctx context.Context, t Task, p SQSPayload) Outcome {
 	u, err := url.Parse(p.QueueURL)
 	if err != nil {
 		return failure("invalid sqs queue_url")

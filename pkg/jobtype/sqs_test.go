@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/outbound"
 	"github.com/tockhq/tock/pkg/testenv"
@@ -134,15 +133,6 @@ func TestSQSPayloads(t *testing.T) {
 		{"GroupWithSpace", `{"queue_url":"https://sqs.eu-central-1.amazonaws.com/1/q.fifo","message_body":1,"message_group_id":"a b"}`, outbound.Options{}, "payload.message_group_id"},
 		{"UnknownField", `{"queue_url":"https://sqs.eu-central-1.amazonaws.com/1/q","message_body":1,"delay":3}`, outbound.Options{}, "payload"},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := jobtype.Validate(jobtype.TypeSQS, json.RawMessage(tt.raw), 0, tt.targets)
-			if tt.field == "" {
-				require.NoError(t, err)
-				return
-			}
-			var fe *job.FieldError
-			require.ErrorAs(t, err, &fe)
-			require.Equal(t, tt.field, fe.Field, fe.Message)
-		})
+		t.Run(tt.name, func(t *testing.T) { checkPayload(t, jobtype.TypeSQS, tt.raw, tt.targets, tt.field) })
 	}
 }

@@ -82,19 +82,15 @@ type webhookExecutor struct {
 // NewWebhook returns a webhook executor sending through client, which should be
 // an outbound client (the URL is the user's), as tock/version.
 func NewWebhook(client *http.Client, version string) Executor {
-	return &webhookExecutor{client: client, userAgent: userAgent(version)}
+	return typed(TypeWebhook, (&webhookExecutor{client: client, userAgent: userAgent(version)}).run)
 }
 
-// Execute sends one attempt. The request carries the payload's headers, then
+// run sends one attempt. The request carries the payload's headers, then
 // tock's (Idempotency-Key, X-Tock-Job-Id, X-Tock-Scheduled-For, X-Tock-Attempt,
 // User-Agent), which the payload cannot override. A body, if any, is sent as
 // it is with Content-Type application/json unless the payload's headers say
 // otherwise.
-func (w *webhookExecutor) Execute(ctx context.Context, t Task) Outcome {
-	var p WebhookPayload
-	if err := json.Unmarshal(t.Payload, &p); err != nil {
-		return failure("invalid webhook payload: %v", err)
-	}
+func (w *webhookExecutor) run(ctx context.Context, t Task, p WebhookPayload) Outcome {
 	method := strings.ToUpper(p.Method)
 	if method == "" {
 		method = http.MethodPost

@@ -3,9 +3,11 @@ package testenv
 import (
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Proxy forwards TCP connections to a target: a broker connection can be
@@ -73,3 +75,18 @@ func (p *Proxy) Down() { p.down.Store(true); p.Cut() }
 
 // Up lets connections through again.
 func (p *Proxy) Up() { p.down.Store(false) }
+
+// Reachable skips the test when nothing answers at addr (a broker this
+// machine kind runs), except under CI, where .ci/run starts it and its
+// absence is a failure.
+func Reachable(t testing.TB, addr string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("broker at %s: %v", addr, err)
+		}
+		t.Skipf("broker at %s unavailable: %v", addr, err)
+	}
+	_ = c.Close()
+}
