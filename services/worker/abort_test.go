@@ -26,7 +26,7 @@ func TestAbort(t *testing.T) {
 		testenv.GoRun(t, b.consumer(r).Run)
 		testenv.WaitUntil(t, 5*time.Second, func() bool { running, _ := r.concurrency(); return running == 2 }, "both attempts did not start")
 
-		require.NoError(t, b.ring.Abort(b.ctx, queue.AbortRequest{Job: stopped.ID, Actor: actor, At: time.Now()}))
+		require.NoError(t, b.queue.Abort(b.ctx, queue.AbortRequest{Job: stopped.ID, Actor: actor, At: time.Now()}))
 		testenv.WaitUntil(t, 5*time.Second, func() bool {
 			runs := b.runs(t, stopped.ID)
 			return len(runs) == 1 && runs[0].Status == job.RunAborted
@@ -57,9 +57,9 @@ func TestAbort(t *testing.T) {
 		testenv.WaitUntil(t, 5*time.Second, func() bool { running, _ := r.concurrency(); return running == 2 }, "the attempts did not start")
 		// Stamped later, written first (two dashboards, or one slow write).
 		earlier := time.Now()
-		require.NoError(t, b.ring.Abort(b.ctx, queue.AbortRequest{Job: first.ID, Actor: actor, At: earlier.Add(time.Second)}))
+		require.NoError(t, b.queue.Abort(b.ctx, queue.AbortRequest{Job: first.ID, Actor: actor, At: earlier.Add(time.Second)}))
 		time.Sleep(2 * abortPoll)
-		require.NoError(t, b.ring.Abort(b.ctx, queue.AbortRequest{Job: second.ID, Actor: actor, At: earlier}))
+		require.NoError(t, b.queue.Abort(b.ctx, queue.AbortRequest{Job: second.ID, Actor: actor, At: earlier}))
 		testenv.WaitUntil(t, 5*time.Second, func() bool { return b.settled(t) }, "both attempts were not stopped")
 		require.Equal(t, job.RunAborted, b.runs(t, second.ID)[0].Status)
 	})
@@ -75,12 +75,12 @@ func TestAbort(t *testing.T) {
 		testenv.WaitUntil(t, 5*time.Second, func() bool { running, _ := r.concurrency(); return running == 3 }, "the attempts did not start")
 
 		// A request made before they started does not touch them.
-		require.NoError(t, b.ring.Abort(b.ctx, queue.AbortRequest{Owner: owner, Actor: actor, At: b.now.Add(-time.Second)}))
+		require.NoError(t, b.queue.Abort(b.ctx, queue.AbortRequest{Owner: owner, Actor: actor, At: b.now.Add(-time.Second)}))
 		time.Sleep(2 * abortPoll)
 		running, _ := r.concurrency()
 		require.Equal(t, 3, running)
 
-		require.NoError(t, b.ring.Abort(b.ctx, queue.AbortRequest{Owner: owner, Actor: actor, At: time.Now()}))
+		require.NoError(t, b.queue.Abort(b.ctx, queue.AbortRequest{Owner: owner, Actor: actor, At: time.Now()}))
 		testenv.WaitUntil(t, 5*time.Second, func() bool { return b.settled(t) }, "the attempts were not stopped and settled")
 		for _, j := range jobs {
 			runs := b.runs(t, j.ID)

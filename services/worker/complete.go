@@ -91,7 +91,11 @@ func (c *Consumer) flush(ctx context.Context, batch []result) {
 	c.autoPause(ctx, batch, results)
 	for attempt := 0; ; attempt++ {
 		err := c.Queue.Settle(ctx, done)
-		if err == nil || ctx.Err() != nil {
+		if err == nil {
+			c.settled.Signal()
+			return
+		}
+		if ctx.Err() != nil {
 			return
 		}
 		c.Log.Warn("settle_failed", zap.Error(err))

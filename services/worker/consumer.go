@@ -12,6 +12,7 @@ import (
 	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/pkg/testsignal"
 )
 
 // Runner executes one attempt; jobtype.Registry is the real one.
@@ -54,6 +55,10 @@ type Consumer struct {
 	// Metrics receives each attempt's lateness when it starts and its outcome
 	// once recorded.
 	Metrics *metrics.Worker
+
+	// settled is raised after each settle, for tests to wait on; nil in
+	// production.
+	settled *testsignal.Signal
 
 	slots   *slotPool
 	results chan result

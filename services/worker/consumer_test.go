@@ -82,7 +82,7 @@ func TestConsumer(t *testing.T) {
 
 		r := newRunner()
 		testenv.GoRun(t, b.consumer(r).Run)
-		testenv.WaitUntil(t, 10*time.Second, func() bool {
+		b.untilSettled(t, 10*time.Second, func() bool {
 			for _, j := range jobs {
 				if b.finished(t, j) == "" {
 					return false
@@ -90,7 +90,7 @@ func TestConsumer(t *testing.T) {
 			}
 			return true
 		}, "not every job finished")
-		testenv.WaitUntil(t, 5*time.Second, func() bool { return b.settled(t) }, "entries were not acknowledged and deleted")
+		b.untilSettled(t, 5*time.Second, func() bool { return b.settled(t) }, "entries were not acknowledged and deleted")
 
 		byKey := map[string]jobtype.Task{}
 		for _, task := range r.seen() {
@@ -131,9 +131,9 @@ func TestConsumer(t *testing.T) {
 		r.outcome = failing
 		c := b.consumer(r)
 		testenv.GoRun(t, c.Run)
-		testenv.WaitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" }, "the job did not finish")
+		b.untilSettled(t, 10*time.Second, func() bool { return b.finished(t, j) != "" }, "the job did not finish")
 		require.Equal(t, job.StatusPermanentlyFailed, b.job(t, j.ID).Status)
-		testenv.WaitUntil(t, 5*time.Second, func() bool { return b.settled(t) }, "entries were not acknowledged and deleted")
+		b.untilSettled(t, 5*time.Second, func() bool { return b.settled(t) }, "entries were not acknowledged and deleted")
 
 		// One log line and one count per recorded outcome; lateness per start.
 		lines := b.logs.FilterMessage("run_finished").AllUntimed()
@@ -187,11 +187,11 @@ func TestConsumer(t *testing.T) {
 		b.publish(t)
 		r := newRunner()
 		testenv.GoRun(t, b.consumer(r).Run)
-		testenv.WaitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the job did not complete")
+		b.untilSettled(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the job did not complete")
 		require.Equal(t, 1, r.calls())
 
 		b.redeliver(t, firstAttempt(j), j.RunAt)
-		testenv.WaitUntil(t, 10*time.Second, func() bool { return b.settled(t) }, "the redelivered entry was not acknowledged and deleted")
+		b.untilSettled(t, 10*time.Second, func() bool { return b.settled(t) }, "the redelivered entry was not acknowledged and deleted")
 		require.Equal(t, 1, r.calls(), "a finished attempt does not run again")
 		runs := b.runs(t, j.ID)
 		require.Len(t, runs, 1)
@@ -214,7 +214,7 @@ func TestConsumer(t *testing.T) {
 		r := newRunner()
 		before := time.Now()
 		testenv.GoRun(t, b.consumer(r).Run)
-		testenv.WaitUntil(t, 10*time.Second, func() bool { return b.settled(t) }, "the redelivered entry was not acknowledged and deleted")
+		b.untilSettled(t, 10*time.Second, func() bool { return b.settled(t) }, "the redelivered entry was not acknowledged and deleted")
 
 		require.Zero(t, r.calls(), "the failed attempt does not run again")
 		require.True(t, b.scheduled(t, first.Next()), "the missing retry is back in the due set")
@@ -238,7 +238,7 @@ func TestConsumer(t *testing.T) {
 
 		r := newRunner()
 		testenv.GoRun(t, b.consumer(r).Run)
-		testenv.WaitUntil(t, 10*time.Second, func() bool { return b.settled(t) }, "the entry was not acknowledged and deleted")
+		b.untilSettled(t, 10*time.Second, func() bool { return b.settled(t) }, "the entry was not acknowledged and deleted")
 		require.Zero(t, r.calls(), "a cancelled job never runs")
 		require.Empty(t, b.runs(t, j.ID))
 		require.Equal(t, job.StatusCancelled, b.job(t, j.ID).Status)
@@ -256,7 +256,7 @@ func TestConsumer(t *testing.T) {
 
 		r := newRunner()
 		testenv.GoRun(t, b.consumer(r).Run)
-		testenv.WaitUntil(t, 10*time.Second, func() bool { return b.finished(t, good) != "" && b.settled(t) },
+		b.untilSettled(t, 10*time.Second, func() bool { return b.finished(t, good) != "" && b.settled(t) },
 			"the stream was not drained")
 		require.Equal(t, job.StatusCompleted, b.job(t, good.ID).Status, "a poison entry does not hold up the others")
 		require.Equal(t, 1, r.calls())
@@ -294,7 +294,7 @@ func TestConsumer(t *testing.T) {
 		require.EqualValues(t, 6, groups[0].Lag, "six entries are not read yet")
 
 		r.let(t, len(jobs))
-		testenv.WaitUntil(t, 10*time.Second, func() bool {
+		b.untilSettled(t, 10*time.Second, func() bool {
 			for _, j := range jobs {
 				if b.finished(t, j) == "" {
 					return false
@@ -350,7 +350,7 @@ func TestConsumer(t *testing.T) {
 		// has been handled.
 		r := newRunner()
 		testenv.GoRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch = 1, 1 }).Run)
-		testenv.WaitUntil(t, 10*time.Second, func() bool { return b.finished(t, next) != "" && b.streamLen(t) == 1 }, "next did not run")
+		b.untilSettled(t, 10*time.Second, func() bool { return b.finished(t, next) != "" && b.streamLen(t) == 1 }, "next did not run")
 
 		require.Equal(t, 1, r.calls(), "the leased attempt does not run twice")
 		require.EqualValues(t, 1, b.pending(t), "the copy stays pending for the worker that holds the lease")
@@ -449,7 +449,7 @@ func TestConsumerReclaim(t *testing.T) {
 
 		r := newRunner()
 		testenv.GoRun(t, b.consumer(r, withVisibility).Run)
-		testenv.WaitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the entry was not reclaimed")
+		b.untilSettled(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the entry was not reclaimed")
 		require.Equal(t, job.StatusCompleted, b.job(t, j.ID).Status)
 		require.Equal(t, 1, r.calls(), "run once")
 		runs := b.runs(t, j.ID)
@@ -467,7 +467,7 @@ func TestConsumerReclaim(t *testing.T) {
 
 		c := b.consumer(newRunner(), withVisibility)
 		testenv.GoRun(t, c.Run)
-		testenv.WaitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the entry was not reclaimed")
+		b.untilSettled(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the entry was not reclaimed")
 		require.Equal(t, 1.0, testutil.ToFloat64(c.Metrics.Reclaimed))
 		require.Equal(t, 1.0, testutil.ToFloat64(c.Metrics.Runs.WithLabelValues("ping", "completed")))
 	})
@@ -484,7 +484,7 @@ func TestConsumerReclaim(t *testing.T) {
 
 		r := newRunner()
 		testenv.GoRun(t, b.consumer(r, withVisibility).Run)
-		testenv.WaitUntil(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the attempt was not taken over")
+		b.untilSettled(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the attempt was not taken over")
 		require.Equal(t, 1, r.calls())
 		runs := b.runs(t, j.ID)
 		require.Len(t, runs, 1)

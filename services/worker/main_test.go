@@ -21,6 +21,7 @@ import (
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/pkg/testenv"
+	"github.com/tockhq/tock/pkg/testsignal"
 )
 
 // goleak runs once after all tests: inside parallel tests it would see the
@@ -33,15 +34,17 @@ var owner = uuid.MustParse("0190aaaa-0000-7000-8000-00000000000a")
 // the real Postgres, a key prefix of its own on the real Redis (with the
 // consumer group created), and a logger that records what the consumer logs.
 type bundle struct {
-	ctx  context.Context
-	st   *store.Store
-	rdb  redis.UniversalClient
-	ring *queue.Queue
-	q    *queue.Shard // shard 0, the only one unless setupShards asked for more
-	keys queue.Keys
-	now  time.Time
-	log  *zap.Logger
-	logs *observer.ObservedLogs
+	ctx   context.Context
+	st    *store.Store
+	rdb   redis.UniversalClient
+	queue *queue.Queue
+	q     *queue.Shard // shard 0, the only one unless setupShards asked for more
+	keys  queue.Keys
+	now   time.Time
+	log   *zap.Logger
+	logs  *observer.ObservedLogs
+	// settledSignal is raised when a consumer of the bundle settles.
+	settledSignal *testsignal.Signal
 }
 
 func setup(t *testing.T) *bundle { return setupShards(t, 1) }
@@ -51,13 +54,14 @@ func setupShards(t *testing.T, n int) *bundle {
 	t.Helper()
 	st := testenv.Store(t)
 	rdb, prefix := testenv.Redis(t)
-	ring := queue.New(rdb, prefix, n)
+	q := queue.New(rdb, prefix, n)
 	core, logs := observer.New(zapcore.DebugLevel)
 	b := &bundle{
-		ctx: t.Context(), st: st, rdb: rdb, ring: ring, q: ring.Home(), keys: ring.Home().Keys(),
+		ctx: t.Context(), st: st, rdb: rdb, queue: q, q: q.Home(), keys: q.Home().Keys(),
 		now: time.Now().UTC().Truncate(time.Millisecond), log: zap.New(core), logs: logs,
+		settledSignal: testsignal.New(),
 	}
-	require.NoError(t, ring.EnsureGroup(b.ctx))
+	require.NoError(t, q.EnsureGroup(b.ctx))
 	return b
 }
 
@@ -65,16 +69,26 @@ func setupShards(t *testing.T, n int) *bundle {
 // changed by mods.
 func (b *bundle) consumer(r Runner, mods ...func(*Consumer)) *Consumer {
 	c := &Consumer{
-		Store: b.st, Queue: b.ring, Runner: r, Log: b.log, Clock: time.Now,
+		Store: b.st, Queue: b.queue, Runner: r, Log: b.log, Clock: time.Now,
 		Name: "consumer-" + job.NewID().String()[24:], Concurrency: 4, Batch: 4, Block: 50 * time.Millisecond,
 		Visibility: 30 * time.Second, LeaseMargin: time.Second,
 		BackoffBase: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond, Grace: 5 * time.Second,
 		Metrics: metrics.NewWorker(prometheus.NewRegistry()),
+		settled: b.settledSignal,
 	}
 	for _, mod := range mods {
 		mod(c)
 	}
 	return c
+}
+
+// untilSettled waits until cond holds, rechecking it each time a consumer
+// of b has settled entries (when outcomes are recorded and acknowledged).
+func (b *bundle) untilSettled(t *testing.T, timeout time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	if !b.settledSignal.WaitFor(timeout, cond) {
+		t.Fatalf(msg, args...)
+	}
 }
 
 // publishing keeps moving due members to the stream, as the scheduler's
@@ -83,7 +97,7 @@ func (b *bundle) publishing(t *testing.T) {
 	t.Helper()
 	testenv.GoRun(t, func(ctx context.Context) {
 		for ctx.Err() == nil {
-			for _, q := range b.ring.Shards() {
+			for _, q := range b.queue.Shards() {
 				if _, err := q.Publish(ctx, 100, time.Time{}, queue.Caps{}); err != nil && ctx.Err() == nil {
 					t.Errorf("publish: %v", err)
 					return
@@ -120,14 +134,14 @@ func (b *bundle) create(t *testing.T, jobs ...*job.Job) {
 	for i, j := range jobs {
 		entries[i] = queue.Entry{Occurrence: firstAttempt(j), DueAt: j.RunAt}
 	}
-	require.NoError(t, b.ring.Enqueue(b.ctx, entries))
+	require.NoError(t, b.queue.Enqueue(b.ctx, entries))
 }
 
 // publish moves every due member to the ready streams and returns how many.
 func (b *bundle) publish(t *testing.T) int {
 	t.Helper()
 	moved := 0
-	for _, q := range b.ring.Shards() {
+	for _, q := range b.queue.Shards() {
 		p, err := q.Publish(b.ctx, 1000, time.Now(), queue.Caps{})
 		require.NoError(t, err)
 		moved += p.Moved
@@ -180,7 +194,7 @@ func (b *bundle) entries(t *testing.T, stream string) []redis.XMessage {
 // scheduled reports whether o is in the due set.
 func (b *bundle) scheduled(t *testing.T, o job.Occurrence) bool {
 	t.Helper()
-	in, err := b.ring.Scheduled(b.ctx, []job.Occurrence{o})
+	in, err := b.queue.Scheduled(b.ctx, []job.Occurrence{o})
 	require.NoError(t, err)
 	return in[0]
 }

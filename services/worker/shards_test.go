@@ -65,7 +65,7 @@ func TestConsumerShards(t *testing.T) {
 		}
 		require.Equal(t, 60, r.calls(), "40 first attempts and 20 retries, none twice")
 		testenv.WaitUntil(t, 5*time.Second, func() bool {
-			st, err := b.ring.Stats(b.ctx)
+			st, err := b.queue.Stats(b.ctx)
 			require.NoError(t, err)
 			return st == queue.Stats{}
 		}, "every shard's stream and due set is empty")

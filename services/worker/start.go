@@ -153,6 +153,8 @@ func (c *Consumer) setAside(ctx context.Context, q *queue.Shard, msgs []queue.Me
 	}
 	if err := c.Queue.Settle(ctx, map[int]queue.Settlement{q.Keys().Shard: {IDs: ack}}); err != nil {
 		c.Log.Warn("settle_failed", zap.Error(err))
+	} else {
+		c.settled.Signal()
 	}
 }
 
@@ -193,6 +195,8 @@ func (c *Consumer) resolve(ctx context.Context, q *queue.Shard, msgs map[string]
 	}
 	if err := c.Queue.Settle(ctx, map[int]queue.Settlement{q.Keys().Shard: {IDs: ack, Retries: retries}}); err != nil {
 		c.Log.Warn("settle_failed", zap.Error(err))
+	} else {
+		c.settled.Signal()
 	}
 }
 
