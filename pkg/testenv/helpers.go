@@ -10,6 +10,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobtype"
+	"github.com/tockhq/tock/pkg/testsignal"
 )
 
 // Job returns a scheduled one-off ping job of owner, due at runAt (to the
@@ -72,13 +73,29 @@ func WaitUntil(t testing.TB, timeout time.Duration, cond func() bool, msg string
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			for i, a := range args {
-				if f, ok := a.(func() string); ok {
-					args[i] = f()
-				}
-			}
-			t.Fatalf("after %s: "+msg, append([]any{timeout}, args...)...)
+			timedOut(t, timeout, msg, args)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// WaitFor is WaitUntil for a component that can tell the test: cond is
+// checked at once and each time sig is raised, never on an interval.
+func WaitFor(t testing.TB, sig *testsignal.Signal, timeout time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	if !sig.WaitFor(timeout, cond) {
+		timedOut(t, timeout, msg, args)
+	}
+}
+
+// timedOut fails the test with msg, calling the args that are func() string
+// to say what the state was at the end.
+func timedOut(t testing.TB, timeout time.Duration, msg string, args []any) {
+	t.Helper()
+	for i, a := range args {
+		if f, ok := a.(func() string); ok {
+			args[i] = f()
+		}
+	}
+	t.Fatalf("after %s: "+msg, append([]any{timeout}, args...)...)
 }

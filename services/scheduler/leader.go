@@ -12,6 +12,7 @@ import (
 	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/pkg/testsignal"
 )
 
 // Leader competes for the loader lock and, while it holds it, runs the loader,
@@ -33,6 +34,9 @@ type Leader struct {
 	watermark time.Time
 	// leading is true while this instance holds the loader lock.
 	leading atomic.Bool
+	// stepped is raised when leadership is gained or lost and after each
+	// load and reconcile round, for tests to wait on; nil in production.
+	stepped *testsignal.Signal
 }
 
 // Leading says whether this instance holds the loader lock now.
@@ -74,6 +78,7 @@ func (l *Leader) lead(parent context.Context, lock *redislock.Lock) {
 	}
 	l.log.Info("leadership_gained")
 	l.leading.Store(true)
+	l.stepped.Signal()
 	defer func() {
 		l.leading.Store(false)
 		// Release with a fresh context: the parent may be ending (shutdown).
@@ -81,6 +86,7 @@ func (l *Leader) lead(parent context.Context, lock *redislock.Lock) {
 		defer rcancel()
 		_ = lock.Release(rctx)
 		l.log.Info("leadership_lost")
+		l.stepped.Signal()
 	}()
 	go func() {
 		t := time.NewTicker(l.cfg.LockTTL / 3)

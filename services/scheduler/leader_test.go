@@ -57,7 +57,7 @@ func TestLeader(t *testing.T) {
 
 		l, logs := b.leader(nil)
 		testenv.GoRun(t, l.Run)
-		testenv.WaitUntil(t, 5*time.Second, func() bool {
+		b.untilStepped(t, 5*time.Second, func() bool {
 			return b.loaded(t, overdue) && b.loaded(t, soon) && b.loaded(t, inHorizon)
 		}, "the jobs due within the horizon were not loaded")
 		for _, j := range []*job.Job{overdue, soon, inHorizon} {
@@ -70,11 +70,11 @@ func TestLeader(t *testing.T) {
 		// A job created while leading is loaded by a later round.
 		fresh := newJob(time.Now().Add(5 * time.Second))
 		b.create(t, fresh)
-		testenv.WaitUntil(t, 5*time.Second, func() bool { return b.loaded(t, fresh) }, "a job created during the leadership was not loaded")
+		b.untilStepped(t, 5*time.Second, func() bool { return b.loaded(t, fresh) }, "a job created during the leadership was not loaded")
 		require.False(t, b.scheduled(t, firstAttempt(beyond)))
 		require.Equal(t, 1, count(logs, "leadership_gained"))
 		// The round counts its claims once ClaimDue returns, just after the ZADD.
-		testenv.WaitUntil(t, 5*time.Second, func() bool { return testutil.ToFloat64(l.metrics.Claimed) == 4 },
+		b.untilStepped(t, 5*time.Second, func() bool { return testutil.ToFloat64(l.metrics.Claimed) == 4 },
 			"tock_loader_claimed_total does not count the four occurrences loaded")
 	})
 
@@ -89,7 +89,7 @@ func TestLeader(t *testing.T) {
 		stopA, doneA := testenv.GoRun(t, a.Run)
 		stopC, doneC := testenv.GoRun(t, c.Run)
 
-		testenv.WaitUntil(t, 5*time.Second, func() bool {
+		b.untilStepped(t, 5*time.Second, func() bool {
 			return count(aLogs, "leadership_gained")+count(cLogs, "leadership_gained") > 0
 		}, "no instance became leader")
 		holderLogs, otherLogs, stopHolder, holderDone := aLogs, cLogs, stopA, doneA
@@ -102,7 +102,7 @@ func TestLeader(t *testing.T) {
 		// The holder keeps the lock well past its TTL by refreshing it, and the
 		// other instance, retrying every 500 ms, never gets it meanwhile.
 		held := time.Now()
-		testenv.WaitUntil(t, 10*time.Second, func() bool {
+		b.untilStepped(t, 10*time.Second, func() bool {
 			require.Equal(t, token, b.lockValue(t), "the lock changed hands while its holder was running")
 			ttl, err := b.rdb.PTTL(b.ctx, b.keys.LoaderLock()).Result()
 			require.NoError(t, err)
@@ -114,18 +114,18 @@ func TestLeader(t *testing.T) {
 
 		first := newJob(time.Now())
 		b.create(t, first)
-		testenv.WaitUntil(t, 5*time.Second, func() bool { return b.loaded(t, first) }, "the leader did not load a new job")
+		b.untilStepped(t, 5*time.Second, func() bool { return b.loaded(t, first) }, "the leader did not load a new job")
 
 		stopHolder()
 		testenv.Returned(t, holderDone, 10*time.Second)
 		require.Equal(t, 1, count(holderLogs, "leadership_lost"))
 		require.NotEqual(t, token, b.lockValue(t), "the holder released its lock when it stopped")
 
-		testenv.WaitUntil(t, 5*time.Second, func() bool { return count(otherLogs, "leadership_gained") == 1 },
+		b.untilStepped(t, 5*time.Second, func() bool { return count(otherLogs, "leadership_gained") == 1 },
 			"the other instance did not take over")
 		second := newJob(time.Now())
 		b.create(t, second)
-		testenv.WaitUntil(t, 5*time.Second, func() bool { return b.loaded(t, second) }, "the new leader did not load a new job")
+		b.untilStepped(t, 5*time.Second, func() bool { return b.loaded(t, second) }, "the new leader did not load a new job")
 		require.Equal(t, 1, count(holderLogs, "leadership_gained"))
 	})
 
@@ -136,7 +136,7 @@ func TestLeader(t *testing.T) {
 		c, cLogs := b.leader(nil)
 		testenv.GoRun(t, a.Run)
 		testenv.GoRun(t, c.Run)
-		testenv.WaitUntil(t, 5*time.Second, func() bool {
+		b.untilStepped(t, 5*time.Second, func() bool {
 			return count(aLogs, "leadership_gained")+count(cLogs, "leadership_gained") > 0
 		}, "no instance became leader")
 		holderLogs, otherLogs := aLogs, cLogs
@@ -145,7 +145,7 @@ func TestLeader(t *testing.T) {
 		}
 		before := newJob(time.Now())
 		b.create(t, before)
-		testenv.WaitUntil(t, 5*time.Second, func() bool { return b.loaded(t, before) }, "the leader did not load")
+		b.untilStepped(t, 5*time.Second, func() bool { return b.loaded(t, before) }, "the leader did not load")
 
 		// The holder stalled past its TTL and another instance took the lock:
 		// the key now holds a token that is not the holder's.
@@ -154,7 +154,7 @@ func TestLeader(t *testing.T) {
 		require.NoError(t, b.rdb.Del(b.ctx, key).Err())
 		require.NoError(t, b.rdb.Set(b.ctx, key, intruder, 1500*time.Millisecond).Err())
 
-		testenv.WaitUntil(t, 3*time.Second, func() bool { return count(holderLogs, "leadership_lost") == 1 },
+		b.untilStepped(t, 3*time.Second, func() bool { return count(holderLogs, "leadership_lost") == 1 },
 			"the holder did not give up leadership after its refresh failed: logged %v", func() string { return fmt.Sprint(messages(holderLogs)) })
 		msgs := messages(holderLogs)
 		failed := slices.Index(msgs, "lock_refresh_failed")
@@ -167,7 +167,7 @@ func TestLeader(t *testing.T) {
 		// followed by a check that the intruder still held the lock.
 		after := newJob(time.Now())
 		b.create(t, after)
-		testenv.WaitUntil(t, 5*time.Second, func() bool {
+		b.untilStepped(t, 5*time.Second, func() bool {
 			claimedNow := b.job(t, after.ID).DueAt.IsZero()
 			if b.lockValue(t) != intruder {
 				return true
@@ -178,7 +178,7 @@ func TestLeader(t *testing.T) {
 		}, "the intruder's lock did not expire")
 
 		// Once that lock expires, one instance takes over and loads the job.
-		testenv.WaitUntil(t, 5*time.Second, func() bool { return b.loaded(t, after) }, "nobody took over after the lock expired")
+		b.untilStepped(t, 5*time.Second, func() bool { return b.loaded(t, after) }, "nobody took over after the lock expired")
 		require.Equal(t, 2, count(holderLogs, "leadership_gained")+count(otherLogs, "leadership_gained"),
 			"exactly one instance leads after the intruder: holder %v, other %v", messages(holderLogs), messages(otherLogs))
 	})
@@ -188,7 +188,7 @@ func TestLeader(t *testing.T) {
 		b := setup(t)
 		l, logs := b.leader(nil)
 		stop, done := testenv.GoRun(t, l.Run)
-		testenv.WaitUntil(t, 5*time.Second, func() bool { return count(logs, "leadership_gained") == 1 }, "did not become leader")
+		b.untilStepped(t, 5*time.Second, func() bool { return count(logs, "leadership_gained") == 1 }, "did not become leader")
 		require.NotEmpty(t, b.lockValue(t))
 		stop()
 		testenv.Returned(t, done, 10*time.Second)

@@ -17,6 +17,7 @@ import (
 // load claims every job due before now + horizon that is not yet in Redis, in
 // batches, each ZADDed in one pipelined round trip before its claim commits.
 func (l *Leader) load(ctx context.Context) {
+	defer l.stepped.Signal()
 	start := l.clock()
 	until := start.Add(l.cfg.Horizon)
 	total := 0

@@ -23,6 +23,7 @@ import (
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/pkg/testenv"
+	"github.com/tockhq/tock/pkg/testsignal"
 )
 
 // goleak runs once after all tests: inside parallel tests it would see the
@@ -34,13 +35,15 @@ var owner = uuid.MustParse("0190aaaa-0000-7000-8000-00000000000a")
 // bundle is what a scheduler test works with: a migrated schema of its own on
 // the real Postgres, and a key prefix of its own on the real Redis.
 type bundle struct {
-	ctx  context.Context
-	st   *store.Store
-	rdb  redis.UniversalClient
-	ring *queue.Queue
-	q    *queue.Shard // the ring's one shard
-	keys queue.Keys
-	now  time.Time
+	ctx   context.Context
+	st    *store.Store
+	rdb   redis.UniversalClient
+	queue *queue.Queue
+	q     *queue.Shard // the queue's one shard
+	keys  queue.Keys
+	now   time.Time
+	// stepped is raised by the bundle's leaders (see untilStepped).
+	stepped *testsignal.Signal
 }
 
 func setup(t *testing.T) *bundle {
@@ -59,10 +62,10 @@ func setup(t *testing.T) *bundle {
 func setupRedis(t *testing.T) *bundle {
 	t.Helper()
 	rdb, prefix := testenv.Redis(t)
-	ring := queue.New(rdb, prefix, 1)
+	q := queue.New(rdb, prefix, 1)
 	return &bundle{
-		ctx: t.Context(), rdb: rdb, ring: ring, q: ring.Home(), keys: ring.Home().Keys(),
-		now: time.Now().UTC().Truncate(time.Millisecond),
+		ctx: t.Context(), rdb: rdb, queue: q, q: q.Home(), keys: q.Home().Keys(),
+		now: time.Now().UTC().Truncate(time.Millisecond), stepped: testsignal.New(),
 	}
 }
 
@@ -102,8 +105,15 @@ func (b *bundle) leader(clock func() time.Time, mods ...func(*Config)) (*Leader,
 		clock = time.Now
 	}
 	log, logs := observed()
-	return &Leader{store: b.st, queue: b.ring, locker: redislock.New(b.rdb), log: log, clock: clock, cfg: cfg,
-		metrics: metrics.NewScheduler(prometheus.NewRegistry())}, logs
+	return &Leader{store: b.st, queue: b.queue, locker: redislock.New(b.rdb), log: log, clock: clock, cfg: cfg,
+		metrics: metrics.NewScheduler(prometheus.NewRegistry()), stepped: b.stepped}, logs
+}
+
+// untilStepped waits until cond holds, rechecking it each time a leader of
+// b gains or loses leadership or ends a load or reconcile round.
+func (b *bundle) untilStepped(t *testing.T, timeout time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	testenv.WaitFor(t, b.stepped, timeout, cond, msg, args...)
 }
 
 // newJob returns a scheduled one-off ping job due at runAt, not claimed yet

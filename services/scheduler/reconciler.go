@@ -15,6 +15,7 @@ import (
 
 // reconcile repairs what a crash between two steps leaves behind.
 func (l *Leader) reconcile(ctx context.Context) {
+	defer l.stepped.Signal()
 	now := l.clock()
 	if err := l.queue.EnsureGroup(ctx); err != nil {
 		l.log.Warn("reconcile_group_failed", zap.Error(err))

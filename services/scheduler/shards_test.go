@@ -17,7 +17,7 @@ func TestLeaderShardCount(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		// The deployment runs 3 shards; this scheduler was started with 1.
-		require.NoError(t, b.rdb.Set(b.ctx, b.ring.ShardsKey(), 3, 0).Err())
+		require.NoError(t, b.rdb.Set(b.ctx, b.queue.ShardsKey(), 3, 0).Err())
 		soon := newJob(b.now.Add(2 * time.Second))
 		b.create(t, soon)
 
@@ -31,7 +31,7 @@ func TestLeaderShardCount(t *testing.T) {
 
 		// The operator finishes the change (the key deleted with the shards'
 		// keys): the scheduler records its count and leads.
-		require.NoError(t, b.rdb.Del(b.ctx, b.ring.ShardsKey()).Err())
+		require.NoError(t, b.rdb.Del(b.ctx, b.queue.ShardsKey()).Err())
 		testenv.WaitUntil(t, 5*time.Second, func() bool { return b.loaded(t, soon) }, "the scheduler did not lead once the counts agreed")
 	})
 }

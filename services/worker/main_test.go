@@ -86,9 +86,7 @@ func (b *bundle) consumer(r Runner, mods ...func(*Consumer)) *Consumer {
 // of b has settled entries (when outcomes are recorded and acknowledged).
 func (b *bundle) untilSettled(t *testing.T, timeout time.Duration, cond func() bool, msg string, args ...any) {
 	t.Helper()
-	if !b.settledSignal.WaitFor(timeout, cond) {
-		t.Fatalf(msg, args...)
-	}
+	testenv.WaitFor(t, b.settledSignal, timeout, cond, msg, args...)
 }
 
 // publishing keeps moving due members to the stream, as the scheduler's
