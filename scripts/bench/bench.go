@@ -130,7 +130,8 @@ func (b *bench) run(ctx context.Context) (*results, error) {
 	b.res = &results{
 		IngestBulkBatch: b.cfg.bulkBatch, IngestBulkConcurrency: b.cfg.bulkConc, IngestSingleClients: b.cfg.clients,
 		CPU: map[string]map[string]float64{}, CPUByProcess: map[string]map[string]float64{}, PhaseSeconds: map[string]float64{},
-		Quick: b.cfg.quick, Workers: b.cfg.workers, Schedulers: b.cfg.schedulers,
+		StoreCost: map[string]map[string]float64{},
+		Quick:     b.cfg.quick, Workers: b.cfg.workers, Schedulers: b.cfg.schedulers,
 		Machine:   machine{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH, Commit: gitCommit()},
 		StartedAt: time.Now().UTC().Format(time.RFC3339),
 		Failures:  []string{},

@@ -31,6 +31,7 @@ func (b *bench) ingest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	cost := b.storeCost(ctx)
 	before := snapshot(b.procs)
 	// Profiled for about the 2.6 s the last full run's 100,000 took.
 	profiled := b.profile(ctx, "ingest", time.Now(), time.Duration(cfg.bulk/40)*time.Millisecond)
@@ -91,6 +92,7 @@ func (b *bench) ingest(ctx context.Context) error {
 	b.res.IngestSingleJobsPerS = round(float64(cfg.single)/elapsed.Seconds(), 0)
 	b.res.PhaseSeconds["ingest_single"] = round(elapsed.Seconds(), 2)
 	b.res.CPU["ingest"], b.res.CPUByProcess["ingest"] = perThousand(b.procs, before, after, cfg.bulk+cfg.single)
+	b.res.perJob("ingest", cost, b.storeCost(ctx), cfg.bulk+cfg.single)
 	logf("single: %d jobs in %s: %.0f jobs/s", cfg.single, elapsed.Round(time.Millisecond), b.res.IngestSingleJobsPerS)
 	return nil
 }
@@ -219,6 +221,7 @@ func (b *bench) burst(ctx context.Context) error {
 
 	// Profiled from due for about as long as the last full run took (13 s
 	// for 100,000 jobs on 2 cores).
+	cost := b.storeCost(ctx)
 	profiled := b.profile(ctx, "burst", at, time.Duration(n/8)*time.Millisecond)
 	deadline := end.Add(60*time.Second + time.Duration(n)*2*time.Millisecond)
 	st, err := b.waitDone(ctx, n, at, end, deadline)
@@ -228,6 +231,7 @@ func (b *bench) burst(ctx context.Context) error {
 	profiled()
 	after := snapshot(b.procs)
 	b.res.CPU["burst"], b.res.CPUByProcess["burst"] = perThousand(b.procs, before, after, n)
+	b.res.perJob("burst", cost, b.storeCost(ctx), n)
 	b.res.PhaseSeconds["burst_run"] = round(time.Since(at).Seconds(), 2)
 
 	b.memory(ctx)
@@ -283,6 +287,7 @@ func (b *bench) steady(ctx context.Context) error {
 		return errOverran
 	}
 
+	cost := b.storeCost(ctx)
 	profiled := b.profile(ctx, "steady", t0, min(b.cfg.steadyFor, 30*time.Second))
 	st, err := b.waitDone(ctx, n, t0, end, end.Add(60*time.Second))
 	if err != nil {
@@ -291,6 +296,7 @@ func (b *bench) steady(ctx context.Context) error {
 	profiled()
 	after := snapshot(b.procs)
 	b.res.CPU["steady"], b.res.CPUByProcess["steady"] = perThousand(b.procs, before, after, n)
+	b.res.perJob("steady", cost, b.storeCost(ctx), n)
 
 	ps := analyse(b.target.take(0), t0, end)
 	b.res.SteadyLost = n - st.completed

@@ -65,6 +65,15 @@ type results struct {
 	PGBytesPerPendingJobBy map[string]float64 `json:"pg_bytes_per_pending_job_by"`
 	PayloadBytes           int                `json:"payload_bytes"`
 
+	// BurstPGCPUUsPerJob is Postgres's CPU per burst job from the due time
+	// until every job had run (River's bench measures the same span);
+	// Ingest and Steady the same for their phases. StoreCost has these and
+	// the WAL bytes and Redis CPU per job, by phase.
+	BurstPGCPUUsPerJob  float64                       `json:"burst_pg_cpu_us_per_job"`
+	IngestPGCPUUsPerJob float64                       `json:"ingest_pg_cpu_us_per_job"`
+	SteadyPGCPUUsPerJob float64                       `json:"steady_pg_cpu_us_per_job"`
+	StoreCost           map[string]map[string]float64 `json:"store_cost"`
+
 	// CPU is CPU seconds per 1,000 jobs by phase and service (all processes
 	// of a service summed); CPUByProcess the same per process.
 	CPU          map[string]map[string]float64 `json:"cpu_s_per_1000_jobs"`
@@ -155,6 +164,19 @@ func (r *results) print(out io.Writer) {
 	_ = w.Flush()
 	fmt.Fprintln(out, "(user+system CPU from the first job's creation to the last one's completion, any wait until due included;")
 	fmt.Fprintln(out, " each service's processes summed)")
+	if len(r.StoreCost) > 0 {
+		fmt.Fprintln(out)
+		w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w, "stores per job\tPostgres CPU µs\tWAL bytes\tRedis CPU µs\t")
+		for _, phase := range []string{"ingest", "burst", "steady"} {
+			if c := r.StoreCost[phase]; c != nil {
+				fmt.Fprintf(w, "%s\t%.1f\t%.0f\t%.1f\t\n", phase, c["pg_cpu_us_per_job"], c["wal_bytes_per_job"], c["redis_cpu_us_per_job"])
+			}
+		}
+		_ = w.Flush()
+		fmt.Fprintln(out, "(ingest: both ingest phases; burst: from the due time until every job had run; steady: from the end")
+		fmt.Fprintln(out, " of creating its jobs until every job had run)")
+	}
 	byName(out, "Postgres bytes per pending job", r.PGBytesPerPendingJobBy, "%s %.0f")
 	byName(out, "peak memory, MB", r.PeakMemoryMB, "%s %.0f")
 	byName(out, "phases", r.PhaseSeconds, "%s %.1fs")
