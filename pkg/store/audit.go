@@ -16,20 +16,23 @@ import (
 // Actions recorded in the audit log. Clients filter on them, so they never
 // change once shipped.
 const (
-	ActionJobCreate   = "job.create"
-	ActionJobUpdate   = "job.update"
-	ActionJobPause    = "job.pause"
-	ActionJobResume   = "job.resume"
-	ActionJobCancel   = "job.cancel"
-	ActionJobTrigger  = "job.trigger"
-	ActionJobRetry    = "job.retry"
-	ActionJobAbort    = "job.abort"
-	ActionUserCreate  = "user.create"
-	ActionUserUpdate  = "user.update"
-	ActionUserDisable = "user.disable"
-	ActionUserEnable  = "user.enable"
-	ActionKeyCreate   = "key.create"
-	ActionKeyRevoke   = "key.revoke"
+	ActionJobCreate = "job.create"
+	// ActionJobCreateBatch is one bulk create: one entry for the request,
+	// targeting the batch, with the count and the ids of its jobs.
+	ActionJobCreateBatch = "job.create_batch"
+	ActionJobUpdate      = "job.update"
+	ActionJobPause       = "job.pause"
+	ActionJobResume      = "job.resume"
+	ActionJobCancel      = "job.cancel"
+	ActionJobTrigger     = "job.trigger"
+	ActionJobRetry       = "job.retry"
+	ActionJobAbort       = "job.abort"
+	ActionUserCreate     = "user.create"
+	ActionUserUpdate     = "user.update"
+	ActionUserDisable    = "user.disable"
+	ActionUserEnable     = "user.enable"
+	ActionKeyCreate      = "key.create"
+	ActionKeyRevoke      = "key.revoke"
 )
 
 // Target types of audit entries.
@@ -37,6 +40,8 @@ const (
 	TargetJob  = "job"
 	TargetUser = "user"
 	TargetKey  = "key"
+	// TargetBatch is the jobs of one bulk create, under an id of its own.
+	TargetBatch = "batch"
 )
 
 // Audit says who makes a change and what kind of change it is. The store

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -122,10 +121,9 @@ const (
 	lockOwnerSQL = `SELECT pg_advisory_xact_lock(hashtextextended('tock.jobs.' || $1::text, 0))`
 )
 
-var auditCopyColumns = []string{"at", "actor_id", "action", "target_type", "target_id", "change"}
-
-// CreateJobs inserts jobs and their audit entries in one transaction: COPY for
-// a batch, one INSERT for a single job. A job whose DueAt is zero is stored as
+// CreateJobs inserts jobs and their audit in one transaction: one INSERT and
+// one entry for a single job, COPY and one entry for the whole batch
+// (ActionJobCreateBatch). A job whose DueAt is zero is stored as
 // already claimed: the caller puts its occurrence into Redis right after the
 // commit. Passing the cap is a *QuotaError and stores nothing.
 func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error {
@@ -151,18 +149,14 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 		if err != nil {
 			return fmt.Errorf("copy jobs: %w", translate(err))
 		}
-		if !c.Audit.recorded() {
-			return nil
+		// One entry for the whole request: a row per job would double the
+		// rows a bulk create writes.
+		ids := make([]uuid.UUID, len(jobs))
+		for i, j := range jobs {
+			ids[i] = j.ID
 		}
-		_, err = tx.CopyFrom(ctx, pgx.Identifier{"audit_log"}, auditCopyColumns, pgx.CopyFromSlice(len(jobs), func(i int) ([]any, error) {
-			j := jobs[i]
-			change, err := json.Marshal(jobCreated(j))
-			return []any{j.CreatedAt, c.Audit.Actor, c.Audit.Action, TargetJob, j.ID, change}, err
-		}))
-		if err != nil {
-			return fmt.Errorf("copy audit: %w", translate(err))
-		}
-		return nil
+		batch := Audit{Actor: c.Audit.Actor, Action: ActionJobCreateBatch}
+		return record(ctx, tx, batch, jobs[0].CreatedAt, TargetBatch, job.NewID(), map[string]any{"count": len(jobs), "ids": ids})
 	})
 	if err != nil {
 		return fmt.Errorf("create jobs: %w", err)

@@ -1,12 +1,14 @@
 package api_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/pkg/job"
@@ -42,8 +44,24 @@ func TestCreateBatch(t *testing.T) {
 			require.Equal(t, fmt.Sprintf("bulk %d", i), j.Name)
 			require.Equal(t, store.BootstrapAdmin, j.Owner)
 		}
-		audit := decode[api.AuditList](t, b.do(t, http.MethodGet, "/api/v1/audit?action=job.create&job="+got.IDs[137].String(), nil))
-		require.Len(t, audit.Entries, 1, "each job's creation is audited")
+		// One audit entry for the request, with the count and every id.
+		audit := decode[api.AuditList](t, b.do(t, http.MethodGet, "/api/v1/audit?action=job.create_batch", nil))
+		var batch *api.AuditEntry
+		for i, e := range audit.Entries {
+			var change struct {
+				Count int         `json:"count"`
+				IDs   []uuid.UUID `json:"ids"`
+			}
+			require.NoError(t, json.Unmarshal(e.Change, &change))
+			if change.Count == 250 {
+				require.Equal(t, got.IDs, change.IDs)
+				batch = &audit.Entries[i]
+			}
+		}
+		require.NotNil(t, batch, "the request is audited once")
+		require.Equal(t, "batch", batch.TargetType)
+		none := decode[api.AuditList](t, b.do(t, http.MethodGet, "/api/v1/audit?action=job.create&job="+got.IDs[137].String(), nil))
+		require.Empty(t, none.Entries, "no entry per job")
 	})
 
 	t.Run("PutsJobsDueSoonInTheDueSet", func(t *testing.T) {
