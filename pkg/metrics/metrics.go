@@ -93,6 +93,8 @@ type Scheduler struct {
 	// Round measures the loader's rounds: every batch claimed from one tick
 	// to the next, misfires and recurrences planned included.
 	Round prometheus.Histogram
+	// Removed counts what retention removed, by kind: jobs, runs, audit.
+	Removed *prometheus.CounterVec
 }
 
 // NewScheduler creates the scheduler's counters and registers them on reg.
@@ -111,8 +113,12 @@ func NewScheduler(reg prometheus.Registerer) *Scheduler {
 			Help:    "How long the loader leader's rounds take, from the first claim to the last commit.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}),
+		Removed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tock_retention_removed_total",
+			Help: "Rows the scheduler leader's retention removed: finished jobs, their runs, audit entries.",
+		}, []string{"kind"}),
 	}
-	reg.MustRegister(s.Claimed, s.Moved, s.Round)
+	reg.MustRegister(s.Claimed, s.Moved, s.Round, s.Removed)
 	return s
 }
 

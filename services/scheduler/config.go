@@ -21,6 +21,15 @@ type Config struct {
 	LostAfter         time.Duration
 	RunRetention      time.Duration
 	PartitionsAhead   time.Duration
+	// JobRetention is how long a finished job (completed,
+	// permanently_failed, cancelled) is kept, with its runs, after it
+	// finished; AuditRetention how long an audit entry is kept. 0 keeps
+	// them for ever. Retention runs every RetentionInterval, removing at most
+	// retentionBatches batches of RetentionBatch of each a round.
+	JobRetention      time.Duration
+	AuditRetention    time.Duration
+	RetentionInterval time.Duration
+	RetentionBatch    int
 	// Name identifies this instance on the dashboard's system page.
 	Name string
 	// MaxRunning and MaxRunningPerHost cap the attempts in flight of one
@@ -51,6 +60,10 @@ func readConfig(e *config.Env) (Config, error) {
 		LostAfter:         e.Duration("TOCK_LOST_AFTER", time.Minute),
 		RunRetention:      e.Duration("TOCK_RUN_RETENTION", 30*24*time.Hour),
 		PartitionsAhead:   e.Duration("TOCK_PARTITIONS_AHEAD", 7*24*time.Hour),
+		JobRetention:      e.Duration("TOCK_JOB_RETENTION", 30*24*time.Hour),
+		AuditRetention:    e.Duration("TOCK_AUDIT_RETENTION", 365*24*time.Hour),
+		RetentionInterval: e.Duration("TOCK_RETENTION_INTERVAL", time.Minute),
+		RetentionBatch:    e.Int("TOCK_RETENTION_BATCH", 1000, 1, 100000),
 		MaxRunning:        e.Int("TOCK_LIMIT_MAX_RUNNING", 0, 0, 10_000_000),
 		MaxRunningPerHost: e.Int("TOCK_LIMIT_MAX_RUNNING_PER_HOST", 0, 0, 10_000_000),
 		LendIdle:          e.Bool("TOCK_LIMIT_LEND_IDLE_SLOTS", true),
@@ -63,6 +76,12 @@ func readConfig(e *config.Env) (Config, error) {
 	}
 	if c.LockTTL < time.Second {
 		e.Check(fmt.Errorf("TOCK_LOCK_TTL=%s must be at least 1s", c.LockTTL))
+	}
+	if c.JobRetention < 0 || c.AuditRetention < 0 {
+		e.Check(fmt.Errorf("TOCK_JOB_RETENTION=%s and TOCK_AUDIT_RETENTION=%s must not be negative (0 keeps for ever)", c.JobRetention, c.AuditRetention))
+	}
+	if c.RetentionInterval <= 0 {
+		e.Check(fmt.Errorf("TOCK_RETENTION_INTERVAL=%s must be above 0", c.RetentionInterval))
 	}
 	if c.CloudWatchInterval < time.Second {
 		e.Check(fmt.Errorf("TOCK_CLOUDWATCH_INTERVAL=%s must be at least 1s", c.CloudWatchInterval))

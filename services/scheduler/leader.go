@@ -16,7 +16,7 @@ import (
 )
 
 // Leader competes for the loader lock and, while it holds it, runs the loader,
-// the reconciler and partition upkeep. The lock is refreshed every third of its
+// the reconciler, partition upkeep and retention. The lock is refreshed every third of its
 // TTL; the first refresh that fails ends the leadership at once, cancelling any
 // round in flight (its claim transaction rolls back).
 type Leader struct {
@@ -116,6 +116,8 @@ func (l *Leader) lead(parent context.Context, lock *redislock.Lock) {
 	defer reconcile.Stop()
 	upkeep := time.NewTicker(time.Hour)
 	defer upkeep.Stop()
+	retain := time.NewTicker(l.cfg.RetentionInterval)
+	defer retain.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -127,6 +129,8 @@ func (l *Leader) lead(parent context.Context, lock *redislock.Lock) {
 			l.reconcile(ctx)
 		case <-upkeep.C:
 			l.upkeep(ctx)
+		case <-retain.C:
+			l.retain(ctx)
 		}
 	}
 }

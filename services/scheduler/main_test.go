@@ -84,6 +84,8 @@ func testConfig() Config {
 		LostAfter:         time.Minute,
 		RunRetention:      30 * 24 * time.Hour,
 		PartitionsAhead:   3 * 24 * time.Hour,
+		RetentionInterval: time.Hour,
+		RetentionBatch:    1000,
 	}
 }
 

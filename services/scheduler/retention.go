@@ -1,0 +1,61 @@
+// The leader's retention: finished jobs with their runs, and audit entries,
+// are removed once past their retention, in bounded batches.
+
+package main
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+)
+
+// retentionBatches bounds one round to this many batches of each kind, so a
+// backlog (after an upgrade from a version that kept everything) drains
+// over rounds without holding up the leader's loop.
+const retentionBatches = 10
+
+// retain removes what is past retention: jobs that finished more than
+// TOCK_JOB_RETENTION ago with their runs, and audit entries older than
+// TOCK_AUDIT_RETENTION.
+func (l *Leader) retain(ctx context.Context) {
+	defer l.stepped.Signal()
+	now := l.clock()
+	var jobs, runs, audit int
+	if l.cfg.JobRetention > 0 {
+		for range retentionBatches {
+			j, r, err := l.store.RemoveFinishedJobs(ctx, now.Add(-l.cfg.JobRetention), l.cfg.RetentionBatch)
+			if err != nil {
+				if ctx.Err() == nil {
+					l.log.Warn("retention_failed", zap.String("kind", "jobs"), zap.Error(err))
+				}
+				break
+			}
+			jobs, runs = jobs+j, runs+r
+			if j < l.cfg.RetentionBatch {
+				break
+			}
+		}
+	}
+	if l.cfg.AuditRetention > 0 {
+		for range retentionBatches {
+			n, err := l.store.RemoveAuditBefore(ctx, now.Add(-l.cfg.AuditRetention), l.cfg.RetentionBatch)
+			if err != nil {
+				if ctx.Err() == nil {
+					l.log.Warn("retention_failed", zap.String("kind", "audit"), zap.Error(err))
+				}
+				break
+			}
+			audit += n
+			if n < l.cfg.RetentionBatch {
+				break
+			}
+		}
+	}
+	l.metrics.Removed.WithLabelValues("jobs").Add(float64(jobs))
+	l.metrics.Removed.WithLabelValues("runs").Add(float64(runs))
+	l.metrics.Removed.WithLabelValues("audit").Add(float64(audit))
+	if jobs+audit > 0 {
+		l.log.Info("retention_removed", zap.Int("jobs", jobs), zap.Int("runs", runs), zap.Int("audit", audit),
+			zap.Duration("took", l.clock().Sub(now)))
+	}
+}

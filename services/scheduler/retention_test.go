@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/store"
+)
+
+// TestRetention runs ten times the retention period of work against an
+// injected clock, half a day a step: every step creates and finishes 30
+// one-off jobs, in one bulk create, and runs one occurrence of a recurring
+// job that stays active; then the leader's upkeep and retention run. What
+// Postgres holds stays bounded by the retention, not by the work done, and
+// the active job keeps its runs for TOCK_RUN_RETENTION.
+func TestRetention(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	const (
+		perStep = 30
+		step    = 12 * time.Hour
+		steps   = 20 // ten retention periods
+	)
+	l, _ := b.leader(func() time.Time { return now }, func(c *Config) {
+		c.JobRetention, c.AuditRetention, c.RunRetention = 24*time.Hour, 48*time.Hour, 72*time.Hour
+		c.RetentionBatch = 25 // several batches a round
+	})
+	admin := store.Audit{Actor: store.BootstrapAdmin, Action: store.ActionJobCreate}
+
+	active := newJob(now, func(j *job.Job) {
+		j.Schedule = json.RawMessage(`{"every":"day"}`)
+		j.CreatedAt, j.UpdatedAt = now, now
+	})
+	b.create(t, active)
+	var lastFinished []uuid.UUID
+	for s := range steps {
+		jobs := make([]*job.Job, perStep)
+		for i := range jobs {
+			jobs[i] = newJob(now, func(j *job.Job) { claimed(j); j.CreatedAt, j.UpdatedAt = now, now })
+		}
+		require.NoError(t, b.st.CreateJobs(b.ctx, jobs, store.Create{Audit: admin}))
+		starts := make([]store.Start, 0, perStep+1)
+		for _, j := range jobs {
+			starts = append(starts, store.Start{Occurrence: firstAttempt(j), DueAt: now})
+		}
+		starts = append(starts, store.Start{Occurrence: job.Occurrence{JobID: active.ID, ScheduledFor: now, Attempt: 1}, DueAt: now})
+		started, err := b.st.StartRuns(b.ctx, starts, now, time.Second)
+		require.NoError(t, err)
+		require.Len(t, started, perStep+1, "step %d", s)
+		results := make([]store.Result, len(starts))
+		for i, st := range starts {
+			results[i] = store.Result{Occurrence: st.Occurrence, Status: job.RunCompleted, FinishedAt: now}
+		}
+		require.NoError(t, b.st.FinishRuns(b.ctx, results, now))
+		lastFinished = lastFinished[:0]
+		for _, j := range jobs {
+			lastFinished = append(lastFinished, j.ID)
+		}
+
+		now = now.Add(step)
+		l.upkeep(b.ctx)
+		l.retain(b.ctx)
+
+		// Kept: the jobs finished within the last 24 h (two steps at most,
+		// the one just past 12 h old), their runs, the active job's runs
+		// within 72 h, audit entries within 48 h.
+		finished, runs, audit, parts := b.retained(t)
+		require.LessOrEqual(t, finished, 2*perStep, "step %d: finished jobs", s)
+		require.LessOrEqual(t, runs, 2*perStep+int(72*time.Hour/step)+2, "step %d: runs", s)
+		require.LessOrEqual(t, audit, int(48*time.Hour/step)+1, "step %d: audit entries", s)
+		require.LessOrEqual(t, parts, 3+3+2+1, "step %d: job_runs partitions (3 days kept, 3 ahead, today, yesterday, default)", s)
+		if s == steps-1 {
+			t.Logf("after %d jobs in %s: %d finished jobs, %d runs, %d audit entries, %d run partitions kept",
+				steps*perStep, time.Duration(steps)*step, finished, runs, audit, parts)
+		}
+	}
+
+	// The newest finished jobs are still there, the active job and its
+	// history too; a job finished two steps ago is gone with its runs.
+	_, err := b.st.GetJob(b.ctx, store.AnyOwner, lastFinished[0])
+	require.NoError(t, err)
+	require.Equal(t, job.StatusScheduled, b.job(t, active.ID).Status)
+	runs, err := b.st.ListRuns(b.ctx, store.RunFilter{Owner: store.AnyOwner, JobID: active.ID, Limit: 100})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(runs), int(48*time.Hour/step), "the active job keeps its recent runs")
+
+	now = now.Add(2 * step)
+	l.retain(b.ctx)
+	_, err = b.st.GetJob(b.ctx, store.AnyOwner, lastFinished[0])
+	require.ErrorIs(t, err, job.ErrNotFound)
+	gone, err := b.st.ListRuns(b.ctx, store.RunFilter{Owner: store.AnyOwner, JobID: lastFinished[0], Limit: 10})
+	require.NoError(t, err)
+	require.Empty(t, gone, "its runs went with it")
+}
+
+// retained counts what Postgres holds: finished jobs, runs, audit entries
+// and job_runs partitions.
+func (b *bundle) retained(t *testing.T) (finished, runs, audit, partitions int) {
+	t.Helper()
+	row := b.st.Pool().QueryRow(b.ctx, `SELECT
+	    (SELECT count(*) FROM jobs WHERE status IN ('completed', 'permanently_failed', 'cancelled')),
+	    (SELECT count(*) FROM job_runs),
+	    (SELECT count(*) FROM audit_log),
+	    (SELECT count(*) FROM pg_inherits WHERE inhparent = 'job_runs'::regclass)`)
+	require.NoError(t, row.Scan(&finished, &runs, &audit, &partitions))
+	return finished, runs, audit, partitions
+}
