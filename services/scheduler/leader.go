@@ -16,7 +16,7 @@ import (
 )
 
 // Leader competes for the loader lock and, while it holds it, runs the loader,
-// the reconciler, partition upkeep and retention. The lock is refreshed every third of its
+// the reconciler, partition upkeep, retention and statistics upkeep. The lock is refreshed every third of its
 // TTL; the first refresh that fails ends the leadership at once, cancelling any
 // round in flight (its claim transaction rolls back).
 type Leader struct {
@@ -118,6 +118,8 @@ func (l *Leader) lead(parent context.Context, lock *redislock.Lock) {
 	defer upkeep.Stop()
 	retain := time.NewTicker(l.cfg.RetentionInterval)
 	defer retain.Stop()
+	analyze := time.NewTicker(analyzeInterval)
+	defer analyze.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -131,6 +133,8 @@ func (l *Leader) lead(parent context.Context, lock *redislock.Lock) {
 			l.upkeep(ctx)
 		case <-retain.C:
 			l.retain(ctx)
+		case <-analyze.C:
+			l.analyze(ctx)
 		}
 	}
 }

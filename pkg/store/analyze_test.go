@@ -1,0 +1,43 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/testenv"
+)
+
+// TestAnalyzeStale: after a bulk create, the partition that took it is
+// found stale and analysed, after which the planner knows its size; a second
+// look finds nothing to do.
+func TestAnalyzeStale(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	at := b.now.Add(48 * time.Hour).Truncate(time.Hour) // one hour partition
+	jobs := make([]*job.Job, 2000)
+	for i := range jobs {
+		jobs[i] = newJob(ownerA, at.Add(time.Duration(i)*time.Millisecond))
+	}
+	b.create(t, jobs...)
+
+	var analysed []string
+	// Postgres reports a backend's changes to its statistics within a second
+	// or so of the commit: there is nothing to be told, so this polls.
+	testenv.WaitUntil(t, 10*time.Second, func() bool {
+		names, err := b.st.AnalyzeStale(b.ctx, 8)
+		require.NoError(t, err)
+		analysed = append(analysed, names...)
+		return len(analysed) > 0
+	}, "the partition that took 2,000 jobs was not found stale")
+	require.Contains(t, analysed, "jobs_h"+at.Format("15"))
+
+	var tuples float64
+	require.NoError(t, b.st.Pool().QueryRow(b.ctx, `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`, "jobs_h"+at.Format("15")).Scan(&tuples))
+	require.InDelta(t, 2000, tuples, 1, "the planner knows the partition's size")
+	again, err := b.st.AnalyzeStale(b.ctx, 8)
+	require.NoError(t, err)
+	require.NotContains(t, again, "jobs_h"+at.Format("15"))
+}
