@@ -21,14 +21,20 @@ type storeCost struct {
 	ok       bool
 }
 
-// storeCost reads the stores' cost so far. Postgres's CPU is the
-// postmaster's own and its reaped children's (a backend that exited is
-// counted there) plus every live backend's, read from /proc: the server must
-// run on this machine, as it does here. A store it cannot read leaves ok
+// storeCost reads the stores' cost so far. Postgres's CPU is that of the
+// server the bench's connection is on: the postmaster's own and its reaped
+// children's (a backend that exited is counted there) plus every live
+// backend's, read from /proc, so the server must run on this machine, as it
+// does here. A store it cannot read leaves ok
 // false and the phase's figures out.
 func (b *bench) storeCost(ctx context.Context) storeCost {
 	var c storeCost
-	pg, err := postgresCPU()
+	var backend int
+	if err := b.db.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+		logf("store cost: %v", err)
+		return c
+	}
+	pg, err := postgresCPU(backend)
 	if err != nil {
 		logf("store cost: %v", err)
 		return c
@@ -78,10 +84,10 @@ func (r *results) perJob(name string, before, after storeCost, jobs int) {
 	}
 }
 
-// postgresCPU sums the CPU time of every Postgres server on this machine:
-// each postmaster (a "postgres" process whose parent is not one) with its
-// reaped children, and every live child.
-func postgresCPU() (time.Duration, error) {
+// postgresCPU sums the CPU time of the Postgres server that runs backend
+// (a pid of one of its processes): its postmaster, with the children it has
+// reaped, and every live child.
+func postgresCPU(backend int) (time.Duration, error) {
 	stats, err := filepath.Glob("/proc/[0-9]*/stat")
 	if err != nil {
 		return 0, err
@@ -96,8 +102,8 @@ func postgresCPU() (time.Duration, error) {
 		if err != nil {
 			continue
 		}
-		open, end := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
-		if open < 0 || end < open || string(raw[open+1:end]) != "postgres" {
+		end := bytes.LastIndexByte(raw, ')')
+		if end < 0 {
 			continue
 		}
 		f := strings.Fields(string(raw[end+1:]))
@@ -109,17 +115,19 @@ func postgresCPU() (time.Duration, error) {
 		num := func(i int) int64 { v, _ := strconv.ParseInt(f[i], 10, 64); return v }
 		procs[pid] = st{ppid: ppid, self: num(11) + num(12), sub: num(13) + num(14)}
 	}
-	var ticks int64
-	masters := 0
-	for _, p := range procs {
-		ticks += p.self
-		if _, child := procs[p.ppid]; !child {
-			ticks += p.sub // the postmaster: its children that exited
-			masters++
-		}
+	b, ok := procs[backend]
+	if !ok {
+		return 0, fmt.Errorf("Postgres backend %d is not on this machine", backend)
 	}
-	if masters == 0 {
-		return 0, fmt.Errorf("no Postgres server process found in /proc")
+	master, ok := procs[b.ppid]
+	if !ok {
+		return 0, fmt.Errorf("Postgres server of backend %d not found in /proc", backend)
+	}
+	ticks := master.self + master.sub
+	for _, p := range procs {
+		if p.ppid == b.ppid {
+			ticks += p.self
+		}
 	}
 	return time.Duration(ticks) * time.Second / clockTicks, nil
 }
