@@ -43,6 +43,9 @@ type Options struct {
 	// named prepared statements), and TOCK_DATABASE_DIRECT_URL, for the
 	// migrations, straight to Postgres.
 	Pooler string
+	// Prepare, if set, runs on the fresh database before any service
+	// starts: an upgrade test fills it as an older tock left it.
+	Prepare func(ctx context.Context, databaseURL string) error
 }
 
 // Cluster is a running set of services.
@@ -120,6 +123,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	c.DatabaseURL = fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, c.dbName)
+	if opts.Prepare != nil {
+		if err := opts.Prepare(ctx, c.DatabaseURL); err != nil {
+			c.Stop()
+			return nil, fmt.Errorf("prepare the database: %w", err)
+		}
+	}
 
 	// The dashboard migrates first, so the others start on a ready schema.
 	d, err := c.StartProc(ctx, "dashboard", "dashboard")

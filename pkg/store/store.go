@@ -134,6 +134,13 @@ func (s *Store) Migrate(ctx context.Context) error {
 		defer c.Release()
 		conn = c.Conn()
 	}
+	return MigrateTo(ctx, conn, -1)
+}
+
+// MigrateTo applies the embedded migrations on conn up to version (-1: all
+// of them). Services call it through Migrate; an upgrade test uses it to
+// build a database as an older tock left it.
+func MigrateTo(ctx context.Context, conn *pgx.Conn, version int32) error {
 	m, err := migrate.NewMigrator(ctx, conn, "tock_schema_version")
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -145,7 +152,12 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err := m.LoadMigrations(sub); err != nil {
 		return fmt.Errorf("migrate: load: %w", err)
 	}
-	if err := m.Migrate(ctx); err != nil {
+	if version < 0 {
+		err = m.Migrate(ctx)
+	} else {
+		err = m.MigrateTo(ctx, version)
+	}
+	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
