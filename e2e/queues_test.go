@@ -60,10 +60,9 @@ func (k *keyCounter) missing(want []string) (miss []string, dup int) {
 // refused; SQS answers 500), and nothing is lost: every occurrence arrives,
 // JetStream and the FIFO queue hold each once, and every job ends completed.
 func TestQueueTargets(t *testing.T) {
-	testenv.Reachable(t, "127.0.0.1:4222")
-	testenv.Reachable(t, "127.0.0.1:5672")
-	natsProxy := testenv.NewProxy(t, "127.0.0.1:4222")
-	amqpProxy := testenv.NewProxy(t, "127.0.0.1:5672")
+	natsURL, amqpURL := testenv.NATSURL(), testenv.AMQPURL()
+	natsProxy := testenv.NewProxy(t, testenv.Broker(t, natsURL))
+	amqpProxy := testenv.NewProxy(t, testenv.Broker(t, amqpURL))
 	sqs := testenv.NewSQS(t)
 	c := start(t, cluster.Options{
 		Schedulers: 1, Workers: 2,
@@ -75,7 +74,7 @@ func TestQueueTargets(t *testing.T) {
 
 	// NATS: a stream capturing the test's subjects; the messages are read
 	// back from it at the end.
-	nc, err := nats.Connect("nats://127.0.0.1:4222")
+	nc, err := nats.Connect(natsURL)
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
@@ -85,7 +84,7 @@ func TestQueueTargets(t *testing.T) {
 	t.Cleanup(func() { _ = js.DeleteStream(context.Background(), tag) })
 
 	// RabbitMQ: an exchange bound to a queue the test consumes.
-	conn, err := amqp.Dial("amqp://guest:guest@127.0.0.1:5672/")
+	conn, err := amqp.Dial(amqpURL)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
 	ch, err := conn.Channel()
@@ -110,10 +109,10 @@ func TestQueueTargets(t *testing.T) {
 	}
 	targets := []target{
 		{"nats", "nats", func(i int) map[string]any {
-			return map[string]any{"url": "nats://" + natsProxy.Addr(), "subject": fmt.Sprintf("%s.job.%d", tag, i), "body": map[string]any{"i": i}}
+			return map[string]any{"url": testenv.Via(natsURL, natsProxy.Addr()), "subject": fmt.Sprintf("%s.job.%d", tag, i), "body": map[string]any{"i": i}}
 		}},
 		{"amqp", "amqp", func(i int) map[string]any {
-			return map[string]any{"url": "amqp://guest:guest@" + amqpProxy.Addr() + "/", "exchange": tag, "routing_key": "remind", "body": map[string]any{"i": i}}
+			return map[string]any{"url": testenv.Via(amqpURL, amqpProxy.Addr()), "exchange": tag, "routing_key": "remind", "body": map[string]any{"i": i}}
 		}},
 		{"sqs", "sqs", func(i int) map[string]any {
 			return map[string]any{"queue_url": sqs.QueueURL(tag + ".fifo"), "message_body": map[string]any{"i": i}}

@@ -3,7 +3,6 @@ package jobtype_test
 import (
 	"encoding/json"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -19,22 +18,6 @@ import (
 	"github.com/tockhq/tock/pkg/outbound"
 	"github.com/tockhq/tock/pkg/testenv"
 )
-
-// The brokers this machine kind runs (TOCK_TEST_NATS_URL and
-// TOCK_TEST_AMQP_URL override them).
-func natsURL() string {
-	if u := os.Getenv("TOCK_TEST_NATS_URL"); u != "" {
-		return u
-	}
-	return "nats://127.0.0.1:4222"
-}
-
-func amqpURL() string {
-	if u := os.Getenv("TOCK_TEST_AMQP_URL"); u != "" {
-		return u
-	}
-	return "amqp://guest:guest@127.0.0.1:5672/"
-}
 
 // brokerRegistry runs tasks with broker connections allowed to loopback.
 func brokerRegistry(t *testing.T) *jobtype.Registry {
@@ -55,8 +38,8 @@ func brokerTask(t *testing.T, typ job.Type, p any) jobtype.Task {
 
 func TestNATS(t *testing.T) {
 	t.Parallel()
-	u := natsURL()
-	testenv.Reachable(t, strings.TrimPrefix(u, "nats://"))
+	u := testenv.NATSURL()
+	host := testenv.Broker(t, u)
 	nc, err := nats.Connect(u)
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
@@ -109,8 +92,8 @@ func TestNATS(t *testing.T) {
 	})
 
 	t.Run("ACutConnectionLosesNothing", func(t *testing.T) {
-		p := testenv.NewProxy(t, strings.TrimPrefix(u, "nats://"))
-		via := "nats://" + p.Addr()
+		p := testenv.NewProxy(t, host)
+		via := testenv.Via(u, p.Addr())
 		keys := map[string]bool{}
 		for i := range 40 {
 			if i == 20 {
@@ -139,8 +122,8 @@ func TestNATS(t *testing.T) {
 
 func TestAMQP(t *testing.T) {
 	t.Parallel()
-	u := amqpURL()
-	testenv.Reachable(t, "127.0.0.1:5672")
+	u := testenv.AMQPURL()
+	host := testenv.Broker(t, u)
 	conn, err := amqp.Dial(u)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
@@ -178,8 +161,8 @@ func TestAMQP(t *testing.T) {
 	})
 
 	t.Run("ACutConnectionLosesNothing", func(t *testing.T) {
-		p := testenv.NewProxy(t, "127.0.0.1:5672")
-		via := "amqp://guest:guest@" + p.Addr() + "/"
+		p := testenv.NewProxy(t, host)
+		via := testenv.Via(u, p.Addr())
 		keys := map[string]bool{}
 		for i := range 40 {
 			if i == 20 {

@@ -3,6 +3,7 @@ package testenv
 import (
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -76,17 +77,48 @@ func (p *Proxy) Down() { p.down.Store(true); p.Cut() }
 // Up lets connections through again.
 func (p *Proxy) Up() { p.down.Store(false) }
 
-// Reachable skips the test when nothing answers at addr (a broker this
-// machine kind runs), except under CI, where .ci/run starts it and its
-// absence is a failure.
-func Reachable(t testing.TB, addr string) {
+// NATSURL is the NATS server tests use: TOCK_TEST_NATS_URL or the one this
+// machine kind runs, with JetStream on.
+func NATSURL() string {
+	if u := os.Getenv("TOCK_TEST_NATS_URL"); u != "" {
+		return u
+	}
+	return "nats://127.0.0.1:4222"
+}
+
+// AMQPURL is the RabbitMQ broker tests use: TOCK_TEST_AMQP_URL or the one
+// this machine kind runs.
+func AMQPURL() string {
+	if u := os.Getenv("TOCK_TEST_AMQP_URL"); u != "" {
+		return u
+	}
+	return "amqp://guest:guest@127.0.0.1:5672/"
+}
+
+// Broker returns rawURL's host:port once something answers there: a test
+// skips when the broker is down, except under CI, where .ci/run starts it
+// and its absence is a failure.
+func Broker(t testing.TB, rawURL string) string {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+	u, err := url.Parse(rawURL)
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("broker at %s: %v", addr, err)
-		}
-		t.Skipf("broker at %s unavailable: %v", addr, err)
+		t.Fatalf("broker URL %q: %v", rawURL, err)
+	}
+	c, err := net.DialTimeout("tcp", u.Host, time.Second)
+	if err != nil {
+		unavailable(t, "the broker at "+u.Host, err)
 	}
 	_ = c.Close()
+	return u.Host
+}
+
+// Via is rawURL with its host:port replaced by addr (a Proxy's), keeping
+// its scheme, credentials and path.
+func Via(rawURL, addr string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	u.Host = addr
+	return u.String()
 }

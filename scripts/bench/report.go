@@ -153,27 +153,12 @@ func (r *results) print(out io.Writer) {
 		fmt.Sprintf("jobs partitions with indexes: %d bytes for %d jobs; payload %d bytes", r.PGJobsBytes, r.PGPendingJobs, r.PayloadBytes))
 	_ = w.Flush()
 
-	fmt.Fprintln(out)
-	w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "CPU s per 1,000 jobs\tdashboard\tscheduler\tworker\t")
-	for _, phase := range []string{"ingest", "burst", "steady"} {
-		if by := r.CPU[phase]; by != nil {
-			fmt.Fprintf(w, "%s\t%.3f\t%.3f\t%.3f\t\n", phase, by["dashboard"], by["scheduler"], by["worker"])
-		}
-	}
-	_ = w.Flush()
+	phaseTable(out, "CPU s per 1,000 jobs\tdashboard\tscheduler\tworker", r.CPU, "%.3f", "dashboard", "scheduler", "worker")
 	fmt.Fprintln(out, "(user+system CPU from the first job's creation to the last one's completion, any wait until due included;")
 	fmt.Fprintln(out, " each service's processes summed)")
 	if len(r.StoreCost) > 0 {
-		fmt.Fprintln(out)
-		w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(w, "stores per job\tPostgres CPU µs\tWAL bytes\tRedis CPU µs\t")
-		for _, phase := range []string{"ingest", "burst", "steady"} {
-			if c := r.StoreCost[phase]; c != nil {
-				fmt.Fprintf(w, "%s\t%.1f\t%.0f\t%.1f\t\n", phase, c["pg_cpu_us_per_job"], c["wal_bytes_per_job"], c["redis_cpu_us_per_job"])
-			}
-		}
-		_ = w.Flush()
+		phaseTable(out, "stores per job\tPostgres CPU µs\tWAL bytes\tRedis CPU µs", r.StoreCost, "%.1f",
+			"pg_cpu_us_per_job", "wal_bytes_per_job", "redis_cpu_us_per_job")
 		fmt.Fprintln(out, "(ingest: both ingest phases; burst: from the due time until every job had run; steady: from the end")
 		fmt.Fprintln(out, " of creating its jobs until every job had run)")
 	}
@@ -183,6 +168,24 @@ func (r *results) print(out io.Writer) {
 	if len(r.Failures) > 0 {
 		fmt.Fprintf(out, "\nFAILED:\n  %s\n", strings.Join(r.Failures, "\n  "))
 	}
+}
+
+// phaseTable prints, after a blank line, a table with header and a row per
+// phase that by holds, each of columns formatted with format.
+func phaseTable(out io.Writer, header string, by map[string]map[string]float64, format string, columns ...string) {
+	fmt.Fprintln(out)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, header+"\t")
+	for _, phase := range []string{"ingest", "burst", "steady"} {
+		if c := by[phase]; c != nil {
+			fmt.Fprint(w, phase)
+			for _, col := range columns {
+				fmt.Fprintf(w, "\t"+format, c[col])
+			}
+			fmt.Fprintln(w, "\t")
+		}
+	}
+	_ = w.Flush()
 }
 
 // byName prints a line of figures by name, in name order, each formatted with
