@@ -202,6 +202,8 @@ func TestBrokerPayloads(t *testing.T) {
 		{"NATSScheme", jobtype.TypeNATS, `{"url":"http://nats.example.com","subject":"a","body":1}`, "payload.url"},
 		{"NATSPrivate", jobtype.TypeNATS, `{"url":"nats://10.0.0.1:4222","subject":"a","body":1}`, "payload.url"},
 		{"NATSLoopback", jobtype.TypeNATS, `{"url":"nats://localhost:4222","subject":"a","body":1}`, "payload.url"},
+		{"NATSPortOutOfRange", jobtype.TypeNATS, `{"url":"nats://nats.example.com:0","subject":"a","body":1}`, "payload.url"},
+		{"AMQPPortOutOfRange", jobtype.TypeAMQP, `{"url":"amqp://mq.example.com:70000","exchange":"x","routing_key":"y","body":1}`, "payload.url"},
 		{"NATSWildcard", jobtype.TypeNATS, `{"url":"nats://nats.example.com","subject":"a.>","body":1}`, "payload.subject"},
 		{"NATSNoBody", jobtype.TypeNATS, `{"url":"nats://nats.example.com","subject":"a"}`, "payload.body"},
 		{"NATSTockHeader", jobtype.TypeNATS, `{"url":"nats://nats.example.com","subject":"a","body":1,"headers":{"Nats-Msg-Id":"x"}}`, "payload.headers"},

@@ -126,6 +126,7 @@ func TestSQSPayloads(t *testing.T) {
 		{"OtherHost", `{"queue_url":"https://collector.example.com/123456789012/q","message_body":1}`, outbound.Options{}, "payload.queue_url"},
 		{"LocalNotAllowed", `{"queue_url":"http://127.0.0.1:9324/000000000000/q","message_body":1}`, outbound.Options{AllowPrivate: true}, "payload.queue_url"},
 		{"AllowedButPrivate", `{"queue_url":"http://127.0.0.1:9324/000000000000/q","message_body":1}`, outbound.Options{SQSHosts: []string{"127.0.0.1:9324"}}, "payload.queue_url"},
+		{"PortOutOfRange", `{"queue_url":"https://sqs.eu-central-1.amazonaws.com:99999/1/q","message_body":1}`, outbound.Options{}, "payload.queue_url"},
 		{"NoQueueName", `{"queue_url":"https://sqs.eu-central-1.amazonaws.com/123456789012","message_body":1}`, outbound.Options{}, "payload.queue_url"},
 		{"QueryString", `{"queue_url":"https://sqs.eu-central-1.amazonaws.com/1/q?x=1","message_body":1}`, outbound.Options{}, "payload.queue_url"},
 		{"NoBody", `{"queue_url":"https://sqs.eu-central-1.amazonaws.com/1/q"}`, outbound.Options{}, "payload.message_body"},
