@@ -188,22 +188,20 @@ type Result struct {
 // and ends the jobs whose last occurrence this was: a one-off job with the
 // outcome of its run_at occurrence's final attempt (cancelled when it was
 // aborted), a recurring job completed once its final occurrence (last_at) is
-// done. Only a row still running is
-// updated, so a late duplicate cannot overwrite an outcome.
+// done. Only a row still running is updated, so a late duplicate cannot
+// overwrite an outcome. No job row is locked ahead: only the jobs that end
+// are written, by the final UPDATE. A start that re-leases an attempt this
+// batch is finishing (a redelivery racing its own outcome) can meet it in a
+// deadlock; Postgres then aborts one of them and the worker retries it.
 const finishRunsSQL = `WITH res AS (
     SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::smallint[], $4::run_status[], $5::timestamptz[], $6::text[], $7::text[])
         AS r(job_id, scheduled_for, attempt, status, finished_at, output, error)
-), locked AS MATERIALIZED (
-    -- Jobs first, in id order, as startRunsSQL locks them: taking job_runs
-    -- first would deadlock against a start of the same job.
-    SELECT id FROM jobs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE
 ), done AS (
     UPDATE job_runs jr SET status = r.status, finished_at = r.finished_at,
         output = nullif(r.output, ''), error = nullif(r.error, '')
     FROM res r
     WHERE jr.job_id = r.job_id AND jr.scheduled_for = r.scheduled_for AND jr.attempt = r.attempt
       AND jr.scheduled_for = ANY($2) AND jr.status = 'running'
-      AND r.job_id IN (SELECT id FROM locked)
     RETURNING jr.job_id, jr.scheduled_for, jr.status
 )
 UPDATE jobs j SET status = CASE
