@@ -11,7 +11,8 @@ import (
 
 // TestRetention: with TOCK_JOB_RETENTION at 3 s, a one-off job that has
 // finished is gone from the API (404, its runs with it) once that long has
-// passed, while a recurring job that is still active keeps its history.
+// passed, while a recurring job that is still active keeps its history and
+// a finished job with a retention of its own (1 h) is kept.
 func TestRetention(t *testing.T) {
 	c := start(t, cluster.Options{
 		Schedulers: 1, Workers: 1,
@@ -23,6 +24,9 @@ func TestRetention(t *testing.T) {
 	ctx := t.Context()
 
 	oneOff, err := api.CreateJob(ctx, map[string]any{"name": "done soon", "type": "webhook",
+		"run_at": time.Now().Add(time.Second), "payload": map[string]any{"url": target.URL + "/ok"}})
+	require.NoError(t, err)
+	keptLonger, err := api.CreateJob(ctx, map[string]any{"name": "kept an hour", "type": "webhook", "retention": "1h",
 		"run_at": time.Now().Add(time.Second), "payload": map[string]any{"url": target.URL + "/ok"}})
 	require.NoError(t, err)
 	recurring, err := api.CreateJob(ctx, map[string]any{"name": "every second", "type": "webhook",
@@ -50,6 +54,14 @@ func TestRetention(t *testing.T) {
 	code, err := api.Do(ctx, "GET", "/api/v1/jobs/"+oneOff.ID+"/runs", nil, nil)
 	require.NoError(t, err)
 	require.Equal(t, 404, code)
+
+	// The job with its own longer retention finished as early and is kept.
+	kept, err := api.GetJob(ctx, keptLonger.ID)
+	require.NoError(t, err)
+	require.Equal(t, "completed", kept.Status)
+	keptRuns, err := api.Runs(ctx, keptLonger.ID, 10)
+	require.NoError(t, err)
+	require.Len(t, keptRuns, 1)
 
 	// The active job, which has run every second all along, keeps its runs.
 	j, err := api.GetJob(ctx, recurring.ID)

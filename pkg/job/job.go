@@ -90,6 +90,12 @@ type Job struct {
 	// PausedReason says why tock paused the job itself (repeated permanent
 	// failures); empty otherwise.
 	PausedReason string
+	// Retention is how long the job is kept once it has finished, with its
+	// runs; zero for the operator's default (TOCK_JOB_RETENTION).
+	Retention time.Duration
+	// History is which runs are kept: HistoryAll, or HistoryFailures (the
+	// failed ones, and only the newest KeptSuccesses completed ones).
+	History History
 	// DueAt is the next occurrence not yet handed to Redis: the loader's cursor.
 	// Zero once the occurrence is in Redis (claimed) or nothing is left to run.
 	DueAt     time.Time
@@ -99,6 +105,26 @@ type Job struct {
 	// (listings and single reads); nil if it never ran.
 	LastRun *Run
 }
+
+// History says which of a job's runs are kept.
+type History string
+
+const (
+	// HistoryAll keeps every run for the retention period.
+	HistoryAll History = "all"
+	// HistoryFailures keeps the runs that did not complete for the retention
+	// period, and only the newest KeptSuccesses completed ones, so a job that
+	// runs every second does not keep 86,400 rows a day nobody reads.
+	HistoryFailures History = "failures"
+	// KeptSuccesses is how many completed runs HistoryFailures keeps.
+	KeptSuccesses = 100
+)
+
+// Retention bounds.
+const (
+	MinRetention = time.Second
+	MaxRetention = 10 * 366 * 24 * time.Hour
+)
 
 // Recurring reports whether the job has a recurrence rather than one run.
 func (j *Job) Recurring() bool { return len(j.Schedule) > 0 }

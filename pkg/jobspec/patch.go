@@ -24,6 +24,10 @@ type Patch struct {
 	Priority   *int            `json:"priority"`
 	MaxRetries *int            `json:"max_retries"`
 	Timeout    string          `json:"timeout"`
+	// Retention replaces the job's retention; "" returns it to the
+	// operator's default.
+	Retention *string `json:"retention"`
+	History   string  `json:"history"`
 }
 
 func (p *Patch) timing() bool {
@@ -60,7 +64,10 @@ type Change struct {
 func (p *Patch) Prepare(b *schedule.Budget, j *job.Job, now time.Time, lim Limits) (*Change, error) {
 	now = now.UTC().Truncate(time.Millisecond)
 	c := &Change{p: p, now: now}
-	s := Spec{Priority: p.Priority, MaxRetries: p.MaxRetries, Timeout: p.Timeout}
+	s := Spec{Priority: p.Priority, MaxRetries: p.MaxRetries, Timeout: p.Timeout, History: p.History}
+	if p.Retention != nil {
+		s.Retention = *p.Retention
+	}
 	if err := s.applyOptions(&c.opts); err != nil {
 		return nil, err
 	}
@@ -130,6 +137,12 @@ func (c *Change) Apply(j *job.Job, started bool) error {
 	}
 	if p.Timeout != "" {
 		j.Timeout = c.opts.Timeout
+	}
+	if p.Retention != nil {
+		j.Retention = c.opts.Retention
+	}
+	if p.History != "" {
+		j.History = c.opts.History
 	}
 	if c.timing != nil && j.DueAt.IsZero() {
 		return fmt.Errorf("%w: nothing left to run", job.ErrInvalid)

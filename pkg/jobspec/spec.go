@@ -32,6 +32,11 @@ type Spec struct {
 	Priority   *int            `json:"priority"`
 	MaxRetries *int            `json:"max_retries"`
 	Timeout    string          `json:"timeout"`
+	// Retention is how long the job is kept once finished, as a delay
+	// ("90d", "36h"); empty for the operator's default.
+	Retention string `json:"retention"`
+	// History is "all" (the default) or "failures".
+	History string `json:"history"`
 }
 
 // Limits bounds what a Spec may ask for; the dashboard fills it from config.
@@ -72,6 +77,7 @@ func (s *Spec) BuildWithin(b *schedule.Budget, owner [16]byte, now time.Time, li
 		Status:     job.StatusScheduled,
 		MaxRetries: job.DefaultMaxRetries,
 		Timeout:    job.DefaultTimeout,
+		History:    job.HistoryAll,
 		CreatedAt:  now,
 		UpdatedAt:  now,
 	}
@@ -119,7 +125,41 @@ func (s *Spec) applyOptions(j *job.Job) error {
 		}
 		j.Timeout = d
 	}
+	if s.Retention != "" {
+		d, err := parseRetention(s.Retention)
+		if err != nil {
+			return err
+		}
+		j.Retention = d
+	}
+	if s.History != "" {
+		h, err := parseHistory(s.History)
+		if err != nil {
+			return err
+		}
+		j.History = h
+	}
 	return nil
+}
+
+// parseRetention reads a job's retention, written as a delay is.
+func parseRetention(s string) (time.Duration, error) {
+	d, err := ParseDelay(s)
+	if err != nil {
+		return 0, invalid("retention", "is not a duration such as 90d or 36h")
+	}
+	if d < job.MinRetention || d > job.MaxRetention {
+		return 0, invalid("retention", "must be between %s and %d days", job.MinRetention, int(job.MaxRetention/(24*time.Hour)))
+	}
+	return d, nil
+}
+
+func parseHistory(s string) (job.History, error) {
+	switch h := job.History(s); h {
+	case job.HistoryAll, job.HistoryFailures:
+		return h, nil
+	}
+	return "", invalid("history", "must be %q or %q", job.HistoryAll, job.HistoryFailures)
 }
 
 // applyTiming sets when the job runs: RunAt for one run, Schedule for a

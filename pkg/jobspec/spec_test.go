@@ -60,6 +60,35 @@ func TestSpecBuild(t *testing.T) {
 		require.Equal(t, now, j.UpdatedAt)
 	})
 
+	t.Run("AcceptsRetentionAndHistory", func(t *testing.T) {
+		t.Parallel()
+		s := validSpec()
+		j, err := s.Build(owner, now, jobspec.DefaultLimits)
+		require.NoError(t, err)
+		require.Zero(t, j.Retention, "the operator's default")
+		require.Equal(t, job.HistoryAll, j.History)
+		s.Retention, s.History = "90d", "failures"
+		j, err = s.Build(owner, now, jobspec.DefaultLimits)
+		require.NoError(t, err)
+		require.Equal(t, 90*24*time.Hour, j.Retention)
+		require.Equal(t, job.HistoryFailures, j.History)
+
+		// A patch changes them, and an empty retention returns to the default.
+		empty, week := "", "7d"
+		require.NoError(t, (&jobspec.Patch{Retention: &week, History: "all"}).Apply(j, false, now, jobspec.DefaultLimits))
+		require.Equal(t, 7*24*time.Hour, j.Retention)
+		require.Equal(t, job.HistoryAll, j.History)
+		require.NoError(t, (&jobspec.Patch{Name: ptr("kept")}).Apply(j, false, now, jobspec.DefaultLimits))
+		require.Equal(t, 7*24*time.Hour, j.Retention, "a patch that does not name it keeps it")
+		require.NoError(t, (&jobspec.Patch{Retention: &empty}).Apply(j, false, now, jobspec.DefaultLimits))
+		require.Zero(t, j.Retention)
+		bad := "0s"
+		err = (&jobspec.Patch{Retention: &bad}).Apply(j, false, now, jobspec.DefaultLimits)
+		var fe *job.FieldError
+		require.ErrorAs(t, err, &fe)
+		require.Equal(t, "retention", fe.Field)
+	})
+
 	t.Run("AcceptsPing", func(t *testing.T) {
 		t.Parallel()
 		s := jobspec.Spec{Name: "up?", Type: jobtype.TypePing, RunAt: ptr(now), Payload: json.RawMessage(`{"url":"http://example.com:8080/health"}`)}
@@ -152,6 +181,11 @@ func TestSpecBuild(t *testing.T) {
 			{"TimeoutTooShort", func(s *jobspec.Spec) { s.Timeout = "99ms" }, nil, "timeout"},
 			{"TimeoutTooLong", func(s *jobspec.Spec) { s.Timeout = "1h0m1s" }, nil, "timeout"},
 			{"TimeoutNegative", func(s *jobspec.Spec) { s.Timeout = "-5s" }, nil, "timeout"},
+			{"RetentionUnparsable", func(s *jobspec.Spec) { s.Retention = "a month" }, nil, "retention"},
+			{"RetentionTooShort", func(s *jobspec.Spec) { s.Retention = "500ms" }, nil, "retention"},
+			{"RetentionTooLong", func(s *jobspec.Spec) { s.Retention = "3661d" }, nil, "retention"},
+			{"RetentionNegative", func(s *jobspec.Spec) { s.Retention = "-1h" }, nil, "retention"},
+			{"HistoryUnknown", func(s *jobspec.Spec) { s.History = "successes" }, nil, "history"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {

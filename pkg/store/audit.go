@@ -150,6 +150,12 @@ func jobCreated(j *job.Job) map[string]any {
 		"max_retries": j.MaxRetries,
 		"timeout":     j.Timeout.String(),
 	}
+	if j.Retention > 0 {
+		m["retention"] = j.Retention.String()
+	}
+	if j.History == job.HistoryFailures {
+		m["history"] = j.History
+	}
 	if j.Recurring() {
 		m["schedule"] = json.RawMessage(j.Schedule)
 	} else {
@@ -175,6 +181,8 @@ func jobChanged(before, after *job.Job) map[string]any {
 	diff("run_at", nullTime(before.RunAt), nullTime(after.RunAt), before.RunAt.Equal(after.RunAt))
 	diff("timezone", before.Timezone, after.Timezone, before.Timezone == after.Timezone)
 	diff("schedule", rawOrNull(before.Schedule), rawOrNull(after.Schedule), jsonEqual(before.Schedule, after.Schedule))
+	diff("retention", retentionText(before.Retention), retentionText(after.Retention), before.Retention == after.Retention)
+	diff("history", before.History, after.History, before.History == after.History)
 	diff("paused_reason", before.PausedReason, after.PausedReason, before.PausedReason == after.PausedReason)
 	if !slices.Equal(before.Payload, after.Payload) {
 		m["payload"] = "changed"
@@ -201,4 +209,13 @@ func rawOrNull(b []byte) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return b
+}
+
+// retentionText is a retention as the audit log shows it: "default" for the
+// operator's.
+func retentionText(d time.Duration) string {
+	if d <= 0 {
+		return "default"
+	}
+	return d.String()
 }

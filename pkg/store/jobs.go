@@ -12,18 +12,21 @@ import (
 )
 
 const jobColumns = `id, owner_id, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload,
-    generation, occurrences, coalesce(timezone, 'UTC'), last_at, schedule, coalesce(paused_reason, ''), coalesce(per_hour, 0)`
+    generation, occurrences, coalesce(timezone, 'UTC'), last_at, schedule, coalesce(paused_reason, ''), coalesce(per_hour, 0),
+    coalesce(retention_ms, 0), coalesce(history, 'all')`
 
 // scanJob scans jobColumns, then any extra columns into extra.
 func scanJob(row pgx.Row, extra ...any) (*job.Job, error) {
 	var (
 		j                    job.Job
 		timeoutMS            int32
+		retentionMS          int64
 		runAt, dueAt, lastAt *time.Time
 	)
 	dest := append([]any{&j.ID, &j.Owner, &j.Type, &j.Status, &j.Priority, &j.MaxRetries, &timeoutMS,
 		&runAt, &dueAt, &j.CreatedAt, &j.UpdatedAt, &j.Name, &j.Payload,
-		&j.Generation, &j.Occurrences, &j.Timezone, &lastAt, &j.Schedule, &j.PausedReason, &j.PerHour}, extra...)
+		&j.Generation, &j.Occurrences, &j.Timezone, &lastAt, &j.Schedule, &j.PausedReason, &j.PerHour,
+		&retentionMS, &j.History}, extra...)
 	err := row.Scan(dest...)
 	if err != nil {
 		return nil, err
@@ -32,6 +35,7 @@ func scanJob(row pgx.Row, extra ...any) (*job.Job, error) {
 		j.LastAt = lastAt.UTC()
 	}
 	j.Timeout = time.Duration(timeoutMS) * time.Millisecond
+	j.Retention = time.Duration(retentionMS) * time.Millisecond
 	if runAt != nil {
 		j.RunAt = runAt.UTC()
 	}
@@ -59,13 +63,32 @@ func nullTime(t time.Time) *time.Time {
 
 var jobCopyColumns = []string{"id", "owner_id", "due_hour", "type", "status", "priority", "max_retries",
 	"timeout_ms", "run_at", "due_at", "created_at", "updated_at", "name", "payload",
-	"generation", "occurrences", "timezone", "last_at", "schedule", "per_hour"}
+	"generation", "occurrences", "timezone", "last_at", "schedule", "per_hour", "retention_ms", "history"}
 
 func jobRow(j *job.Job) []any {
 	return []any{j.ID, j.Owner, dueHour(j.DueAt), string(j.Type), string(j.Status), int16(j.Priority),
 		int16(j.MaxRetries), int32(j.Timeout / time.Millisecond), nullTime(j.RunAt), nullTime(j.DueAt),
 		j.CreatedAt, j.UpdatedAt, j.Name, []byte(j.Payload),
-		int32(j.Generation), int32(j.Occurrences), nullString(j.Timezone), nullTime(j.LastAt), nullJSON(j.Schedule), perHour(j)}
+		int32(j.Generation), int32(j.Occurrences), nullString(j.Timezone), nullTime(j.LastAt), nullJSON(j.Schedule), perHour(j),
+		retentionMS(j.Retention), historyColumn(j.History)}
+}
+
+// retentionMS is the retention_ms column: NULL for the operator's default.
+func retentionMS(d time.Duration) *int64 {
+	if d <= 0 {
+		return nil
+	}
+	ms := d.Milliseconds()
+	return &ms
+}
+
+// historyColumn is the history column: NULL for every run kept.
+func historyColumn(h job.History) *string {
+	if h == "" || h == job.HistoryAll {
+		return nil
+	}
+	s := string(h)
+	return &s
 }
 
 // perHour is the per_hour column of j: NULL for a one-off job.
@@ -137,7 +160,7 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 			}
 		}
 		if len(jobs) == 1 {
-			if _, err := tx.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20)`, jobRow(jobs[0])...); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22)`, jobRow(jobs[0])...); err != nil {
 				return fmt.Errorf("insert job: %w", translate(err))
 			}
 			j := jobs[0]
@@ -223,7 +246,7 @@ func checkRate(ctx context.Context, tx pgx.Tx, owner, except uuid.UUID, adding, 
 }
 
 const jobCopyColumnList = `id, owner_id, due_hour, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload,
-    generation, occurrences, timezone, last_at, schedule, per_hour`
+    generation, occurrences, timezone, last_at, schedule, per_hour, retention_ms, history`
 
 // AnyOwner passed as an owner lets an administrator's query see every owner's jobs.
 var AnyOwner = uuid.Nil

@@ -6,27 +6,46 @@ import (
 	"time"
 )
 
-// removeFinishedSQL deletes up to $2 jobs that finished (completed,
-// permanently_failed, cancelled) before $1, oldest first, and their runs, in
-// one statement. The outer condition is checked again on each row once it
+// finishedStatuses is the SQL list of the statuses a job ends in.
+const finishedStatuses = `('completed', 'permanently_failed', 'cancelled')`
+
+// removeFinishedSQL deletes, in one statement, up to $2 jobs that finished
+// before $1 (the operator's default retention; NULL keeps them) and up to
+// $2 jobs with their own retention that has run out by $3, oldest first,
+// with their runs. The outer condition is checked again on each row once it
 // is locked, so a job a retry revives meanwhile is kept. The runs are found
 // by job id through each day partition's primary key.
-const removeFinishedSQL = `WITH gone AS (
+const removeFinishedSQL = `WITH due AS (
+    (SELECT id FROM jobs_idle
+     WHERE status IN ` + finishedStatuses + ` AND retention_ms IS NULL AND updated_at < $1
+     ORDER BY updated_at LIMIT $2)
+    UNION ALL
+    (SELECT id FROM jobs_idle
+     WHERE status IN ` + finishedStatuses + ` AND retention_ms IS NOT NULL AND tock_purge_at(updated_at, retention_ms) < $3
+     ORDER BY tock_purge_at(updated_at, retention_ms) LIMIT $2)
+), gone AS (
     DELETE FROM jobs_idle j
-    WHERE j.id IN (SELECT id FROM jobs_idle
-                   WHERE status IN ('completed', 'permanently_failed', 'cancelled') AND updated_at < $1
-                   ORDER BY updated_at LIMIT $2)
-      AND j.status IN ('completed', 'permanently_failed', 'cancelled') AND j.updated_at < $1
+    WHERE j.id IN (SELECT id FROM due) AND j.status IN ` + finishedStatuses + `
+      AND CASE WHEN j.retention_ms IS NULL THEN j.updated_at < $1
+               ELSE tock_purge_at(j.updated_at, j.retention_ms) < $3 END
     RETURNING j.id
 ), runs AS (
     DELETE FROM job_runs WHERE job_id = ANY(ARRAY(SELECT id FROM gone)) RETURNING 1
 )
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM runs)`
 
-// RemoveFinishedJobs removes up to limit jobs that finished before before,
-// oldest first, with their runs, and says how many of each went.
-func (s *Store) RemoveFinishedJobs(ctx context.Context, before time.Time, limit int) (jobs, runs int, err error) {
-	if err := s.pool.QueryRow(ctx, removeFinishedSQL, before, limit).Scan(&jobs, &runs); err != nil {
+// RemoveFinishedJobs removes the finished jobs whose retention has run out
+// by now, with their runs: those under the default retention (none when it
+// is 0 or less) and those with their own. It removes at most limit of each
+// kind, oldest first, and says how many jobs and runs went: limit jobs or
+// more means more may be waiting.
+func (s *Store) RemoveFinishedJobs(ctx context.Context, now time.Time, retention time.Duration, limit int) (jobs, runs int, err error) {
+	var before *time.Time
+	if retention > 0 {
+		t := now.Add(-retention)
+		before = &t
+	}
+	if err := s.pool.QueryRow(ctx, removeFinishedSQL, before, limit, now).Scan(&jobs, &runs); err != nil {
 		return 0, 0, fmt.Errorf("remove finished jobs: %w", translate(err))
 	}
 	return jobs, runs, nil

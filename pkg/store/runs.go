@@ -36,6 +36,8 @@ type Started struct {
 	LastAt time.Time
 	// SigningSecret is the owner's secret for X-Tock-Signature.
 	SigningSecret string
+	// History is which of the job's runs are kept; see Result.TrimHistory.
+	History job.History
 }
 
 // startRunsSQL starts a batch of attempts in one round trip. locked
@@ -52,7 +54,7 @@ const startRunsSQL = `WITH req AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::smallint[], $5::timestamptz[], $8::integer[])
         AS r(run_id, job_id, scheduled_for, attempt, due_at, generation)
 ), locked AS MATERIALIZED (
-    SELECT id, status, owner_id, type, name, payload, timeout_ms, max_retries, generation, schedule, last_at FROM jobs
+    SELECT id, status, owner_id, type, name, payload, timeout_ms, max_retries, generation, schedule, last_at, history FROM jobs
     WHERE id = ANY($2)
     ORDER BY id
     FOR SHARE
@@ -74,7 +76,7 @@ const startRunsSQL = `WITH req AS (
 )
 SELECT s.job_id, s.scheduled_for, s.attempt, s.id, s.due_at, s.lease_until,
        l.owner_id, l.type, l.name, l.payload, l.timeout_ms, l.max_retries, l.schedule, l.generation, l.last_at,
-       coalesce(u.signing_secret, '')
+       coalesce(u.signing_secret, ''), coalesce(l.history, 'all')
 FROM (SELECT * FROM fresh UNION ALL SELECT * FROM takeover) s JOIN live l ON l.id = s.job_id
 LEFT JOIN users u ON u.id = l.owner_id`
 
@@ -107,7 +109,7 @@ func (s *Store) StartRuns(ctx context.Context, reqs []Start, now time.Time, leas
 		var timeoutMS int32
 		var maxRetries int16
 		err := r.Scan(&st.Run.JobID, &st.Run.ScheduledFor, &attempt, &st.Run.ID, &st.Run.DueAt, &st.Run.LeaseUntil,
-			&st.Run.Owner, &st.Type, &st.Name, &st.Payload, &timeoutMS, &maxRetries, &st.Schedule, &st.Generation, &lastAt, &st.SigningSecret)
+			&st.Run.Owner, &st.Type, &st.Name, &st.Payload, &timeoutMS, &maxRetries, &st.Schedule, &st.Generation, &lastAt, &st.SigningSecret, &st.History)
 		if lastAt != nil {
 			st.LastAt = lastAt.UTC()
 		}
@@ -182,6 +184,10 @@ type Result struct {
 	FinishedAt time.Time
 	Output     string
 	Error      string
+	// TrimHistory asks to keep only the job's newest job.KeptSuccesses
+	// completed runs (job.HistoryFailures): older ones are deleted as this
+	// outcome is recorded.
+	TrimHistory bool
 }
 
 // finishRunsSQL records a batch of outcomes in one statement (a group commit)
@@ -193,9 +199,25 @@ type Result struct {
 // are written, by the final UPDATE. A start that re-leases an attempt this
 // batch is finishing (a redelivery racing its own outcome) can meet it in a
 // deadlock; Postgres then aborts one of them and the worker retries it.
+// trimmed deletes, for each job of the batch that keeps only failures, up
+// to $11 of its completed runs older than its newest $10 (as of before this
+// statement: the batch's own outcomes come on top), so a backlog left by a
+// change of policy drains over the next runs instead of in one statement.
 const finishRunsSQL = `WITH res AS (
-    SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::smallint[], $4::run_status[], $5::timestamptz[], $6::text[], $7::text[])
-        AS r(job_id, scheduled_for, attempt, status, finished_at, output, error)
+    SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::smallint[], $4::run_status[], $5::timestamptz[], $6::text[], $7::text[], $9::boolean[])
+        AS r(job_id, scheduled_for, attempt, status, finished_at, output, error, trim_history)
+), trimmed AS (
+    DELETE FROM job_runs x
+    USING (
+        SELECT c.job_id, o.scheduled_for, o.attempt
+        FROM (SELECT DISTINCT job_id FROM res WHERE trim_history) c
+        CROSS JOIN LATERAL (
+            SELECT r.scheduled_for, r.attempt FROM job_runs r
+            WHERE r.job_id = c.job_id AND r.status = 'completed'
+            ORDER BY r.scheduled_for DESC, r.attempt DESC
+            OFFSET $10 LIMIT $11) o
+    ) old
+    WHERE x.job_id = old.job_id AND x.scheduled_for = old.scheduled_for AND x.attempt = old.attempt
 ), done AS (
     UPDATE job_runs jr SET status = r.status, finished_at = r.finished_at,
         output = nullif(r.output, ''), error = nullif(r.error, '')
@@ -214,6 +236,10 @@ WHERE j.id = d.job_id AND j.due_hour = -1 AND j.status = 'scheduled'
   AND d.status IN ('completed', 'permanently_failed', 'skipped', 'aborted')
   AND (j.run_at = d.scheduled_for OR j.last_at = d.scheduled_for)`
 
+// trimBatch bounds the completed runs one finish statement deletes per job
+// that keeps only failures.
+const trimBatch = 100
+
 // FinishRuns records outcomes in one round trip.
 func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time) error {
 	if len(results) == 0 {
@@ -222,11 +248,14 @@ func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time)
 	n := len(results)
 	jobIDs, sched, attempts := make([]uuid.UUID, n), make([]time.Time, n), make([]int16, n)
 	statuses, finished, outputs, errs := make([]string, n), make([]time.Time, n), make([]string, n), make([]string, n)
+	trim := make([]bool, n)
 	for i, r := range results {
 		jobIDs[i], sched[i], attempts[i] = r.Occurrence.JobID, r.Occurrence.ScheduledFor, int16(r.Occurrence.Attempt)
 		statuses[i], finished[i], outputs[i], errs[i] = string(r.Status), r.FinishedAt, r.Output, r.Error
+		trim[i] = r.TrimHistory
 	}
-	if _, err := s.pool.Exec(ctx, finishRunsSQL, jobIDs, sched, attempts, statuses, finished, outputs, errs, now); err != nil {
+	if _, err := s.pool.Exec(ctx, finishRunsSQL, jobIDs, sched, attempts, statuses, finished, outputs, errs, now,
+		trim, job.KeptSuccesses, trimBatch); err != nil {
 		return fmt.Errorf("finish runs: %w", translate(err))
 	}
 	return nil

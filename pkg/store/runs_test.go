@@ -343,3 +343,72 @@ func TestStartRunsWaitsForARetryInFlight(t *testing.T) {
 	require.Len(t, r.started, 1, "the retried attempt starts once the retry has committed")
 	require.Equal(t, 2, r.started[0].Run.Attempt)
 }
+
+// TestFinishRunsTrimsHistory: outcomes recorded with TrimHistory keep every
+// run that did not complete and only the newest job.KeptSuccesses completed
+// ones (plus those of the batch being recorded); a job whose history is
+// "all" keeps every run. Start reports the job's policy.
+func TestFinishRunsTrimsHistory(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	recurring := func(h job.History) *job.Job {
+		j := newJob(ownerA, b.now, func(j *job.Job) {
+			j.Schedule = json.RawMessage(`{"every":"second"}`)
+			j.History = h
+		})
+		b.create(t, j)
+		return j
+	}
+	failuresOnly, all := recurring(job.HistoryFailures), recurring(job.HistoryAll)
+	const occurrences, batch = 155, 5
+	failed := func(i int) bool { return i%31 == 0 } // 0, 31, 62, 93, 124
+	for _, j := range []*job.Job{failuresOnly, all} {
+		for from := 0; from < occurrences; from += batch {
+			var starts []store.Start
+			for i := from; i < min(from+batch, occurrences); i++ {
+				occ := job.Occurrence{JobID: j.ID, ScheduledFor: b.now.Add(time.Duration(i) * time.Second), Attempt: 1}
+				starts = append(starts, store.Start{Occurrence: occ, DueAt: occ.ScheduledFor})
+			}
+			started, err := b.st.StartRuns(b.ctx, starts, b.now, time.Second)
+			require.NoError(t, err)
+			require.Len(t, started, len(starts))
+			results := make([]store.Result, len(started))
+			for k, st := range started {
+				require.Equal(t, j.History, st.History)
+				i := int(st.Run.ScheduledFor.Sub(b.now) / time.Second)
+				status := job.RunCompleted
+				if failed(i) {
+					status = job.RunPermanentlyFailed
+				}
+				results[k] = store.Result{Occurrence: starts[0].Occurrence, Status: status, FinishedAt: b.now,
+					TrimHistory: st.History == job.HistoryFailures}
+				results[k].Occurrence.ScheduledFor = st.Run.ScheduledFor
+			}
+			require.NoError(t, b.st.FinishRuns(b.ctx, results, b.now))
+		}
+	}
+	count := func(j *job.Job) (completed, other int, oldestCompleted time.Time) {
+		t.Helper()
+		runs, err := b.st.ListRuns(b.ctx, store.RunFilter{Owner: store.AnyOwner, JobID: j.ID, Limit: 1000})
+		require.NoError(t, err)
+		for _, r := range runs {
+			if r.Status == job.RunCompleted {
+				completed++
+				oldestCompleted = r.ScheduledFor
+			} else {
+				other++
+			}
+		}
+		return completed, other, oldestCompleted
+	}
+	// The last batch (150..154) was recorded on top of the
+	// newest 100 completed before it: 50..149 less the failed 62, 93, 124
+	// are 97, so 100 reach back to 47 (none of 47..49 failed).
+	completed, other, oldest := count(failuresOnly)
+	require.Equal(t, job.KeptSuccesses+5, completed, "the newest 100 before the last batch, and its 5")
+	require.Equal(t, 5, other, "every failed run is kept")
+	require.Equal(t, b.now.Add(47*time.Second), oldest)
+	completed, other, _ = count(all)
+	require.Equal(t, occurrences-5, completed)
+	require.Equal(t, 5, other)
+}

@@ -198,7 +198,8 @@ func (s *Store) Warm(ctx context.Context, n int) error {
 		// Rolled back: the empty inputs change nothing either way.
 		_, err = tx.Exec(ctx, startRunsSQL, []string{}, []string{}, []time.Time{}, []int16{}, []time.Time{}, time.Now(), 0, []int32{})
 		if err == nil {
-			_, err = tx.Exec(ctx, finishRunsSQL, []string{}, []time.Time{}, []int16{}, []string{}, []time.Time{}, []string{}, []string{}, time.Now())
+			_, err = tx.Exec(ctx, finishRunsSQL, []string{}, []time.Time{}, []int16{}, []string{}, []time.Time{}, []string{}, []string{}, time.Now(),
+				[]bool{}, job.KeptSuccesses, trimBatch)
 		}
 		_ = tx.Rollback(ctx)
 		if err != nil {

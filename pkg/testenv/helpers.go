@@ -22,7 +22,7 @@ func Job(owner uuid.UUID, runAt time.Time, mods ...func(*job.Job)) *job.Job {
 	created := time.Now().UTC()
 	j := &job.Job{
 		ID: job.NewID(), Owner: owner, Name: "ping", Type: jobtype.TypePing, Status: job.StatusScheduled,
-		MaxRetries: 3, Timeout: 5 * time.Second, Timezone: "UTC", Payload: json.RawMessage(`{"url":"http://example.com"}`),
+		MaxRetries: 3, Timeout: 5 * time.Second, Timezone: "UTC", History: job.HistoryAll, Payload: json.RawMessage(`{"url":"http://example.com"}`),
 		RunAt: runAt, DueAt: runAt, CreatedAt: created, UpdatedAt: created,
 	}
 	for _, mod := range mods {

@@ -15,34 +15,35 @@ import (
 const retentionBatches = 10
 
 // retain removes what is past retention: jobs that finished more than
-// TOCK_JOB_RETENTION ago with their runs, and audit entries older than
-// TOCK_AUDIT_RETENTION.
+// their retention ago (their own, or TOCK_JOB_RETENTION) with their runs,
+// and audit entries older than TOCK_AUDIT_RETENTION.
 func (l *Leader) retain(ctx context.Context) {
 	defer l.stepped.Signal()
 	now := l.clock()
 	var jobs, runs, audit int
-	if l.cfg.JobRetention > 0 {
-		for range retentionBatches {
-			j, r, err := l.store.RemoveFinishedJobs(ctx, now.Add(-l.cfg.JobRetention), l.cfg.RetentionBatch)
-			if err != nil {
-				if ctx.Err() == nil {
-					l.log.Warn("retention_failed", zap.String("kind", "jobs"), zap.Error(err))
-				}
-				break
-			}
-			jobs, runs = jobs+j, runs+r
-			if j < l.cfg.RetentionBatch {
-				break
-			}
+	fail := func(kind string, err error) {
+		if ctx.Err() == nil {
+			l.log.Warn("retention_failed", zap.String("kind", kind), zap.Error(err))
+		}
+	}
+	// Jobs with a retention of their own go even when the default keeps
+	// everything.
+	for range retentionBatches {
+		j, r, err := l.store.RemoveFinishedJobs(ctx, now, l.cfg.JobRetention, l.cfg.RetentionBatch)
+		if err != nil {
+			fail("jobs", err)
+			break
+		}
+		jobs, runs = jobs+j, runs+r
+		if j < l.cfg.RetentionBatch {
+			break
 		}
 	}
 	if l.cfg.AuditRetention > 0 {
 		for range retentionBatches {
 			n, err := l.store.RemoveAuditBefore(ctx, now.Add(-l.cfg.AuditRetention), l.cfg.RetentionBatch)
 			if err != nil {
-				if ctx.Err() == nil {
-					l.log.Warn("retention_failed", zap.String("kind", "audit"), zap.Error(err))
-				}
+				fail("audit", err)
 				break
 			}
 			audit += n

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -110,4 +111,68 @@ func (b *bundle) retained(t *testing.T) (finished, runs, audit, partitions int) 
 	    (SELECT count(*) FROM pg_inherits WHERE inhparent = 'job_runs'::regclass)`)
 	require.NoError(t, row.Scan(&finished, &runs, &audit, &partitions))
 	return finished, runs, audit, partitions
+}
+
+// TestRetentionPerJob: a job's own retention replaces the default either
+// way (shorter and longer), and applies even when the default keeps
+// everything.
+func TestRetentionPerJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	start := now
+	finish := func(jobs ...*job.Job) {
+		t.Helper()
+		starts := make([]store.Start, len(jobs))
+		for i, j := range jobs {
+			starts[i] = store.Start{Occurrence: firstAttempt(j), DueAt: now}
+		}
+		_, err := b.st.StartRuns(b.ctx, starts, now, time.Second)
+		require.NoError(t, err)
+		results := make([]store.Result, len(starts))
+		for i, st := range starts {
+			results[i] = store.Result{Occurrence: st.Occurrence, Status: job.RunCompleted, FinishedAt: now}
+		}
+		require.NoError(t, b.st.FinishRuns(b.ctx, results, now))
+	}
+	exists := func(j *job.Job) bool {
+		t.Helper()
+		_, err := b.st.GetJob(b.ctx, store.AnyOwner, j.ID)
+		if errors.Is(err, job.ErrNotFound) {
+			return false
+		}
+		require.NoError(t, err)
+		return true
+	}
+	oneOff := func(retention time.Duration) *job.Job {
+		return newJob(now, func(j *job.Job) { claimed(j); j.Retention = retention })
+	}
+	short, long, dflt := oneOff(time.Hour), oneOff(72*time.Hour), oneOff(0)
+	b.create(t, short, long, dflt)
+	finish(short, long, dflt)
+	require.Equal(t, time.Hour, b.job(t, short.ID).Retention)
+
+	l, _ := b.leader(func() time.Time { return now }, func(c *Config) { c.JobRetention = 24 * time.Hour })
+	now = start.Add(2 * time.Hour)
+	l.retain(b.ctx)
+	require.False(t, exists(short), "its own hour has passed")
+	require.True(t, exists(long))
+	require.True(t, exists(dflt))
+	now = start.Add(25 * time.Hour)
+	l.retain(b.ctx)
+	require.False(t, exists(dflt), "the default 24 h has passed")
+	require.True(t, exists(long), "its own 72 h have not")
+	now = start.Add(73 * time.Hour)
+	l.retain(b.ctx)
+	require.False(t, exists(long))
+
+	// With the default keeping everything, a job's own retention still applies.
+	keepAll, _ := b.leader(func() time.Time { return now }, func(c *Config) { c.JobRetention = 0 })
+	own, kept := oneOff(time.Minute), oneOff(0)
+	b.create(t, own, kept)
+	finish(own, kept)
+	now = now.Add(time.Hour)
+	keepAll.retain(b.ctx)
+	require.False(t, exists(own))
+	require.True(t, exists(kept))
 }

@@ -60,7 +60,8 @@ func (c *Consumer) flush(ctx context.Context, batch []result) {
 	for i, r := range batch {
 		s := done[r.msg.Shard]
 		occ := r.msg.Occurrence
-		res := store.Result{Occurrence: occ, FinishedAt: r.at, Output: r.outcome.Output, Error: r.outcome.Error}
+		res := store.Result{Occurrence: occ, FinishedAt: r.at, Output: r.outcome.Output, Error: r.outcome.Error,
+			TrimHistory: r.started.History == job.HistoryFailures}
 		switch {
 		case r.skip != "":
 			res.Status, res.Error = job.RunSkipped, "misfire: "+r.skip

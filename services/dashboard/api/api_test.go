@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -245,7 +246,7 @@ func TestCreateJob(t *testing.T) {
 			require.Regexp(t, wireTime, raw[k], k)
 		}
 		require.ElementsMatch(t, []string{"id", "name", "type", "status", "payload", "priority", "max_retries",
-			"timeout", "run_at", "timezone", "next_run_at", "created_at", "updated_at", "owner", "last_run"}, keys(raw))
+			"timeout", "run_at", "timezone", "next_run_at", "created_at", "updated_at", "owner", "last_run", "history"}, keys(raw))
 		require.Equal(t, "UTC", raw["timezone"])
 	})
 
@@ -712,4 +713,51 @@ func keys(m map[string]any) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestJobRetentionFields: retention and history are taken on create, shown
+// on every view, changed by PATCH ("" returns to the default) and refused
+// with a field-level 400 when malformed, changing nothing.
+func TestJobRetentionFields(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := spec("kept a quarter", b.now.Add(time.Hour))
+	body["retention"], body["history"] = "90d", "failures"
+	rec := b.do(t, http.MethodPost, "/api/v1/jobs", body)
+	require.Equal(t, http.StatusCreated, rec.Code, "body: %s", rec.Body.String())
+	j := decode[api.Job](t, rec)
+	require.Equal(t, "2160h0m0s", j.Retention)
+	require.Equal(t, job.HistoryFailures, j.History)
+	got := decode[api.Job](t, b.do(t, http.MethodGet, "/api/v1/jobs/"+j.ID.String(), nil))
+	require.Equal(t, j.Retention, got.Retention)
+	require.Equal(t, j.History, got.History)
+
+	plain := b.create(t, "default", b.now.Add(time.Hour))
+	require.Empty(t, plain.Retention, "absent: the operator's default")
+	require.Equal(t, job.HistoryAll, plain.History)
+
+	rec = b.do(t, http.MethodPatch, "/api/v1/jobs/"+j.ID.String(), map[string]any{"retention": "36h", "history": "all"})
+	require.Equal(t, http.StatusOK, rec.Code, "body: %s", rec.Body.String())
+	patched := decode[api.Job](t, rec)
+	require.Equal(t, "36h0m0s", patched.Retention)
+	require.Equal(t, job.HistoryAll, patched.History)
+	rec = b.do(t, http.MethodPatch, "/api/v1/jobs/"+j.ID.String(), map[string]any{"retention": ""})
+	require.Equal(t, http.StatusOK, rec.Code, "body: %s", rec.Body.String())
+	require.Empty(t, decode[api.Job](t, rec).Retention)
+
+	for _, bad := range []map[string]any{{"retention": "forever"}, {"retention": "0s"}, {"history": "none"}} {
+		e := requireError(t, b.do(t, http.MethodPatch, "/api/v1/jobs/"+j.ID.String(), bad), http.StatusBadRequest, api.CodeInvalid)
+		for field := range bad {
+			require.Equal(t, field, e.Field)
+		}
+		withBad := spec("bad", b.now.Add(time.Hour))
+		maps.Copy(withBad, bad)
+		e = requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", withBad), http.StatusBadRequest, api.CodeInvalid)
+		for field := range bad {
+			require.Equal(t, field, e.Field)
+		}
+	}
+	after := decode[api.Job](t, b.do(t, http.MethodGet, "/api/v1/jobs/"+j.ID.String(), nil))
+	require.Empty(t, after.Retention, "a refused patch changed nothing")
+	require.Equal(t, job.HistoryAll, after.History)
 }

@@ -68,6 +68,11 @@ type Job struct {
 	Timezone string `json:"timezone"`
 	// NextRunAt is null once the job will not run again.
 	NextRunAt Time `json:"next_run_at"`
+	// Retention is how long the job is kept once finished, when it has its
+	// own; absent for the operator's default (TOCK_JOB_RETENTION).
+	Retention string `json:"retention,omitempty"`
+	// History is which runs are kept: "all" or "failures".
+	History job.History `json:"history"`
 	// PausedReason says why tock paused the job itself, if it did.
 	PausedReason string    `json:"paused_reason,omitempty"`
 	CreatedAt    Time      `json:"created_at"`
@@ -115,6 +120,7 @@ func (s *Server) jobView(j *job.Job, now time.Time) Job {
 		RunAt:        Time{j.RunAt},
 		Schedule:     j.Schedule,
 		Timezone:     j.Timezone,
+		History:      j.History,
 		PausedReason: j.PausedReason,
 		CreatedAt:    Time{j.CreatedAt},
 		UpdatedAt:    Time{j.UpdatedAt},
@@ -122,6 +128,12 @@ func (s *Server) jobView(j *job.Job, now time.Time) Job {
 	}
 	if v.Timezone == "" {
 		v.Timezone = "UTC"
+	}
+	if j.Retention > 0 {
+		v.Retention = j.Retention.String()
+	}
+	if v.History == "" {
+		v.History = job.HistoryAll
 	}
 	if r := j.LastRun; r != nil {
 		v.LastRun = &LastRun{Status: r.Status, Attempt: r.Attempt, ScheduledFor: Time{r.ScheduledFor},
