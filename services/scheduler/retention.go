@@ -7,6 +7,8 @@ import (
 	"context"
 
 	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/store"
 )
 
 // retentionBatches bounds one round to this many batches of each kind, so a
@@ -16,11 +18,12 @@ const retentionBatches = 10
 
 // retain removes what is past retention: jobs that finished more than
 // their retention ago (their own, or TOCK_JOB_RETENTION) with their runs,
-// and audit entries older than TOCK_AUDIT_RETENTION.
+// audit entries older than TOCK_AUDIT_RETENTION, and idempotency keys past
+// their day.
 func (l *Leader) retain(ctx context.Context) {
 	defer l.stepped.Signal()
 	now := l.clock()
-	var jobs, runs, audit int
+	var jobs, runs, audit, keys int
 	fail := func(kind string, err error) {
 		if ctx.Err() == nil {
 			l.log.Warn("retention_failed", zap.String("kind", kind), zap.Error(err))
@@ -52,11 +55,24 @@ func (l *Leader) retain(ctx context.Context) {
 			}
 		}
 	}
+	// Idempotency keys are replayed for a day, then go.
+	for range retentionBatches {
+		n, err := l.store.RemoveIdempotencyKeysBefore(ctx, now.Add(-store.IdempotencyWindow), l.cfg.RetentionBatch)
+		if err != nil {
+			fail("idempotency_keys", err)
+			break
+		}
+		keys += n
+		if n < l.cfg.RetentionBatch {
+			break
+		}
+	}
 	l.metrics.Removed.WithLabelValues("jobs").Add(float64(jobs))
 	l.metrics.Removed.WithLabelValues("runs").Add(float64(runs))
 	l.metrics.Removed.WithLabelValues("audit").Add(float64(audit))
-	if jobs+audit > 0 {
+	l.metrics.Removed.WithLabelValues("idempotency_keys").Add(float64(keys))
+	if jobs+audit+keys > 0 {
 		l.log.Info("retention_removed", zap.Int("jobs", jobs), zap.Int("runs", runs), zap.Int("audit", audit),
-			zap.Duration("took", l.clock().Sub(now)))
+			zap.Int("idempotency_keys", keys), zap.Duration("took", l.clock().Sub(now)))
 	}
 }

@@ -21,11 +21,14 @@ const (
 	CodeNotFound         = "not_found"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeConflict         = "conflict"
-	CodeTooLarge         = "too_large"
-	CodeRateLimited      = "rate_limited"
-	CodeQuotaExceeded    = "quota_exceeded"
-	CodeUnavailable      = "unavailable"
-	CodeInternal         = "internal"
+	// CodeIdempotencyKeyReused: an Idempotency-Key was sent before with a
+	// different request (422).
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	CodeTooLarge             = "too_large"
+	CodeRateLimited          = "rate_limited"
+	CodeQuotaExceeded        = "quota_exceeded"
+	CodeUnavailable          = "unavailable"
+	CodeInternal             = "internal"
 )
 
 // ErrorBody is the JSON of every error response:

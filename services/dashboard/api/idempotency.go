@@ -1,0 +1,152 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v5"
+	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/store"
+)
+
+const (
+	// idempotencyHeader names a write so that a client may repeat it safely.
+	idempotencyHeader = "Idempotency-Key"
+	// replayedHeader marks a response that repeats the first one to a key.
+	replayedHeader = "Idempotent-Replayed"
+	// maxIdempotencyKey bounds a key's length.
+	maxIdempotencyKey = 255
+)
+
+// idempotent makes a write repeatable under an Idempotency-Key header,
+// scoped to the caller: the first request with a key runs and its answer
+// is kept for store.IdempotencyWindow; a repeat of the same request (same
+// method, path, query and body) gets that answer again, with
+// Idempotent-Replayed: true, and changes nothing. The same key on a
+// different request is 422, and a repeat while the first is still running
+// is 409. A server error (5xx) is not kept, so a repeat runs again.
+func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		req := c.Request()
+		values := req.Header.Values(idempotencyHeader)
+		if len(values) == 0 {
+			return next(c)
+		}
+		if len(values) > 1 {
+			return invalid(idempotencyHeader, "give one Idempotency-Key header, not several")
+		}
+		key := values[0]
+		if err := checkIdempotencyKey(key); err != nil {
+			return err
+		}
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			if errors.As(err, new(*http.MaxBytesError)) {
+				return errTooLarge
+			}
+			return invalid("", "the request body could not be read")
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		h := sha256.New()
+		for _, part := range []string{req.Method, req.URL.Path, req.URL.RawQuery} {
+			h.Write([]byte(part))
+			h.Write([]byte{0})
+		}
+		h.Write(body)
+		owner := caller(c).user
+		state, stored, err := s.store.ClaimIdempotencyKey(req.Context(), owner, key, h.Sum(nil), s.clock())
+		if err != nil {
+			return err
+		}
+		switch state {
+		case store.KeyReplay:
+			hdr := c.Response().Header()
+			if stored.ContentType != "" {
+				hdr.Set(echo.HeaderContentType, stored.ContentType)
+			}
+			if stored.Location != "" {
+				hdr.Set(echo.HeaderLocation, stored.Location)
+			}
+			hdr.Set(replayedHeader, "true")
+			c.Response().WriteHeader(stored.Status)
+			_, _ = c.Response().Write(stored.Body)
+			return nil
+		case store.KeyInFlight:
+			return newError(http.StatusConflict, CodeConflict, idempotencyHeader,
+				"a request with this Idempotency-Key is still being answered; repeat it once that is done")
+		case store.KeyReused:
+			return newError(http.StatusUnprocessableEntity, CodeIdempotencyKeyReused, idempotencyHeader,
+				"this Idempotency-Key was used for a different request within the last 24 hours")
+		}
+		return s.runIdempotent(c, next, owner, key)
+	}
+}
+
+// runIdempotent runs the first request with key and keeps its answer.
+func (s *Server) runIdempotent(c *echo.Context, next echo.HandlerFunc, owner uuid.UUID, key string) error {
+	resp, err := echo.UnwrapResponse(c.Response())
+	if err != nil {
+		return err
+	}
+	rec := &capture{ResponseWriter: resp.ResponseWriter}
+	resp.ResponseWriter = rec
+	answered := false
+	// Whatever happens (a panic included), the key must not stay held:
+	// kept with the answer, or released so that a repeat runs again.
+	defer func() {
+		resp.ResponseWriter = rec.ResponseWriter
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
+		defer cancel()
+		var err error
+		if answered && resp.Status < 500 {
+			err = s.store.SaveIdempotentResponse(ctx, owner, key, store.StoredResponse{
+				Status: resp.Status, ContentType: resp.Header().Get(echo.HeaderContentType),
+				Location: resp.Header().Get(echo.HeaderLocation), Body: rec.body.Bytes()})
+		} else {
+			err = s.store.ReleaseIdempotencyKey(ctx, owner, key)
+		}
+		if err != nil {
+			// The key stays held until it counts as abandoned (2 minutes).
+			s.log.Warn("idempotency_key_not_settled", zap.Error(err))
+		}
+	}()
+	if err := next(c); err != nil {
+		s.handleError(c, err)
+	}
+	answered = true
+	return nil
+}
+
+// checkIdempotencyKey accepts 1 to 255 printable ASCII characters.
+func checkIdempotencyKey(key string) error {
+	if len(key) == 0 || len(key) > maxIdempotencyKey {
+		return invalid(idempotencyHeader, "must be 1 to 255 printable characters")
+	}
+	for i := range len(key) {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			return invalid(idempotencyHeader, "must be 1 to 255 printable characters (ASCII 0x20-0x7E)")
+		}
+	}
+	return nil
+}
+
+// capture passes a response through and keeps a copy of its body.
+type capture struct {
+	http.ResponseWriter
+	body bytes.Buffer
+}
+
+func (w *capture) Write(b []byte) (int, error) {
+	w.body.Write(b)
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *capture) Unwrap() http.ResponseWriter { return w.ResponseWriter }
