@@ -96,6 +96,9 @@ type Job struct {
 	// History is which runs are kept: HistoryAll, or HistoryFailures (the
 	// failed ones, and only the newest KeptSuccesses completed ones).
 	History History
+	// Labels are the owner's own references ("customer": "1234"), at most
+	// MaxLabels pairs; nil when none.
+	Labels map[string]string
 	// DueAt is the next occurrence not yet handed to Redis: the loader's cursor.
 	// Zero once the occurrence is in Redis (claimed) or nothing is left to run.
 	DueAt     time.Time
@@ -119,6 +122,27 @@ const (
 	// KeptSuccesses is how many completed runs HistoryFailures keeps.
 	KeptSuccesses = 100
 )
+
+// Label bounds: keys are [a-z0-9_.-]{1,MaxLabelKey}.
+const (
+	MaxLabels     = 20
+	MaxLabelKey   = 63
+	MaxLabelValue = 200 // characters
+)
+
+// ValidLabelKey reports whether k may name a label.
+func ValidLabelKey(k string) bool {
+	if len(k) == 0 || len(k) > MaxLabelKey {
+		return false
+	}
+	for i := range len(k) {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // Retention bounds.
 const (

@@ -28,6 +28,8 @@ type Patch struct {
 	// operator's default.
 	Retention *string `json:"retention"`
 	History   string  `json:"history"`
+	// Labels replace the job's labels as a whole; {} removes them.
+	Labels map[string]string `json:"labels"`
 }
 
 func (p *Patch) timing() bool {
@@ -64,7 +66,7 @@ type Change struct {
 func (p *Patch) Prepare(b *schedule.Budget, j *job.Job, now time.Time, lim Limits) (*Change, error) {
 	now = now.UTC().Truncate(time.Millisecond)
 	c := &Change{p: p, now: now}
-	s := Spec{Priority: p.Priority, MaxRetries: p.MaxRetries, Timeout: p.Timeout, History: p.History}
+	s := Spec{Priority: p.Priority, MaxRetries: p.MaxRetries, Timeout: p.Timeout, History: p.History, Labels: p.Labels}
 	if p.Retention != nil {
 		s.Retention = *p.Retention
 	}
@@ -143,6 +145,9 @@ func (c *Change) Apply(j *job.Job, started bool) error {
 	}
 	if p.History != "" {
 		j.History = c.opts.History
+	}
+	if p.Labels != nil {
+		j.Labels = c.opts.Labels
 	}
 	if c.timing != nil && j.DueAt.IsZero() {
 		return fmt.Errorf("%w: nothing left to run", job.ErrInvalid)

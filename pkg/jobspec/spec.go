@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobtype"
@@ -37,6 +39,8 @@ type Spec struct {
 	Retention string `json:"retention"`
 	// History is "all" (the default) or "failures".
 	History string `json:"history"`
+	// Labels are the caller's own references, at most 20 pairs.
+	Labels map[string]string `json:"labels"`
 }
 
 // Limits bounds what a Spec may ask for; the dashboard fills it from config.
@@ -139,7 +143,38 @@ func (s *Spec) applyOptions(j *job.Job) error {
 		}
 		j.History = h
 	}
+	if s.Labels != nil {
+		labels, err := ValidLabels(s.Labels)
+		if err != nil {
+			return err
+		}
+		j.Labels = labels
+	}
 	return nil
+}
+
+// ValidLabels checks a job's labels: at most job.MaxLabels pairs, keys of
+// [a-z0-9_.-] up to 63 long, values up to 200 characters without control
+// characters. It returns them, nil when there are none.
+func ValidLabels(m map[string]string) (map[string]string, error) {
+	if len(m) > job.MaxLabels {
+		return nil, invalid("labels", "at most %d labels", job.MaxLabels)
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	for k, v := range m {
+		if !job.ValidLabelKey(k) {
+			return nil, invalid("labels", "key %q must be 1 to %d of a-z, 0-9, '_', '.' and '-'", k, job.MaxLabelKey)
+		}
+		if utf8.RuneCountInString(v) > job.MaxLabelValue {
+			return nil, invalid("labels."+k, "must be at most %d characters", job.MaxLabelValue)
+		}
+		if strings.IndexFunc(v, unicode.IsControl) >= 0 || !utf8.ValidString(v) {
+			return nil, invalid("labels."+k, "must be text without control characters")
+		}
+	}
+	return m, nil
 }
 
 // parseRetention reads a job's retention, written as a delay is.

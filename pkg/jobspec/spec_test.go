@@ -3,6 +3,7 @@ package jobspec_test
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +73,10 @@ func TestSpecBuild(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 90*24*time.Hour, j.Retention)
 		require.Equal(t, job.HistoryFailures, j.History)
+		s.Labels = map[string]string{"customer": "1234", "a.b_c-9": strings.Repeat("é", 200), "empty": ""}
+		j, err = s.Build(owner, now, jobspec.DefaultLimits)
+		require.NoError(t, err)
+		require.Equal(t, s.Labels, j.Labels)
 
 		// A patch changes them, and an empty retention returns to the default.
 		empty, week := "", "7d"
@@ -186,6 +191,17 @@ func TestSpecBuild(t *testing.T) {
 			{"RetentionTooLong", func(s *jobspec.Spec) { s.Retention = "3661d" }, nil, "retention"},
 			{"RetentionNegative", func(s *jobspec.Spec) { s.Retention = "-1h" }, nil, "retention"},
 			{"HistoryUnknown", func(s *jobspec.Spec) { s.History = "successes" }, nil, "history"},
+			{"LabelKeyUpper", func(s *jobspec.Spec) { s.Labels = map[string]string{"Customer": "1"} }, nil, "labels"},
+			{"LabelKeyEmpty", func(s *jobspec.Spec) { s.Labels = map[string]string{"": "1"} }, nil, "labels"},
+			{"LabelKeyTooLong", func(s *jobspec.Spec) { s.Labels = map[string]string{strings.Repeat("k", 64): "1"} }, nil, "labels"},
+			{"LabelValueTooLong", func(s *jobspec.Spec) { s.Labels = map[string]string{"k": strings.Repeat("é", 201)} }, nil, "labels.k"},
+			{"LabelValueControl", func(s *jobspec.Spec) { s.Labels = map[string]string{"k": "a\tb"} }, nil, "labels.k"},
+			{"TooManyLabels", func(s *jobspec.Spec) {
+				s.Labels = map[string]string{}
+				for i := range 21 {
+					s.Labels[strconv.Itoa(i)] = "v"
+				}
+			}, nil, "labels"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {

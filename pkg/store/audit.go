@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -156,6 +157,9 @@ func jobCreated(j *job.Job) map[string]any {
 	if j.History == job.HistoryFailures {
 		m["history"] = j.History
 	}
+	if len(j.Labels) > 0 {
+		m["labels"] = j.Labels
+	}
 	if j.Recurring() {
 		m["schedule"] = json.RawMessage(j.Schedule)
 	} else {
@@ -183,6 +187,7 @@ func jobChanged(before, after *job.Job) map[string]any {
 	diff("schedule", rawOrNull(before.Schedule), rawOrNull(after.Schedule), jsonEqual(before.Schedule, after.Schedule))
 	diff("retention", retentionText(before.Retention), retentionText(after.Retention), before.Retention == after.Retention)
 	diff("history", before.History, after.History, before.History == after.History)
+	diff("labels", before.Labels, after.Labels, maps.Equal(before.Labels, after.Labels))
 	diff("paused_reason", before.PausedReason, after.PausedReason, before.PausedReason == after.PausedReason)
 	if !slices.Equal(before.Payload, after.Payload) {
 		m["payload"] = "changed"

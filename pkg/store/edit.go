@@ -17,7 +17,7 @@ FROM jobs WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid O
 	updateJobSQL = `UPDATE jobs SET status = $3, priority = $4, max_retries = $5, timeout_ms = $6, run_at = $7,
     due_at = $8, due_hour = $9, generation = $10, occurrences = $11, timezone = $12, last_at = $13,
     schedule = $14, payload = $15, name = $16, updated_at = $17, paused_reason = nullif($18, ''), per_hour = $19,
-    retention_ms = $20, history = $21
+    retention_ms = $20, history = $21, labels = $22
 WHERE id = $1 AND due_hour = $2
 RETURNING ` + jobColumns
 )
@@ -72,9 +72,12 @@ func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 			row := tx.QueryRow(ctx, updateJobSQL, a.ID, hour, string(a.Status), int16(a.Priority), int16(a.MaxRetries),
 				int32(a.Timeout/time.Millisecond), nullTime(a.RunAt), nullTime(a.DueAt), dueHour(a.DueAt), int32(a.Generation),
 				int32(a.Occurrences), nullString(a.Timezone), nullTime(a.LastAt), nullJSON(a.Schedule), []byte(a.Payload), a.Name, now,
-				a.PausedReason, perHour(&a), retentionMS(a.Retention), historyColumn(a.History))
+				a.PausedReason, perHour(&a), retentionMS(a.Retention), historyColumn(a.History), labelsColumn(a.Labels))
 			if after, err = scanJob(row); err != nil {
 				return translate(err)
+			}
+			if err := replaceLabels(ctx, tx, b, after); err != nil {
+				return err
 			}
 			before = b
 			return record(ctx, tx, u.Audit, now, TargetJob, id, jobChanged(b, after))
@@ -93,4 +96,34 @@ func running(j *job.Job) int {
 		return 0
 	}
 	return j.PerHour
+}
+
+// replaceLabels brings a job's job_labels rows from before's labels to
+// after's: only the pairs that changed are written.
+func replaceLabels(ctx context.Context, tx pgx.Tx, before, after *job.Job) error {
+	var goneKeys, goneValues []string
+	for k, v := range before.Labels {
+		if nv, ok := after.Labels[k]; !ok || nv != v {
+			goneKeys, goneValues = append(goneKeys, k), append(goneValues, v)
+		}
+	}
+	var newKeys, newValues []string
+	for k, v := range after.Labels {
+		if ov, ok := before.Labels[k]; !ok || ov != v {
+			newKeys, newValues = append(newKeys, k), append(newValues, v)
+		}
+	}
+	if len(goneKeys) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM job_labels l USING unnest($3::text[], $4::text[]) AS g(key, value)
+WHERE l.owner_id = $1 AND l.job_id = $2 AND l.key = g.key AND l.value = g.value`, after.Owner, after.ID, goneKeys, goneValues); err != nil {
+			return fmt.Errorf("remove labels: %w", translate(err))
+		}
+	}
+	if len(newKeys) > 0 {
+		if _, err := tx.Exec(ctx, `INSERT INTO job_labels (owner_id, key, value, job_id)
+SELECT $1, key, value, $2 FROM unnest($3::text[], $4::text[]) AS n(key, value) ON CONFLICT DO NOTHING`, after.Owner, after.ID, newKeys, newValues); err != nil {
+			return fmt.Errorf("add labels: %w", translate(err))
+		}
+	}
+	return nil
 }

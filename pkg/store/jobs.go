@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 
 const jobColumns = `id, owner_id, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload,
     generation, occurrences, coalesce(timezone, 'UTC'), last_at, schedule, coalesce(paused_reason, ''), coalesce(per_hour, 0),
-    coalesce(retention_ms, 0), coalesce(history, 'all')`
+    coalesce(retention_ms, 0), coalesce(history, 'all'), labels`
 
 // scanJob scans jobColumns, then any extra columns into extra.
 func scanJob(row pgx.Row, extra ...any) (*job.Job, error) {
@@ -21,15 +22,21 @@ func scanJob(row pgx.Row, extra ...any) (*job.Job, error) {
 		j                    job.Job
 		timeoutMS            int32
 		retentionMS          int64
+		labels               []byte
 		runAt, dueAt, lastAt *time.Time
 	)
 	dest := append([]any{&j.ID, &j.Owner, &j.Type, &j.Status, &j.Priority, &j.MaxRetries, &timeoutMS,
 		&runAt, &dueAt, &j.CreatedAt, &j.UpdatedAt, &j.Name, &j.Payload,
 		&j.Generation, &j.Occurrences, &j.Timezone, &lastAt, &j.Schedule, &j.PausedReason, &j.PerHour,
-		&retentionMS, &j.History}, extra...)
+		&retentionMS, &j.History, &labels}, extra...)
 	err := row.Scan(dest...)
 	if err != nil {
 		return nil, err
+	}
+	if len(labels) > 0 {
+		if err := json.Unmarshal(labels, &j.Labels); err != nil {
+			return nil, fmt.Errorf("labels of job %s: %w", j.ID, err)
+		}
 	}
 	if lastAt != nil {
 		j.LastAt = lastAt.UTC()
@@ -63,14 +70,23 @@ func nullTime(t time.Time) *time.Time {
 
 var jobCopyColumns = []string{"id", "owner_id", "due_hour", "type", "status", "priority", "max_retries",
 	"timeout_ms", "run_at", "due_at", "created_at", "updated_at", "name", "payload",
-	"generation", "occurrences", "timezone", "last_at", "schedule", "per_hour", "retention_ms", "history"}
+	"generation", "occurrences", "timezone", "last_at", "schedule", "per_hour", "retention_ms", "history", "labels"}
 
 func jobRow(j *job.Job) []any {
 	return []any{j.ID, j.Owner, dueHour(j.DueAt), string(j.Type), string(j.Status), int16(j.Priority),
 		int16(j.MaxRetries), int32(j.Timeout / time.Millisecond), nullTime(j.RunAt), nullTime(j.DueAt),
 		j.CreatedAt, j.UpdatedAt, j.Name, []byte(j.Payload),
 		int32(j.Generation), int32(j.Occurrences), nullString(j.Timezone), nullTime(j.LastAt), nullJSON(j.Schedule), perHour(j),
-		retentionMS(j.Retention), historyColumn(j.History)}
+		retentionMS(j.Retention), historyColumn(j.History), labelsColumn(j.Labels)}
+}
+
+// labelsColumn is the labels column: NULL for none.
+func labelsColumn(m map[string]string) []byte {
+	if len(m) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(m) // a map of strings always encodes
+	return b
 }
 
 // retentionMS is the retention_ms column: NULL for the operator's default.
@@ -112,6 +128,24 @@ func nullJSON(b []byte) []byte {
 		return nil
 	}
 	return b
+}
+
+// addLabels writes the job_labels rows of the labelled jobs among jobs:
+// one INSERT for a few, COPY for many; nothing for unlabelled jobs.
+func addLabels(ctx context.Context, tx pgx.Tx, jobs []*job.Job) error {
+	var rows [][]any
+	for _, j := range jobs {
+		for k, v := range j.Labels {
+			rows = append(rows, []any{j.Owner, k, v, j.ID})
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"job_labels"}, []string{"owner_id", "key", "value", "job_id"}, pgx.CopyFromRows(rows)); err != nil {
+		return fmt.Errorf("copy labels: %w", translate(err))
+	}
+	return nil
 }
 
 // Create says who creates jobs, for the audit log, and how many active jobs
@@ -160,10 +194,13 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 			}
 		}
 		if len(jobs) == 1 {
-			if _, err := tx.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22)`, jobRow(jobs[0])...); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23)`, jobRow(jobs[0])...); err != nil {
 				return fmt.Errorf("insert job: %w", translate(err))
 			}
 			j := jobs[0]
+			if err := addLabels(ctx, tx, jobs); err != nil {
+				return err
+			}
 			return record(ctx, tx, c.Audit, j.CreatedAt, TargetJob, j.ID, jobCreated(j))
 		}
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{"jobs"}, jobCopyColumns, pgx.CopyFromSlice(len(jobs), func(i int) ([]any, error) {
@@ -171,6 +208,9 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 		}))
 		if err != nil {
 			return fmt.Errorf("copy jobs: %w", translate(err))
+		}
+		if err := addLabels(ctx, tx, jobs); err != nil {
+			return err
 		}
 		// One entry for the whole request: a row per job would double the
 		// rows a bulk create writes.
@@ -246,7 +286,7 @@ func checkRate(ctx context.Context, tx pgx.Tx, owner, except uuid.UUID, adding, 
 }
 
 const jobCopyColumnList = `id, owner_id, due_hour, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload,
-    generation, occurrences, timezone, last_at, schedule, per_hour, retention_ms, history`
+    generation, occurrences, timezone, last_at, schedule, per_hour, retention_ms, history, labels`
 
 // AnyOwner passed as an owner lets an administrator's query see every owner's jobs.
 var AnyOwner = uuid.Nil
@@ -308,7 +348,42 @@ type JobFilter struct {
 	ID uuid.UUID
 	// Name, if set, selects the jobs whose name contains it, ignoring case.
 	Name string
+	// Labels, if any, select the jobs that carry every one of them.
+	Labels []Label
 }
+
+// Label is one key and value of a job's labels.
+type Label struct{ Key, Value string }
+
+// labelledJobsSQL lists the jobs that carry every label asked for, driven
+// by the first one's rows in job_labels, newest first through its index,
+// each joined to its job and checked for the other labels and filters. A
+// page costs its own jobs, not the owner's whole history. owner is the
+// owner condition: an owner's filter walks the primary key, an
+// administrator's (any owner) job_labels_any_owner.
+func labelledJobsSQL(owner string) string {
+	return withLastRun(`SELECT `+jobColumns+` FROM (
+    SELECT j.* FROM job_labels l
+    JOIN jobs j ON j.id = l.job_id AND j.owner_id = l.owner_id
+    WHERE `+owner+` AND l.key = $8 AND l.value = $9
+      AND ($4 = '00000000-0000-0000-0000-000000000000'::uuid OR l.job_id < $4)
+      AND NOT EXISTS (
+          SELECT 1 FROM unnest($10::text[], $11::text[]) AS o(key, value)
+          WHERE NOT EXISTS (SELECT 1 FROM job_labels x
+                            WHERE x.owner_id = l.owner_id AND x.key = o.key AND x.value = o.value AND x.job_id = l.job_id))
+      AND ($2 = '' OR j.status = $2::job_status)
+      AND ($3 = '' OR j.type = $3)
+      AND ($6 = '00000000-0000-0000-0000-000000000000'::uuid OR j.id = $6)
+      AND ($7 = '' OR strpos(lower(j.name), lower($7)) > 0)
+    ORDER BY l.job_id DESC
+    LIMIT $5) jobs`) + `
+ORDER BY j.id DESC`
+}
+
+var (
+	ownLabelledJobsSQL = labelledJobsSQL(`l.owner_id = $1`)
+	anyLabelledJobsSQL = labelledJobsSQL(`$1::uuid = '00000000-0000-0000-0000-000000000000'::uuid`)
+)
 
 var listJobsSQL = withLastRun(`SELECT `+jobColumns+` FROM jobs
 WHERE ($1 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $1)
@@ -323,7 +398,22 @@ ORDER BY j.id DESC`
 
 // ListJobs returns jobs newest first, at most f.Limit of them.
 func (s *Store) ListJobs(ctx context.Context, f JobFilter) ([]*job.Job, error) {
-	rows, err := s.pool.Query(ctx, listJobsSQL, f.Owner, string(f.Status), string(f.Type), f.Before, f.Limit, f.ID, f.Name)
+	var rows pgx.Rows
+	var err error
+	if len(f.Labels) == 0 {
+		rows, err = s.pool.Query(ctx, listJobsSQL, f.Owner, string(f.Status), string(f.Type), f.Before, f.Limit, f.ID, f.Name)
+	} else {
+		sql := ownLabelledJobsSQL
+		if f.Owner == AnyOwner {
+			sql = anyLabelledJobsSQL
+		}
+		keys, values := make([]string, 0, len(f.Labels)-1), make([]string, 0, len(f.Labels)-1)
+		for _, l := range f.Labels[1:] {
+			keys, values = append(keys, l.Key), append(values, l.Value)
+		}
+		rows, err = s.pool.Query(ctx, sql, f.Owner, string(f.Status), string(f.Type), f.Before, f.Limit, f.ID, f.Name,
+			f.Labels[0].Key, f.Labels[0].Value, keys, values)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", translate(err))
 	}

@@ -12,7 +12,7 @@ const finishedStatuses = `('completed', 'permanently_failed', 'cancelled')`
 // removeFinishedSQL deletes, in one statement, up to $2 jobs that finished
 // before $1 (the operator's default retention; NULL keeps them) and up to
 // $2 jobs with their own retention that has run out by $3, oldest first,
-// with their runs. The outer condition is checked again on each row once it
+// with their runs and labels. The outer condition is checked again on each row once it
 // is locked, so a job a retry revives meanwhile is kept. The runs are found
 // by job id through each day partition's primary key.
 const removeFinishedSQL = `WITH due AS (
@@ -28,9 +28,12 @@ const removeFinishedSQL = `WITH due AS (
     WHERE j.id IN (SELECT id FROM due) AND j.status IN ` + finishedStatuses + `
       AND CASE WHEN j.retention_ms IS NULL THEN j.updated_at < $1
                ELSE tock_purge_at(j.updated_at, j.retention_ms) < $3 END
-    RETURNING j.id
+    RETURNING j.id, j.owner_id, j.labels
 ), runs AS (
     DELETE FROM job_runs WHERE job_id = ANY(ARRAY(SELECT id FROM gone)) RETURNING 1
+), labels AS (
+    DELETE FROM job_labels l USING gone g, jsonb_each_text(g.labels) e
+    WHERE l.owner_id = g.owner_id AND l.key = e.key AND l.value = e.value AND l.job_id = g.id
 )
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM runs)`
 

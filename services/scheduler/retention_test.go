@@ -148,14 +148,21 @@ func TestRetentionPerJob(t *testing.T) {
 		return newJob(now, func(j *job.Job) { claimed(j); j.Retention = retention })
 	}
 	short, long, dflt := oneOff(time.Hour), oneOff(72*time.Hour), oneOff(0)
+	short.Labels = map[string]string{"customer": "1234"}
 	b.create(t, short, long, dflt)
 	finish(short, long, dflt)
 	require.Equal(t, time.Hour, b.job(t, short.ID).Retention)
+	countLabels := func() (n int) {
+		require.NoError(t, b.st.Pool().QueryRow(b.ctx, `SELECT count(*) FROM job_labels WHERE job_id = $1`, short.ID).Scan(&n))
+		return n
+	}
+	require.Equal(t, 1, countLabels())
 
 	l, _ := b.leader(func() time.Time { return now }, func(c *Config) { c.JobRetention = 24 * time.Hour })
 	now = start.Add(2 * time.Hour)
 	l.retain(b.ctx)
 	require.False(t, exists(short), "its own hour has passed")
+	require.Zero(t, countLabels(), "its labels went with it")
 	require.True(t, exists(long))
 	require.True(t, exists(dflt))
 	now = start.Add(25 * time.Hour)

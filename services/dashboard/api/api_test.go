@@ -246,7 +246,7 @@ func TestCreateJob(t *testing.T) {
 			require.Regexp(t, wireTime, raw[k], k)
 		}
 		require.ElementsMatch(t, []string{"id", "name", "type", "status", "payload", "priority", "max_retries",
-			"timeout", "run_at", "timezone", "next_run_at", "created_at", "updated_at", "owner", "last_run", "history"}, keys(raw))
+			"timeout", "run_at", "timezone", "next_run_at", "created_at", "updated_at", "owner", "last_run", "history", "labels"}, keys(raw))
 		require.Equal(t, "UTC", raw["timezone"])
 	})
 

@@ -2,9 +2,11 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
@@ -176,6 +178,9 @@ func (s *Server) pageJobs(c *echo.Context, f store.JobFilter) error {
 			return invalid("cursor", "is not a cursor this API returned")
 		}
 	}
+	if f.Labels, err = labelFilter(c.QueryParams()["label"]); err != nil {
+		return err
+	}
 	f.Limit = limit + 1
 	jobs, err := s.store.ListJobs(c.Request().Context(), f)
 	if err != nil {
@@ -189,6 +194,31 @@ func (s *Server) pageJobs(c *echo.Context, f store.JobFilter) error {
 		out.Jobs = append(out.Jobs, s.jobView(j, now))
 	}
 	return writeJSON(c, http.StatusOK, out)
+}
+
+// labelFilter reads label=key=value query parameters, all of which a job
+// must carry: at most job.MaxLabels, each key a valid label key.
+func labelFilter(values []string) ([]store.Label, error) {
+	if len(values) > job.MaxLabels {
+		return nil, invalid("label", fmt.Sprintf("at most %d label filters", job.MaxLabels))
+	}
+	out := make([]store.Label, 0, len(values))
+	seen := map[store.Label]bool{}
+	for _, v := range values {
+		key, value, ok := strings.Cut(v, "=")
+		if !ok || !job.ValidLabelKey(key) {
+			return nil, invalid("label", "must be key=value, the key 1 to 63 of a-z, 0-9, '_', '.' and '-'")
+		}
+		if utf8.RuneCountInString(value) > job.MaxLabelValue {
+			return nil, invalid("label", fmt.Sprintf("a value is at most %d characters", job.MaxLabelValue))
+		}
+		l := store.Label{Key: key, Value: value}
+		if !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	return out, nil
 }
 
 // cancelJob cancels a job: a one-off job that has not started, or a

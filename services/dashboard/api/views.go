@@ -73,6 +73,8 @@ type Job struct {
 	Retention string `json:"retention,omitempty"`
 	// History is which runs are kept: "all" or "failures".
 	History job.History `json:"history"`
+	// Labels are the owner's references on the job; {} when none.
+	Labels map[string]string `json:"labels"`
 	// PausedReason says why tock paused the job itself, if it did.
 	PausedReason string    `json:"paused_reason,omitempty"`
 	CreatedAt    Time      `json:"created_at"`
@@ -121,6 +123,7 @@ func (s *Server) jobView(j *job.Job, now time.Time) Job {
 		Schedule:     j.Schedule,
 		Timezone:     j.Timezone,
 		History:      j.History,
+		Labels:       j.Labels,
 		PausedReason: j.PausedReason,
 		CreatedAt:    Time{j.CreatedAt},
 		UpdatedAt:    Time{j.UpdatedAt},
@@ -134,6 +137,9 @@ func (s *Server) jobView(j *job.Job, now time.Time) Job {
 	}
 	if v.History == "" {
 		v.History = job.HistoryAll
+	}
+	if v.Labels == nil {
+		v.Labels = map[string]string{}
 	}
 	if r := j.LastRun; r != nil {
 		v.LastRun = &LastRun{Status: r.Status, Attempt: r.Attempt, ScheduledFor: Time{r.ScheduledFor},
