@@ -28,12 +28,15 @@ const (
 	ActionJobTrigger     = "job.trigger"
 	ActionJobRetry       = "job.retry"
 	ActionJobAbort       = "job.abort"
-	ActionUserCreate     = "user.create"
-	ActionUserUpdate     = "user.update"
-	ActionUserDisable    = "user.disable"
-	ActionUserEnable     = "user.enable"
-	ActionKeyCreate      = "key.create"
-	ActionKeyRevoke      = "key.revoke"
+	// ActionJobPurge removes a finished job and its runs before its
+	// retention ends (DELETE ?purge=true).
+	ActionJobPurge    = "job.purge"
+	ActionUserCreate  = "user.create"
+	ActionUserUpdate  = "user.update"
+	ActionUserDisable = "user.disable"
+	ActionUserEnable  = "user.enable"
+	ActionKeyCreate   = "key.create"
+	ActionKeyRevoke   = "key.revoke"
 )
 
 // Target types of audit entries.

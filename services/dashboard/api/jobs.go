@@ -228,11 +228,33 @@ func (s *Server) cancelJob(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	switch c.QueryParam("purge") {
+	case "", "false":
+	case "true":
+		return s.purgeJob(c, id)
+	default:
+		return invalid("purge", "must be true or false")
+	}
 	err = s.jobs.Cancel(c.Request().Context(), caller(c).scope(), id, s.clock(), caller(c).audit(store.ActionJobCancel))
 	if errors.Is(err, job.ErrConflict) {
 		return newError(http.StatusConflict, CodeConflict, "", "the job has started or finished; only a one-off job that has not started, or a recurring job, can be cancelled")
 	}
 	if err != nil {
+		return dependency(err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// purgeJob removes a finished job and its runs now (DELETE ?purge=true):
+// what its retention would remove later, at once, for an erasure request.
+func (s *Server) purgeJob(c *echo.Context, id uuid.UUID) error {
+	err := s.store.PurgeJob(c.Request().Context(), caller(c).scope(), id, s.clock(), caller(c).audit(store.ActionJobPurge))
+	switch {
+	case errors.Is(err, job.ErrNotFound):
+		return errJobNotFound
+	case errors.Is(err, job.ErrConflict):
+		return newError(http.StatusConflict, CodeConflict, "", "the job can still run; cancel it first, then purge it")
+	case err != nil:
 		return dependency(err)
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -196,6 +196,7 @@ func (s *Server) routes() *echo.Echo {
 	v1.PATCH("/users/:id", s.patchUser, adminOnly)
 	v1.POST("/users/:id/disable", s.disableUser, adminOnly)
 	v1.POST("/users/:id/enable", s.enableUser, adminOnly)
+	v1.POST("/users/:id/erase", s.eraseUser, adminOnly)
 	v1.GET("/users/:id/jobs", s.userJobs, adminOnly)
 	v1.POST("/users/:id/keys", s.createKey)
 	v1.GET("/users/:id/keys", s.listKeys)

@@ -237,6 +237,31 @@ func (s *Server) disableUser(c *echo.Context) error {
 	return err
 }
 
+// eraseUser removes a user's data for an erasure request (admin only):
+// their jobs, runs, labels and keys are deleted, their running attempts
+// stopped, and they stay disabled, renamed, with audit entries that record
+// what happened but not the data. Neither the bootstrap administrator nor
+// the caller can be erased.
+func (s *Server) eraseUser(c *echo.Context) error {
+	id, err := userID(c)
+	if err != nil {
+		return err
+	}
+	if id == store.BootstrapAdmin || id == caller(c).user {
+		return newError(http.StatusConflict, CodeConflict, "", "neither the bootstrap administrator nor yourself can be erased")
+	}
+	now := s.now()
+	erased, err := s.store.EraseUser(c.Request().Context(), id, now, caller(c).audit(store.ActionUserErase))
+	if errors.Is(err, job.ErrNotFound) {
+		return errUserNotFound
+	}
+	if err != nil {
+		return dependency(err)
+	}
+	s.abortOwner(c.Request().Context(), id, caller(c).user, now)
+	return writeJSON(c, http.StatusOK, erased)
+}
+
 // enableUser lets a disabled user back in (admin only). Their paused jobs
 // stay paused until someone resumes them.
 func (s *Server) enableUser(c *echo.Context) error {

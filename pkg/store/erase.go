@@ -1,0 +1,76 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// ActionUserErase records an erasure: the user's jobs, runs, labels, keys
+// and idempotency keys deleted, the user disabled and renamed, and what the
+// audit log held of their data replaced by {"erased": true}.
+const ActionUserErase = "user.erase"
+
+// Erased is what an erasure removed.
+type Erased struct {
+	Jobs  int `json:"jobs"`
+	Runs  int `json:"runs"`
+	Keys  int `json:"keys"`
+	Audit int `json:"audit_entries_scrubbed"`
+}
+
+const eraseUserSQL = `WITH owned AS (
+    SELECT id FROM jobs WHERE owner_id = $1
+), scrubbed AS (
+    UPDATE audit_log SET change = '{"erased": true}'
+    WHERE actor_id = $1 OR target_id = $1 OR target_id = ANY(ARRAY(SELECT id FROM owned))
+    RETURNING 1
+), runs AS (
+    DELETE FROM job_runs WHERE owner_id = $1 RETURNING 1
+), labels AS (
+    DELETE FROM job_labels WHERE owner_id = $1
+), jobs AS (
+    DELETE FROM jobs WHERE owner_id = $1 RETURNING 1
+), keys AS (
+    DELETE FROM api_keys WHERE user_id = $1 RETURNING 1
+), idem AS (
+    DELETE FROM idempotency_keys WHERE owner_id = $1
+), person AS (
+    UPDATE users SET name = 'erased user',
+        signing_secret = replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), disabled_at = coalesce(disabled_at, $2)
+    WHERE id = $1
+)
+SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM runs), (SELECT count(*) FROM keys), (SELECT count(*) FROM scrubbed)`
+
+// EraseUser removes a user's data for an erasure request, in one
+// transaction: their jobs with runs and labels, their API keys and
+// idempotency keys; the user stays, disabled, renamed and with a new
+// signing secret nobody has seen, so that the audit
+// log's references resolve, and every audit entry by them or about them or
+// their jobs keeps only that it happened. The entry recording the erasure
+// holds the counts. An unknown user is job.ErrNotFound. The caller stops
+// their running attempts (queue.Queue.Abort); an entry of theirs still in
+// Redis finds no job and is dropped. A create of theirs that passed
+// authentication before the erasure committed may still add a job after
+// it: the keys are gone, so an erasure repeated once that request is
+// answered is final.
+func (s *Store) EraseUser(ctx context.Context, id uuid.UUID, now time.Time, a Audit) (Erased, error) {
+	var e Erased
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var one int
+		if err := tx.QueryRow(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, id).Scan(&one); err != nil {
+			return translate(err)
+		}
+		if err := tx.QueryRow(ctx, eraseUserSQL, id, now).Scan(&e.Jobs, &e.Runs, &e.Keys, &e.Audit); err != nil {
+			return translate(err)
+		}
+		return record(ctx, tx, a, now, TargetUser, id, map[string]any{"jobs": e.Jobs, "runs": e.Runs, "keys": e.Keys, "audit_entries_scrubbed": e.Audit})
+	})
+	if err != nil {
+		return Erased{}, fmt.Errorf("erase user %s: %w", id, err)
+	}
+	return e, nil
+}
