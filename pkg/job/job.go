@@ -99,6 +99,9 @@ type Job struct {
 	// Labels are the owner's own references ("customer": "1234"), at most
 	// MaxLabels pairs; nil when none.
 	Labels map[string]string
+	// Key is the owner's own name for the job, unique among their jobs that
+	// can still run (PUT /api/v1/jobs/by-key/{key}); empty when none.
+	Key string
 	// DueAt is the next occurrence not yet handed to Redis: the loader's cursor.
 	// Zero once the occurrence is in Redis (claimed) or nothing is left to run.
 	DueAt     time.Time
@@ -122,6 +125,9 @@ const (
 	// KeptSuccesses is how many completed runs HistoryFailures keeps.
 	KeptSuccesses = 100
 )
+
+// MaxKeyLen bounds a job's key, in characters.
+const MaxKeyLen = 200
 
 // Label bounds: keys are [a-z0-9_.-]{1,MaxLabelKey}.
 const (

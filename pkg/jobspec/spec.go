@@ -41,6 +41,9 @@ type Spec struct {
 	History string `json:"history"`
 	// Labels are the caller's own references, at most 20 pairs.
 	Labels map[string]string `json:"labels"`
+	// Key is the caller's own name for the job, unique among their jobs
+	// that can still run.
+	Key string `json:"key"`
 }
 
 // Limits bounds what a Spec may ask for; the dashboard fills it from config.
@@ -143,12 +146,30 @@ func (s *Spec) applyOptions(j *job.Job) error {
 		}
 		j.History = h
 	}
+	if s.Key != "" {
+		if err := ValidKey(s.Key); err != nil {
+			return err
+		}
+		j.Key = s.Key
+	}
 	if s.Labels != nil {
 		labels, err := ValidLabels(s.Labels)
 		if err != nil {
 			return err
 		}
 		j.Labels = labels
+	}
+	return nil
+}
+
+// ValidKey checks a job's key: 1 to 200 characters, none of them a
+// control character, a space or '/', so that it names the job in a path.
+func ValidKey(k string) error {
+	if k == "" || utf8.RuneCountInString(k) > job.MaxKeyLen || !utf8.ValidString(k) {
+		return invalid("key", "must be 1 to %d characters", job.MaxKeyLen)
+	}
+	if strings.IndexFunc(k, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) || r == '/' }) >= 0 {
+		return invalid("key", "must not hold spaces, control characters or '/'")
 	}
 	return nil
 }

@@ -163,6 +163,9 @@ func jobCreated(j *job.Job) map[string]any {
 	if len(j.Labels) > 0 {
 		m["labels"] = j.Labels
 	}
+	if j.Key != "" {
+		m["key"] = j.Key
+	}
 	if j.Recurring() {
 		m["schedule"] = json.RawMessage(j.Schedule)
 	} else {

@@ -14,7 +14,7 @@ import (
 
 const jobColumns = `id, owner_id, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload,
     generation, occurrences, coalesce(timezone, 'UTC'), last_at, schedule, coalesce(paused_reason, ''), coalesce(per_hour, 0),
-    coalesce(retention_ms, 0), coalesce(history, 'all'), labels`
+    coalesce(retention_ms, 0), coalesce(history, 'all'), labels, coalesce(key, '')`
 
 // scanJob scans jobColumns, then any extra columns into extra.
 func scanJob(row pgx.Row, extra ...any) (*job.Job, error) {
@@ -28,7 +28,7 @@ func scanJob(row pgx.Row, extra ...any) (*job.Job, error) {
 	dest := append([]any{&j.ID, &j.Owner, &j.Type, &j.Status, &j.Priority, &j.MaxRetries, &timeoutMS,
 		&runAt, &dueAt, &j.CreatedAt, &j.UpdatedAt, &j.Name, &j.Payload,
 		&j.Generation, &j.Occurrences, &j.Timezone, &lastAt, &j.Schedule, &j.PausedReason, &j.PerHour,
-		&retentionMS, &j.History, &labels}, extra...)
+		&retentionMS, &j.History, &labels, &j.Key}, extra...)
 	err := row.Scan(dest...)
 	if err != nil {
 		return nil, err
@@ -70,14 +70,21 @@ func nullTime(t time.Time) *time.Time {
 
 var jobCopyColumns = []string{"id", "owner_id", "due_hour", "type", "status", "priority", "max_retries",
 	"timeout_ms", "run_at", "due_at", "created_at", "updated_at", "name", "payload",
-	"generation", "occurrences", "timezone", "last_at", "schedule", "per_hour", "retention_ms", "history", "labels"}
+	"generation", "occurrences", "timezone", "last_at", "schedule", "per_hour", "retention_ms", "history", "labels", "key"}
 
 func jobRow(j *job.Job) []any {
 	return []any{j.ID, j.Owner, dueHour(j.DueAt), string(j.Type), string(j.Status), int16(j.Priority),
 		int16(j.MaxRetries), int32(j.Timeout / time.Millisecond), nullTime(j.RunAt), nullTime(j.DueAt),
 		j.CreatedAt, j.UpdatedAt, j.Name, []byte(j.Payload),
 		int32(j.Generation), int32(j.Occurrences), nullString(j.Timezone), nullTime(j.LastAt), nullJSON(j.Schedule), perHour(j),
-		retentionMS(j.Retention), historyColumn(j.History), labelsColumn(j.Labels)}
+		retentionMS(j.Retention), historyColumn(j.History), labelsColumn(j.Labels), nullKey(j.Key)}
+}
+
+func nullKey(k string) *string {
+	if k == "" {
+		return nil
+	}
+	return &k
 }
 
 // labelsColumn is the labels column: NULL for none.
@@ -128,6 +135,80 @@ func nullJSON(b []byte) []byte {
 		return nil
 	}
 	return b
+}
+
+// claimJobKeySQL gives each (owner, key) to its new job, unless the job that
+// holds it can still run.
+const claimJobKeySQL = `INSERT INTO job_keys (owner_id, key, job_id)
+SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[])
+ON CONFLICT (owner_id, key) DO UPDATE SET job_id = EXCLUDED.job_id
+WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = job_keys.job_id AND j.status IN ('scheduled', 'paused'))
+RETURNING key`
+
+// KeyTakenError refuses a job whose key another job of its owner that can
+// still run holds.
+type KeyTakenError struct{ Key string }
+
+func (e *KeyTakenError) Error() string {
+	return fmt.Sprintf("key %q is held by another job that can still run", e.Key)
+}
+
+// Is makes a KeyTakenError a job.ErrConflict.
+func (e *KeyTakenError) Is(target error) bool { return target == job.ErrConflict }
+
+// claimKeys takes the keys of the keyed jobs among jobs, or refuses them
+// all with a *KeyTakenError.
+func claimKeys(ctx context.Context, tx pgx.Tx, jobs []*job.Job) error {
+	var owners, ids []uuid.UUID
+	var keys []string
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		if j.Key == "" {
+			continue
+		}
+		k := j.Owner.String() + "/" + j.Key
+		if seen[k] {
+			return &KeyTakenError{Key: j.Key}
+		}
+		seen[k] = true
+		owners, keys, ids = append(owners, j.Owner), append(keys, j.Key), append(ids, j.ID)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, claimJobKeySQL, owners, keys, ids)
+	if err != nil {
+		return fmt.Errorf("claim keys: %w", translate(err))
+	}
+	claimed, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("claim keys: %w", translate(err))
+	}
+	if len(claimed) < len(keys) {
+		got := map[string]bool{}
+		for _, k := range claimed {
+			got[k] = true
+		}
+		for _, k := range keys {
+			if !got[k] {
+				return &KeyTakenError{Key: k}
+			}
+		}
+	}
+	return nil
+}
+
+// jobByKeySQL finds the job that last took an owner's key.
+const jobByKeySQL = `SELECT job_id FROM job_keys WHERE owner_id = $1 AND key = $2`
+
+// JobByKey returns the job of owner's that holds key (the newest one that
+// took it, finished or not); none is job.ErrNotFound.
+func (s *Store) JobByKey(ctx context.Context, owner uuid.UUID, key string) (*job.Job, error) {
+	var id uuid.UUID
+	if err := s.pool.QueryRow(ctx, jobByKeySQL, owner, key).Scan(&id); err != nil {
+		return nil, fmt.Errorf("job by key: %w", translate(err))
+	}
+	return s.GetJob(ctx, owner, id)
 }
 
 // addLabels writes the job_labels rows of the labelled jobs among jobs:
@@ -193,8 +274,11 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 				return err
 			}
 		}
+		if err := claimKeys(ctx, tx, jobs); err != nil {
+			return err
+		}
 		if len(jobs) == 1 {
-			if _, err := tx.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23)`, jobRow(jobs[0])...); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24)`, jobRow(jobs[0])...); err != nil {
 				return fmt.Errorf("insert job: %w", translate(err))
 			}
 			j := jobs[0]
@@ -286,7 +370,7 @@ func checkRate(ctx context.Context, tx pgx.Tx, owner, except uuid.UUID, adding, 
 }
 
 const jobCopyColumnList = `id, owner_id, due_hour, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload,
-    generation, occurrences, timezone, last_at, schedule, per_hour, retention_ms, history, labels`
+    generation, occurrences, timezone, last_at, schedule, per_hour, retention_ms, history, labels, key`
 
 // AnyOwner passed as an owner lets an administrator's query see every owner's jobs.
 var AnyOwner = uuid.Nil

@@ -15,7 +15,9 @@ const (
 	lockJobForPurgeSQL = `SELECT status, owner_id FROM jobs
 WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2) FOR UPDATE`
 	purgeJobSQL = `WITH gone AS (
-    DELETE FROM jobs WHERE id = $1 RETURNING id, owner_id, labels
+    DELETE FROM jobs WHERE id = $1 RETURNING id, owner_id, labels, key
+), keys AS (
+    DELETE FROM job_keys k USING gone g WHERE k.owner_id = g.owner_id AND k.key = g.key AND k.job_id = g.id
 ), runs AS (
     DELETE FROM job_runs WHERE job_id = $1 RETURNING 1
 ), labels AS (

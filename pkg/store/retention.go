@@ -28,7 +28,9 @@ const removeFinishedSQL = `WITH due AS (
     WHERE j.id IN (SELECT id FROM due) AND j.status IN ` + finishedStatuses + `
       AND CASE WHEN j.retention_ms IS NULL THEN j.updated_at < $1
                ELSE tock_purge_at(j.updated_at, j.retention_ms) < $3 END
-    RETURNING j.id, j.owner_id, j.labels
+    RETURNING j.id, j.owner_id, j.labels, j.key
+), keys AS (
+    DELETE FROM job_keys k USING gone g WHERE k.owner_id = g.owner_id AND k.key = g.key AND k.job_id = g.id
 ), runs AS (
     DELETE FROM job_runs WHERE job_id = ANY(ARRAY(SELECT id FROM gone)) RETURNING 1
 ), labels AS (

@@ -36,6 +36,11 @@ func (s *Server) createJob(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return s.create(c, req, owner)
+}
+
+// create builds the job req describes for owner, creates it and answers 201.
+func (s *Server) create(c *echo.Context, req createRequest, owner *store.User) error {
 	now := s.clock()
 	var j *job.Job
 	if err := s.evaluate(c, req.Schedule != nil, func() (err error) {
@@ -105,7 +110,11 @@ func (s *Server) owner(c *echo.Context, named string) (*store.User, error) {
 func createError(err error) error {
 	var qe *store.QuotaError
 	var re *store.RateError
+	var ke *store.KeyTakenError
 	switch {
+	case errors.As(err, &ke):
+		return newError(http.StatusConflict, CodeConflict, "key",
+			fmt.Sprintf("key %q is held by another of your jobs that can still run; PUT /api/v1/jobs/by-key/{key} replaces it", ke.Key))
 	case errors.As(err, &qe):
 		return quotaError(qe)
 	case errors.As(err, &re):

@@ -75,6 +75,8 @@ type Job struct {
 	History job.History `json:"history"`
 	// Labels are the owner's references on the job; {} when none.
 	Labels map[string]string `json:"labels"`
+	// Key is the owner's own name for the job; absent when none.
+	Key string `json:"key,omitempty"`
 	// PausedReason says why tock paused the job itself, if it did.
 	PausedReason string    `json:"paused_reason,omitempty"`
 	CreatedAt    Time      `json:"created_at"`
@@ -124,6 +126,7 @@ func (s *Server) jobView(j *job.Job, now time.Time) Job {
 		Timezone:     j.Timezone,
 		History:      j.History,
 		Labels:       j.Labels,
+		Key:          j.Key,
 		PausedReason: j.PausedReason,
 		CreatedAt:    Time{j.CreatedAt},
 		UpdatedAt:    Time{j.UpdatedAt},
