@@ -434,6 +434,9 @@ type JobFilter struct {
 	Name string
 	// Labels, if any, select the jobs that carry every one of them.
 	Labels []Label
+	// LabelWalk bounds a labelled listing's walk (see ListLabelledJobs);
+	// 0 is DefaultLabelWalk.
+	LabelWalk int
 }
 
 // Label is one key and value of a job's labels.
@@ -441,17 +444,22 @@ type Label struct{ Key, Value string }
 
 // labelledJobsSQL lists the jobs that carry every label asked for, driven
 // by the first one's rows in job_labels, newest first through its index,
-// each joined to its job and checked for the other labels and filters. A
-// page costs its own jobs, not the owner's whole history. owner is the
-// owner condition: an owner's filter walks the primary key, an
-// administrator's (any owner) job_labels_any_owner.
+// each joined to its job and checked for the other labels and filters. The
+// walk is bounded: at most $12 of the first label's rows are looked at, so
+// a broad label with a filter that few of its jobs pass costs at most that
+// many probes (see ListLabelledJobs). owner is the owner condition: an
+// owner's filter walks the primary key, an administrator's (any owner)
+// job_labels_any_owner.
 func labelledJobsSQL(owner string) string {
 	return withLastRun(`SELECT `+jobColumns+` FROM (
-    SELECT j.* FROM job_labels l
+    SELECT j.* FROM (
+        SELECT l.owner_id, l.job_id FROM job_labels l
+        WHERE `+owner+` AND l.key = $8 AND l.value = $9
+          AND ($4 = '00000000-0000-0000-0000-000000000000'::uuid OR l.job_id < $4)
+        ORDER BY l.job_id DESC
+        LIMIT $12) l
     JOIN jobs j ON j.id = l.job_id AND j.owner_id = l.owner_id
-    WHERE `+owner+` AND l.key = $8 AND l.value = $9
-      AND ($4 = '00000000-0000-0000-0000-000000000000'::uuid OR l.job_id < $4)
-      AND NOT EXISTS (
+    WHERE NOT EXISTS (
           SELECT 1 FROM unnest($10::text[], $11::text[]) AS o(key, value)
           WHERE NOT EXISTS (SELECT 1 FROM job_labels x
                             WHERE x.owner_id = l.owner_id AND x.key = o.key AND x.value = o.value AND x.job_id = l.job_id))
@@ -464,9 +472,22 @@ func labelledJobsSQL(owner string) string {
 ORDER BY j.id DESC`
 }
 
+// walkEdgeSQL finds the last of the first label's rows a bounded walk
+// looked at, and the one after it if there is one: the page resumes below
+// the first, and only if the second exists.
+func walkEdgeSQL(owner string) string {
+	return `SELECT l.job_id FROM job_labels l
+WHERE ` + owner + ` AND l.key = $2 AND l.value = $3
+  AND ($4 = '00000000-0000-0000-0000-000000000000'::uuid OR l.job_id < $4)
+ORDER BY l.job_id DESC
+OFFSET $5 - 1 LIMIT 2`
+}
+
 var (
 	ownLabelledJobsSQL = labelledJobsSQL(`l.owner_id = $1`)
 	anyLabelledJobsSQL = labelledJobsSQL(`$1::uuid = '00000000-0000-0000-0000-000000000000'::uuid`)
+	ownWalkEdgeSQL     = walkEdgeSQL(`l.owner_id = $1`)
+	anyWalkEdgeSQL     = walkEdgeSQL(`$1::uuid = '00000000-0000-0000-0000-000000000000'::uuid`)
 )
 
 var listJobsSQL = withLastRun(`SELECT `+jobColumns+` FROM jobs
@@ -480,24 +501,62 @@ ORDER BY id DESC
 LIMIT $5`) + `
 ORDER BY j.id DESC`
 
+// DefaultLabelWalk bounds how many of the first label's jobs one labelled
+// listing looks at.
+const DefaultLabelWalk = 2_000
+
+// ListLabelledJobs lists the jobs f selects (f.Labels must not be empty)
+// newest first, at most f.Limit, looking at no more than f.LabelWalk
+// (DefaultLabelWalk when 0) of the first label's jobs. When it stopped at
+// that bound with fewer than f.Limit jobs, resume is where the next page
+// goes on (a cursor, as JobFilter.Before); otherwise it is uuid.Nil and the
+// jobs are all there is up to f.Limit.
+func (s *Store) ListLabelledJobs(ctx context.Context, f JobFilter) (jobs []*job.Job, resume uuid.UUID, err error) {
+	walk := f.LabelWalk
+	if walk <= 0 {
+		walk = DefaultLabelWalk
+	}
+	list, edge := ownLabelledJobsSQL, ownWalkEdgeSQL
+	if f.Owner == AnyOwner {
+		list, edge = anyLabelledJobsSQL, anyWalkEdgeSQL
+	}
+	keys, values := make([]string, 0, len(f.Labels)-1), make([]string, 0, len(f.Labels)-1)
+	for _, l := range f.Labels[1:] {
+		keys, values = append(keys, l.Key), append(values, l.Value)
+	}
+	rows, err := s.pool.Query(ctx, list, f.Owner, string(f.Status), string(f.Type), f.Before, f.Limit, f.ID, f.Name,
+		f.Labels[0].Key, f.Labels[0].Value, keys, values, walk)
+	if err != nil {
+		return nil, uuid.Nil, fmt.Errorf("list jobs: %w", translate(err))
+	}
+	jobs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*job.Job, error) { return scanJobWithLastRun(r) })
+	if err != nil {
+		return nil, uuid.Nil, fmt.Errorf("list jobs: %w", translate(err))
+	}
+	if len(jobs) >= f.Limit {
+		return jobs, uuid.Nil, nil
+	}
+	rows, err = s.pool.Query(ctx, edge, f.Owner, f.Labels[0].Key, f.Labels[0].Value, f.Before, walk)
+	if err != nil {
+		return nil, uuid.Nil, fmt.Errorf("list jobs: %w", translate(err))
+	}
+	edges, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, uuid.Nil, fmt.Errorf("list jobs: %w", translate(err))
+	}
+	if len(edges) < 2 {
+		return jobs, uuid.Nil, nil // the walk saw every row: nothing more
+	}
+	return jobs, edges[0], nil
+}
+
 // ListJobs returns jobs newest first, at most f.Limit of them.
 func (s *Store) ListJobs(ctx context.Context, f JobFilter) ([]*job.Job, error) {
-	var rows pgx.Rows
-	var err error
-	if len(f.Labels) == 0 {
-		rows, err = s.pool.Query(ctx, listJobsSQL, f.Owner, string(f.Status), string(f.Type), f.Before, f.Limit, f.ID, f.Name)
-	} else {
-		sql := ownLabelledJobsSQL
-		if f.Owner == AnyOwner {
-			sql = anyLabelledJobsSQL
-		}
-		keys, values := make([]string, 0, len(f.Labels)-1), make([]string, 0, len(f.Labels)-1)
-		for _, l := range f.Labels[1:] {
-			keys, values = append(keys, l.Key), append(values, l.Value)
-		}
-		rows, err = s.pool.Query(ctx, sql, f.Owner, string(f.Status), string(f.Type), f.Before, f.Limit, f.ID, f.Name,
-			f.Labels[0].Key, f.Labels[0].Value, keys, values)
+	if len(f.Labels) > 0 {
+		jobs, _, err := s.ListLabelledJobs(ctx, f)
+		return jobs, err
 	}
+	rows, err := s.pool.Query(ctx, listJobsSQL, f.Owner, string(f.Status), string(f.Type), f.Before, f.Limit, f.ID, f.Name)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", translate(err))
 	}

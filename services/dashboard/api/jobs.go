@@ -191,12 +191,23 @@ func (s *Server) pageJobs(c *echo.Context, f store.JobFilter) error {
 		return err
 	}
 	f.Limit = limit + 1
-	jobs, err := s.store.ListJobs(c.Request().Context(), f)
+	var jobs []*job.Job
+	var resume uuid.UUID
+	if len(f.Labels) > 0 {
+		// A labelled listing looks at a bounded number of the first
+		// label's jobs: a short page may then still have a next one.
+		jobs, resume, err = s.store.ListLabelledJobs(c.Request().Context(), f)
+	} else {
+		jobs, err = s.store.ListJobs(c.Request().Context(), f)
+	}
 	if err != nil {
 		return dependency(err)
 	}
 	var out JobList
 	jobs, out.NextCursor = page(jobs, limit, func(j *job.Job) string { return jobCursor(j.ID) })
+	if out.NextCursor == "" && resume != uuid.Nil {
+		out.NextCursor = jobCursor(resume)
+	}
 	out.Jobs = make([]Job, 0, len(jobs))
 	now := s.clock()
 	for _, j := range jobs {
