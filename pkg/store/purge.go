@@ -16,14 +16,7 @@ const (
 WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2) FOR UPDATE`
 	purgeJobSQL = `WITH gone AS (
     DELETE FROM jobs WHERE id = $1 RETURNING id, owner_id, labels, key
-), keys AS (
-    DELETE FROM job_keys k USING gone g WHERE k.owner_id = g.owner_id AND k.key = g.key AND k.job_id = g.id
-), runs AS (
-    DELETE FROM job_runs WHERE job_id = $1 RETURNING 1
-), labels AS (
-    DELETE FROM job_labels l USING gone g, jsonb_each_text(g.labels) e
-    WHERE l.owner_id = g.owner_id AND l.key = e.key AND l.value = e.value AND l.job_id = g.id
-)
+` + goneWithJobsSQL + `
 SELECT (SELECT count(*) FROM runs)`
 )
 

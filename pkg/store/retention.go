@@ -9,6 +9,18 @@ import (
 // finishedStatuses is the SQL list of the statuses a job ends in.
 const finishedStatuses = `('completed', 'permanently_failed', 'cancelled')`
 
+// goneWithJobsSQL continues a WITH whose CTE gone deleted jobs (returning
+// id, owner_id, labels and key): it deletes their runs (CTE runs, one row
+// each, for counting), their job_keys row and their job_labels rows.
+const goneWithJobsSQL = `), runs AS (
+    DELETE FROM job_runs WHERE job_id = ANY(ARRAY(SELECT id FROM gone)) RETURNING 1
+), keys AS (
+    DELETE FROM job_keys k USING gone g WHERE k.owner_id = g.owner_id AND k.key = g.key AND k.job_id = g.id
+), labels AS (
+    DELETE FROM job_labels l USING gone g, jsonb_each_text(g.labels) e
+    WHERE l.owner_id = g.owner_id AND l.key = e.key AND l.value = e.value AND l.job_id = g.id
+)`
+
 // removeFinishedSQL deletes, in one statement, up to $2 jobs that finished
 // before $1 (the operator's default retention; NULL keeps them) and up to
 // $2 jobs with their own retention that has run out by $3, oldest first,
@@ -29,14 +41,7 @@ const removeFinishedSQL = `WITH due AS (
       AND CASE WHEN j.retention_ms IS NULL THEN j.updated_at < $1
                ELSE tock_purge_at(j.updated_at, j.retention_ms) < $3 END
     RETURNING j.id, j.owner_id, j.labels, j.key
-), keys AS (
-    DELETE FROM job_keys k USING gone g WHERE k.owner_id = g.owner_id AND k.key = g.key AND k.job_id = g.id
-), runs AS (
-    DELETE FROM job_runs WHERE job_id = ANY(ARRAY(SELECT id FROM gone)) RETURNING 1
-), labels AS (
-    DELETE FROM job_labels l USING gone g, jsonb_each_text(g.labels) e
-    WHERE l.owner_id = g.owner_id AND l.key = e.key AND l.value = e.value AND l.job_id = g.id
-)
+` + goneWithJobsSQL + `
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM runs)`
 
 // RemoveFinishedJobs removes the finished jobs whose retention has run out

@@ -29,22 +29,13 @@ func pathKey(c *echo.Context) (string, error) {
 	return k, nil
 }
 
-// keyOwner is whose key a by-key request names: the caller's, or for an
-// administrator the user given in ?owner=.
+// keyOwner is whose key a by-key request names: the caller's, or the user
+// ?owner= names (see queryOwner).
 func keyOwner(c *echo.Context) (uuid.UUID, error) {
-	p := caller(c)
-	v := c.QueryParam("owner")
-	if v == "" {
-		return p.user, nil
+	if id, named, err := queryOwner(c); named || err != nil {
+		return id, err
 	}
-	id, err := uuid.Parse(v)
-	if err != nil {
-		return uuid.Nil, invalid("owner", "must be a user id")
-	}
-	if !p.admin && id != p.user {
-		return uuid.Nil, errForbidden
-	}
-	return id, nil
+	return caller(c).user, nil
 }
 
 // jobByKey finds the job that holds the key named in the path.

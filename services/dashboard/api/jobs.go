@@ -136,20 +136,31 @@ func (s *Server) getJob(c *echo.Context) error {
 	return writeJSON(c, http.StatusOK, s.jobView(j, s.clock()))
 }
 
+// queryOwner reads ?owner=, a user id: named is false when it is absent. A
+// user may name only themself (403 otherwise); an administrator anyone.
+func queryOwner(c *echo.Context) (owner uuid.UUID, named bool, err error) {
+	v := c.QueryParam("owner")
+	if v == "" {
+		return uuid.Nil, false, nil
+	}
+	if owner, err = uuid.Parse(v); err != nil {
+		return uuid.Nil, true, invalid("owner", "must be a user id")
+	}
+	if p := caller(c); !p.admin && owner != p.user {
+		return uuid.Nil, true, errForbidden
+	}
+	return owner, true, nil
+}
+
 // listJobs pages through the caller's jobs (an administrator's: everyone's).
 // q finds a job by its exact id, or the jobs whose name contains it
 // (ignoring case); owner narrows an administrator's listing to one user.
 func (s *Server) listJobs(c *echo.Context) error {
 	p := caller(c)
 	f := store.JobFilter{Owner: p.scope()}
-	if v := c.QueryParam("owner"); v != "" {
-		owner, err := uuid.Parse(v)
-		if err != nil {
-			return invalid("owner", "must be a user id")
-		}
-		if !p.admin && owner != p.user {
-			return errForbidden
-		}
+	if owner, named, err := queryOwner(c); err != nil {
+		return err
+	} else if named {
 		f.Owner = owner
 	}
 	if v := strings.TrimSpace(c.QueryParam("q")); v != "" {
