@@ -39,7 +39,7 @@ unit:
 e2e:
 	go test -count=1 -v -timeout 20m ./e2e/...
 
-## fuzz: run every fuzz target for FUZZTIME (50000x executions) each: cron, RRULE, members, job JSON, job URLs, API job bodies
+## fuzz: run every fuzz target for FUZZTIME (50000x executions) each: cron, RRULE, members, job JSON, job URLs, API job bodies, bulk bodies, labels, notify
 fuzz:
 	cd pkg && go test -run='^$$' -fuzz='^FuzzCron$$' -fuzztime=$(FUZZTIME) ./schedule/
 	cd pkg && go test -run='^$$' -fuzz='^FuzzRRule$$' -fuzztime=$(FUZZTIME) ./schedule/
@@ -47,6 +47,9 @@ fuzz:
 	cd pkg && go test -run='^$$' -fuzz='^FuzzSpecBuild$$' -fuzztime=$(FUZZTIME) ./jobspec/
 	cd pkg && go test -run='^$$' -fuzz='^FuzzCheckURL$$' -fuzztime=$(FUZZTIME) ./jobtype/
 	cd services/dashboard && go test -run='^$$' -fuzz='^FuzzDecodeJob$$' -fuzztime=$(FUZZTIME) ./api/
+	cd services/dashboard && go test -run='^$$' -fuzz='^FuzzBulkRequest$$' -fuzztime=$(FUZZTIME) ./api/
+	cd pkg && go test -run='^$$' -fuzz='^FuzzLabels$$' -fuzztime=$(FUZZTIME) ./jobspec/
+	cd pkg && go test -run='^$$' -fuzz='^FuzzNotify$$' -fuzztime=$(FUZZTIME) ./jobspec/
 
 ## browser: the dashboard's pages in headless Chromium (/usr/bin/chromium) on the real services; TOCK_SCREENSHOTS_DIR keeps the PNGs
 browser:

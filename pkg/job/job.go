@@ -24,6 +24,9 @@ const (
 	StatusCompleted         Status = "completed"
 	StatusPermanentlyFailed Status = "permanently_failed"
 	StatusCancelled         Status = "cancelled"
+	// StatusExpired is a job whose last occurrence could not start within
+	// its expires_after.
+	StatusExpired Status = "expired"
 )
 
 // RunStatus is the state of one attempt of one occurrence.
@@ -41,6 +44,9 @@ const (
 	// RunAborted is an attempt stopped while it ran, by its owner or an
 	// administrator; it is not retried.
 	RunAborted RunStatus = "aborted"
+	// RunExpired is an attempt that could not start within its job's
+	// expires_after of its due time; it was not run.
+	RunExpired RunStatus = "expired"
 )
 
 // Terminal reports whether no further attempt of this run will happen.
@@ -102,6 +108,15 @@ type Job struct {
 	// Key is the owner's own name for the job, unique among their jobs that
 	// can still run (PUT /api/v1/jobs/by-key/{key}); empty when none.
 	Key string
+	// ExpiresAfter is how late an attempt may start: one that cannot start
+	// within it after its due time is recorded RunExpired instead; zero
+	// never expires.
+	ExpiresAfter time.Duration
+	// Overlap is what an occurrence of a recurring job does while an
+	// earlier one still runs; "" is OverlapAllow.
+	Overlap Overlap
+	// Notify is where alerts on the job's failures go; nil sends none.
+	Notify *Notify
 	// DueAt is the next occurrence not yet handed to Redis: the loader's cursor.
 	// Zero once the occurrence is in Redis (claimed) or nothing is left to run.
 	DueAt     time.Time
@@ -124,6 +139,26 @@ const (
 	HistoryFailures History = "failures"
 	// KeptSuccesses is how many completed runs HistoryFailures keeps.
 	KeptSuccesses = 100
+)
+
+// Overlap is a recurring job's overlap policy.
+type Overlap string
+
+const (
+	// OverlapAllow runs every occurrence when due, whatever still runs.
+	OverlapAllow Overlap = "allow"
+	// OverlapSkip records an occurrence due while an earlier one of the
+	// job still runs as skipped, reason overlap.
+	OverlapSkip Overlap = "skip"
+	// OverlapBufferOne makes such an occurrence wait until the running one
+	// ends; at most one waits, and any other is skipped.
+	OverlapBufferOne Overlap = "buffer_one"
+)
+
+// Expiry bounds.
+const (
+	MinExpiresAfter = time.Second
+	MaxExpiresAfter = 366 * 24 * time.Hour
 )
 
 // MaxKeyLen bounds a job's key, in characters.

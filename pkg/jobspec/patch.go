@@ -30,6 +30,12 @@ type Patch struct {
 	History   string  `json:"history"`
 	// Labels replace the job's labels as a whole; {} removes them.
 	Labels map[string]string `json:"labels"`
+	// ExpiresAfter replaces the job's expiry; "" removes it.
+	ExpiresAfter *string `json:"expires_after"`
+	// Overlap replaces a recurring job's overlap policy.
+	Overlap string `json:"overlap"`
+	// Notify replaces the job's alerting; {"on": []} removes it.
+	Notify *job.Notify `json:"notify"`
 }
 
 func (p *Patch) timing() bool {
@@ -66,12 +72,22 @@ type Change struct {
 func (p *Patch) Prepare(b *schedule.Budget, j *job.Job, now time.Time, lim Limits) (*Change, error) {
 	now = now.UTC().Truncate(time.Millisecond)
 	c := &Change{p: p, now: now}
-	s := Spec{Priority: p.Priority, MaxRetries: p.MaxRetries, Timeout: p.Timeout, History: p.History, Labels: p.Labels}
+	s := Spec{Priority: p.Priority, MaxRetries: p.MaxRetries, Timeout: p.Timeout, History: p.History, Labels: p.Labels, Overlap: p.Overlap}
 	if p.Retention != nil {
 		s.Retention = *p.Retention
 	}
+	if p.ExpiresAfter != nil {
+		s.ExpiresAfter = *p.ExpiresAfter
+	}
 	if err := s.applyOptions(&c.opts); err != nil {
 		return nil, err
+	}
+	if p.Notify != nil {
+		n, err := ValidNotify(p.Notify, lim)
+		if err != nil {
+			return nil, err
+		}
+		c.opts.Notify = n
 	}
 	if p.Name != nil {
 		name, err := validName(*p.Name)
@@ -148,6 +164,18 @@ func (c *Change) Apply(j *job.Job, started bool) error {
 	}
 	if p.Labels != nil {
 		j.Labels = c.opts.Labels
+	}
+	if p.ExpiresAfter != nil {
+		j.ExpiresAfter = c.opts.ExpiresAfter
+	}
+	if p.Notify != nil {
+		j.Notify = c.opts.Notify
+	}
+	if p.Overlap != "" {
+		j.Overlap = c.opts.Overlap
+	}
+	if j.Overlap != "" && !j.Recurring() {
+		return invalid("overlap", "applies to recurring jobs only")
 	}
 	if c.timing != nil && j.DueAt.IsZero() {
 		return fmt.Errorf("%w: nothing left to run", job.ErrInvalid)

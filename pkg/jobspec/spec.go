@@ -6,6 +6,7 @@ package jobspec
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -44,6 +45,13 @@ type Spec struct {
 	// Key is the caller's own name for the job, unique among their jobs
 	// that can still run.
 	Key string `json:"key"`
+	// ExpiresAfter is how late an attempt may start, as a delay ("15m");
+	// later, it is recorded expired and not run.
+	ExpiresAfter string `json:"expires_after"`
+	// Overlap is a recurring job's overlap policy: allow, skip or buffer_one.
+	Overlap string `json:"overlap"`
+	// Notify sends alerts on the job's failures.
+	Notify *job.Notify `json:"notify"`
 }
 
 // Limits bounds what a Spec may ask for; the dashboard fills it from config.
@@ -98,6 +106,16 @@ func (s *Spec) BuildWithin(b *schedule.Budget, owner [16]byte, now time.Time, li
 	}
 	if err := s.applyTiming(j, now, b); err != nil {
 		return nil, err
+	}
+	if j.Overlap != "" && !j.Recurring() {
+		return nil, invalid("overlap", "applies to recurring jobs only")
+	}
+	if s.Notify != nil {
+		n, err := ValidNotify(s.Notify, lim)
+		if err != nil {
+			return nil, err
+		}
+		j.Notify = n
 	}
 	j.Type = s.Type
 	payload, err := ValidatePayload(s.Type, s.Payload, lim)
@@ -159,7 +177,97 @@ func (s *Spec) applyOptions(j *job.Job) error {
 		}
 		j.Labels = labels
 	}
+	if s.ExpiresAfter != "" {
+		d, err := ParseDelay(s.ExpiresAfter)
+		if err != nil {
+			return invalid("expires_after", "is not a duration such as 90s, 15m or 2h")
+		}
+		if d < job.MinExpiresAfter || d > job.MaxExpiresAfter {
+			return invalid("expires_after", "must be between %s and %d days", job.MinExpiresAfter, int(job.MaxExpiresAfter/(24*time.Hour)))
+		}
+		j.ExpiresAfter = d
+	}
+	if s.Overlap != "" {
+		switch o := job.Overlap(s.Overlap); o {
+		case job.OverlapAllow:
+			j.Overlap = ""
+		case job.OverlapSkip, job.OverlapBufferOne:
+			j.Overlap = o
+		default:
+			return invalid("overlap", "must be %q, %q or %q", job.OverlapAllow, job.OverlapSkip, job.OverlapBufferOne)
+		}
+	}
 	return nil
+}
+
+// ValidNotify checks a job's alerting: one or more known events, each
+// once, and exactly one destination, which must pass the checks of the job
+// type that delivers it (the webhook's URL and headers, the Slack URL, the
+// addresses) under the worker's outbound policy. It returns it with the
+// events deduplicated, or nil when it asks for no event (which removes
+// alerting from a job on PATCH).
+func ValidNotify(n *job.Notify, lim Limits) (*job.Notify, error) {
+	if len(n.On) == 0 {
+		if n.Webhook != nil || n.Slack != nil || n.Email != nil {
+			return nil, invalid("notify.on", "must name at least one event: %s", notifyEventList())
+		}
+		return nil, nil
+	}
+	out := &job.Notify{Webhook: n.Webhook, Slack: n.Slack, Email: n.Email}
+	for _, e := range n.On {
+		known := false
+		for _, k := range job.NotifyEvents {
+			known = known || k == e
+		}
+		if !known {
+			return nil, invalid("notify.on", "must hold events among %s", notifyEventList())
+		}
+		if !out.Wants(e) {
+			out.On = append(out.On, e)
+		}
+	}
+	dests := 0
+	for _, set := range []bool{n.Webhook != nil, n.Slack != nil, n.Email != nil} {
+		if set {
+			dests++
+		}
+	}
+	if dests != 1 {
+		return nil, invalid("notify", "must have exactly one of webhook, slack and email")
+	}
+	t, payload, err := jobtype.AlertTask(out, jobtype.Alert{Event: job.NotifyFailed, Job: jobtype.AlertJob{Name: "check"}})
+	if err != nil {
+		return nil, invalid("notify", "%s", err)
+	}
+	if _, err := jobtype.Validate(t, payload, 0, lim.Targets); err != nil {
+		var fe *job.FieldError
+		if errors.As(err, &fe) {
+			return nil, invalid(notifyField(out, fe.Field), "%s", fe.Message)
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// notifyField names, in notify's terms, the field a job type's check
+// refused ("payload.url" of the webhook is "notify.webhook.url").
+func notifyField(n *job.Notify, field string) string {
+	rest := strings.TrimPrefix(strings.TrimPrefix(field, "payload"), ".")
+	switch {
+	case n.Webhook != nil:
+		return strings.TrimSuffix("notify.webhook."+rest, ".")
+	case n.Slack != nil:
+		return strings.TrimSuffix("notify.slack."+rest, ".")
+	}
+	return strings.TrimSuffix("notify.email."+rest, ".")
+}
+
+func notifyEventList() string {
+	names := make([]string, len(job.NotifyEvents))
+	for i, e := range job.NotifyEvents {
+		names[i] = string(e)
+	}
+	return strings.Join(names, ", ")
 }
 
 // ValidKey checks a job's key: 1 to 200 characters, none of them a

@@ -55,6 +55,9 @@ type Worker struct {
 	// Reclaimed counts stream entries taken over from a consumer that left
 	// them pending past the visibility timeout.
 	Reclaimed prometheus.Counter
+	// Alerts counts failure alerts (a job's notify) by event and outcome:
+	// sent, failed, or dropped when too many were in flight.
+	Alerts *prometheus.CounterVec
 }
 
 // NewWorker creates the worker's collectors and registers them on reg.
@@ -79,7 +82,11 @@ func NewWorker(reg prometheus.Registerer) *Worker {
 			Help: "Stream entries reclaimed from consumers that left them pending past the visibility timeout.",
 		}),
 	}
-	reg.MustRegister(w.Lateness, w.Runs, w.Duration, w.Reclaimed)
+	w.Alerts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tock_alerts_total",
+		Help: "Failure alerts by event and outcome (sent, failed, dropped).",
+	}, []string{"event", "outcome"})
+	reg.MustRegister(w.Lateness, w.Runs, w.Duration, w.Reclaimed, w.Alerts)
 	return w
 }
 

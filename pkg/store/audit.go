@@ -30,7 +30,11 @@ const (
 	ActionJobAbort       = "job.abort"
 	// ActionJobPurge removes a finished job and its runs before its
 	// retention ends (DELETE ?purge=true).
-	ActionJobPurge    = "job.purge"
+	ActionJobPurge = "job.purge"
+	// ActionJobBulk is one bulk action (POST /api/v1/jobs:bulk): one entry
+	// for the call, targeting it under an id of its own, with the action,
+	// the count and the ids of the jobs it changed.
+	ActionJobBulk     = "job.bulk"
 	ActionUserCreate  = "user.create"
 	ActionUserUpdate  = "user.update"
 	ActionUserDisable = "user.disable"
@@ -46,6 +50,8 @@ const (
 	TargetKey  = "key"
 	// TargetBatch is the jobs of one bulk create, under an id of its own.
 	TargetBatch = "batch"
+	// TargetBulk is the jobs of one bulk action, under an id of its own.
+	TargetBulk = "bulk"
 )
 
 // Audit says who makes a change and what kind of change it is. The store
@@ -166,6 +172,15 @@ func jobCreated(j *job.Job) map[string]any {
 	if j.Key != "" {
 		m["key"] = j.Key
 	}
+	if j.ExpiresAfter > 0 {
+		m["expires_after"] = j.ExpiresAfter.String()
+	}
+	if j.Overlap != "" {
+		m["overlap"] = j.Overlap
+	}
+	if j.Notify != nil {
+		m["notify"] = notifyShape(j.Notify)
+	}
 	if j.Recurring() {
 		m["schedule"] = json.RawMessage(j.Schedule)
 	} else {
@@ -194,11 +209,32 @@ func jobChanged(before, after *job.Job) map[string]any {
 	diff("retention", retentionText(before.Retention), retentionText(after.Retention), before.Retention == after.Retention)
 	diff("history", before.History, after.History, before.History == after.History)
 	diff("labels", before.Labels, after.Labels, maps.Equal(before.Labels, after.Labels))
+	diff("expires_after", retentionText(before.ExpiresAfter), retentionText(after.ExpiresAfter), before.ExpiresAfter == after.ExpiresAfter)
+	diff("overlap", before.Overlap, after.Overlap, before.Overlap == after.Overlap)
+	if b, a := notifyColumn(before.Notify), notifyColumn(after.Notify); !slices.Equal(b, a) {
+		m["notify"] = map[string]any{"from": notifyShape(before.Notify), "to": notifyShape(after.Notify)}
+	}
 	diff("paused_reason", before.PausedReason, after.PausedReason, before.PausedReason == after.PausedReason)
 	if !slices.Equal(before.Payload, after.Payload) {
 		m["payload"] = "changed"
 	}
 	return m
+}
+
+// notifyShape is what the audit log keeps of a job's alerting: the events
+// and the kind of destination, never its URL, headers or addresses.
+func notifyShape(n *job.Notify) any {
+	if n == nil {
+		return nil
+	}
+	dest := "email"
+	switch {
+	case n.Webhook != nil:
+		dest = "webhook"
+	case n.Slack != nil:
+		dest = "slack"
+	}
+	return map[string]any{"on": n.On, "to": dest}
 }
 
 func jsonEqual(a, b []byte) bool {

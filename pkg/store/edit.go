@@ -17,7 +17,7 @@ FROM jobs WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid O
 	updateJobSQL = `UPDATE jobs SET status = $3, priority = $4, max_retries = $5, timeout_ms = $6, run_at = $7,
     due_at = $8, due_hour = $9, generation = $10, occurrences = $11, timezone = $12, last_at = $13,
     schedule = $14, payload = $15, name = $16, updated_at = $17, paused_reason = nullif($18, ''), per_hour = $19,
-    retention_ms = $20, history = $21, labels = $22
+    retention_ms = $20, history = $21, labels = $22, expires_after_ms = $23, overlap = $24, notify = $25
 WHERE id = $1 AND due_hour = $2
 RETURNING ` + jobColumns
 )
@@ -72,7 +72,8 @@ func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 			row := tx.QueryRow(ctx, updateJobSQL, a.ID, hour, string(a.Status), int16(a.Priority), int16(a.MaxRetries),
 				int32(a.Timeout/time.Millisecond), nullTime(a.RunAt), nullTime(a.DueAt), dueHour(a.DueAt), int32(a.Generation),
 				int32(a.Occurrences), nullString(a.Timezone), nullTime(a.LastAt), nullJSON(a.Schedule), []byte(a.Payload), a.Name, now,
-				a.PausedReason, perHour(&a), retentionMS(a.Retention), historyColumn(a.History), labelsColumn(a.Labels))
+				a.PausedReason, perHour(&a), retentionMS(a.Retention), historyColumn(a.History), labelsColumn(a.Labels),
+				retentionMS(a.ExpiresAfter), nullOverlap(a.Overlap), notifyColumn(a.Notify))
 			if after, err = scanJob(row); err != nil {
 				return translate(err)
 			}

@@ -1,5 +1,7 @@
 package store
 
+import "github.com/tockhq/tock/pkg/job"
+
 // ClaimDueSQL lets the external tests EXPLAIN the loader's exact claim query.
 // They live in package store_test because testenv imports store: an internal
 // test importing testenv would be an import cycle. Being a _test.go file, this
@@ -12,3 +14,13 @@ var (
 	ListJobsSQL        = listJobsSQL
 	OwnLabelledJobsSQL = ownLabelledJobsSQL
 )
+
+// FinishedRuns lets a test hold the run search's statuses to the schema.
+var FinishedRuns = finishedRuns
+
+// SearchRunsSQL and CountRunsSQL let the benchmark EXPLAIN the run
+// search's exact queries: an owner's, of status st ("" for any).
+func SearchRunsSQL(st string) string { return runSearches[runQuery{walkOwner, job.RunStatus(st)}][0] }
+
+// CountRunsSQL is an owner's count by status.
+func CountRunsSQL() string { return runCounts[GroupByStatus][0] }

@@ -14,21 +14,22 @@ import (
 
 const jobColumns = `id, owner_id, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload,
     generation, occurrences, coalesce(timezone, 'UTC'), last_at, schedule, coalesce(paused_reason, ''), coalesce(per_hour, 0),
-    coalesce(retention_ms, 0), coalesce(history, 'all'), labels, coalesce(key, '')`
+    coalesce(retention_ms, 0), coalesce(history, 'all'), labels, coalesce(key, ''),
+    coalesce(expires_after_ms, 0), coalesce(overlap, ''), notify`
 
 // scanJob scans jobColumns, then any extra columns into extra.
 func scanJob(row pgx.Row, extra ...any) (*job.Job, error) {
 	var (
 		j                    job.Job
 		timeoutMS            int32
-		retentionMS          int64
-		labels               []byte
+		retentionMS, expMS   int64
+		labels, notify       []byte
 		runAt, dueAt, lastAt *time.Time
 	)
 	dest := append([]any{&j.ID, &j.Owner, &j.Type, &j.Status, &j.Priority, &j.MaxRetries, &timeoutMS,
 		&runAt, &dueAt, &j.CreatedAt, &j.UpdatedAt, &j.Name, &j.Payload,
 		&j.Generation, &j.Occurrences, &j.Timezone, &lastAt, &j.Schedule, &j.PausedReason, &j.PerHour,
-		&retentionMS, &j.History, &labels, &j.Key}, extra...)
+		&retentionMS, &j.History, &labels, &j.Key, &expMS, &j.Overlap, &notify}, extra...)
 	err := row.Scan(dest...)
 	if err != nil {
 		return nil, err
@@ -38,6 +39,12 @@ func scanJob(row pgx.Row, extra ...any) (*job.Job, error) {
 			return nil, fmt.Errorf("labels of job %s: %w", j.ID, err)
 		}
 	}
+	if len(notify) > 0 {
+		if err := json.Unmarshal(notify, &j.Notify); err != nil {
+			return nil, fmt.Errorf("notify of job %s: %w", j.ID, err)
+		}
+	}
+	j.ExpiresAfter = time.Duration(expMS) * time.Millisecond
 	if lastAt != nil {
 		j.LastAt = lastAt.UTC()
 	}
@@ -70,14 +77,16 @@ func nullTime(t time.Time) *time.Time {
 
 var jobCopyColumns = []string{"id", "owner_id", "due_hour", "type", "status", "priority", "max_retries",
 	"timeout_ms", "run_at", "due_at", "created_at", "updated_at", "name", "payload",
-	"generation", "occurrences", "timezone", "last_at", "schedule", "per_hour", "retention_ms", "history", "labels", "key"}
+	"generation", "occurrences", "timezone", "last_at", "schedule", "per_hour", "retention_ms", "history", "labels", "key",
+	"expires_after_ms", "overlap", "notify"}
 
 func jobRow(j *job.Job) []any {
 	return []any{j.ID, j.Owner, dueHour(j.DueAt), string(j.Type), string(j.Status), int16(j.Priority),
 		int16(j.MaxRetries), int32(j.Timeout / time.Millisecond), nullTime(j.RunAt), nullTime(j.DueAt),
 		j.CreatedAt, j.UpdatedAt, j.Name, []byte(j.Payload),
 		int32(j.Generation), int32(j.Occurrences), nullString(j.Timezone), nullTime(j.LastAt), nullJSON(j.Schedule), perHour(j),
-		retentionMS(j.Retention), historyColumn(j.History), labelsColumn(j.Labels), nullKey(j.Key)}
+		retentionMS(j.Retention), historyColumn(j.History), labelsColumn(j.Labels), nullKey(j.Key),
+		retentionMS(j.ExpiresAfter), nullOverlap(j.Overlap), notifyColumn(j.Notify)}
 }
 
 func nullKey(k string) *string {
@@ -96,7 +105,25 @@ func labelsColumn(m map[string]string) []byte {
 	return b
 }
 
-// retentionMS is the retention_ms column: NULL for the operator's default.
+// nullOverlap is the overlap column: NULL for allow.
+func nullOverlap(o job.Overlap) *string {
+	if o == "" || o == job.OverlapAllow {
+		return nil
+	}
+	s := string(o)
+	return &s
+}
+
+// notifyColumn is the notify column: NULL for no alerting.
+func notifyColumn(n *job.Notify) []byte {
+	if n == nil {
+		return nil
+	}
+	b, _ := json.Marshal(n) // strings, lists and maps of strings always encode
+	return b
+}
+
+// retentionMS is the retention_ms (or expires_after_ms) column: NULL for the operator's default.
 func retentionMS(d time.Duration) *int64 {
 	if d <= 0 {
 		return nil
@@ -278,7 +305,7 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 			return err
 		}
 		if len(jobs) == 1 {
-			if _, err := tx.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24)`, jobRow(jobs[0])...); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27)`, jobRow(jobs[0])...); err != nil {
 				return fmt.Errorf("insert job: %w", translate(err))
 			}
 			j := jobs[0]
@@ -370,7 +397,8 @@ func checkRate(ctx context.Context, tx pgx.Tx, owner, except uuid.UUID, adding, 
 }
 
 const jobCopyColumnList = `id, owner_id, due_hour, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload,
-    generation, occurrences, timezone, last_at, schedule, per_hour, retention_ms, history, labels, key`
+    generation, occurrences, timezone, last_at, schedule, per_hour, retention_ms, history, labels, key,
+    expires_after_ms, overlap, notify`
 
 // AnyOwner passed as an owner lets an administrator's query see every owner's jobs.
 var AnyOwner = uuid.Nil

@@ -7,7 +7,7 @@ import (
 )
 
 // finishedStatuses is the SQL list of the statuses a job ends in.
-const finishedStatuses = `('completed', 'permanently_failed', 'cancelled')`
+const finishedStatuses = `('completed', 'permanently_failed', 'cancelled', 'expired')`
 
 // goneWithJobsSQL continues a WITH whose CTE gone deleted jobs (returning
 // id, owner_id, labels and key): it deletes their runs (CTE runs, one row

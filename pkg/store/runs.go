@@ -38,7 +38,31 @@ type Started struct {
 	SigningSecret string
 	// History is which of the job's runs are kept; see Result.TrimHistory.
 	History job.History
+	// ExpiresAfter is how late the attempt may start; zero, any time.
+	ExpiresAfter time.Duration
+	// Overlap is the job's overlap policy; "" allows any.
+	Overlap job.Overlap
+	// Notify is the job's alerting; nil when none.
+	Notify *job.Notify
+	// Gate is what the job's overlap policy says: GateRun, or GateSkip (an
+	// earlier occurrence holds the job; record this one skipped), or
+	// GateWait (not started: put it back in the due set to try again).
+	Gate string
 }
+
+// OverlapWaitKept is how long a buffer_one occurrence keeps its place
+// without trying again; the worker tries every OverlapPoll.
+const (
+	OverlapWaitKept = 30 * time.Second
+	OverlapPoll     = 250 * time.Millisecond
+)
+
+// Gates of a started attempt; see Started.Gate.
+const (
+	GateRun  = "run"
+	GateSkip = "skip"
+	GateWait = "wait"
+)
 
 // startRunsSQL starts a batch of attempts in one round trip. locked
 // share-locks the entries' jobs whatever their status, so that a transaction
@@ -50,35 +74,91 @@ type Started struct {
 // attempt whose worker vanished (running past its lease). Anything else (a
 // finished attempt, one leased to a live worker, a job no longer scheduled)
 // starts nothing and is sorted out by the caller with RunStates.
+//
+// A recurring job with an overlap policy is held by one occurrence at a
+// time: held takes jobs.overlap_for for the batch's earliest first attempt
+// of the job, if no other occurrence holds it (or its hold outlived its
+// lease). It is an UPDATE, which Postgres re-checks on the newest version
+// of the row, so of two workers starting two occurrences at once only one
+// takes it. An occurrence that finds the job held is started and reported
+// "skip" (the caller records it skipped), or, under buffer_one when no other
+// occurrence waits, takes jobs.overlap_wait and is not started but reported
+// "wait" (the caller puts it back in the due set, to try again shortly; $9
+// is how long its place is kept if it does not). A waiting occurrence goes
+// before any later one. Retries (attempt > 1) are not held back.
 const startRunsSQL = `WITH req AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::smallint[], $5::timestamptz[], $8::integer[])
         AS r(run_id, job_id, scheduled_for, attempt, due_at, generation)
 ), locked AS MATERIALIZED (
-    SELECT id, status, owner_id, type, name, payload, timeout_ms, max_retries, generation, schedule, last_at, history FROM jobs
+    SELECT id, status, owner_id, type, name, payload, timeout_ms, max_retries, generation, schedule, last_at, history,
+           expires_after_ms, overlap, notify FROM jobs
     WHERE id = ANY($2)
     ORDER BY id
     FOR SHARE
 ), live AS (
     SELECT * FROM locked WHERE status = 'scheduled'
+), want AS (
+    SELECT DISTINCT ON (r.job_id) r.job_id, r.scheduled_for, l.timeout_ms
+    FROM req r JOIN live l ON l.id = r.job_id AND l.generation = r.generation
+    WHERE l.overlap IS NOT NULL AND r.attempt = 1
+    ORDER BY r.job_id, r.scheduled_for
+), held AS (
+    UPDATE jobs j SET
+        overlap_for = CASE WHEN ` + overlapFree + ` THEN w.scheduled_for ELSE j.overlap_for END,
+        overlap_until = CASE WHEN ` + overlapFree + `
+                             THEN $6::timestamptz + (w.timeout_ms + $7::int) * interval '1 millisecond'
+                             ELSE j.overlap_until END,
+        overlap_wait = CASE WHEN ` + overlapFree + ` THEN (CASE WHEN j.overlap_wait = w.scheduled_for THEN NULL ELSE j.overlap_wait END)
+                            WHEN ` + overlapMayWait + ` THEN w.scheduled_for
+                            ELSE j.overlap_wait END,
+        overlap_wait_until = CASE WHEN ` + overlapFree + ` THEN (CASE WHEN j.overlap_wait = w.scheduled_for THEN NULL ELSE j.overlap_wait_until END)
+                                  WHEN ` + overlapMayWait + ` THEN $6::timestamptz + $9 * interval '1 millisecond'
+                                  ELSE j.overlap_wait_until END
+    FROM want w
+    WHERE j.id = w.job_id
+    RETURNING j.id, j.overlap_for, j.overlap_wait
+), gate AS (
+    SELECT r.*, CASE
+            WHEN l.overlap IS NULL OR r.attempt > 1 THEN 'run'
+            WHEN EXISTS (SELECT 1 FROM held h WHERE h.id = r.job_id AND h.overlap_for = r.scheduled_for) THEN 'run'
+            WHEN EXISTS (SELECT 1 FROM held h WHERE h.id = r.job_id AND h.overlap_wait = r.scheduled_for) THEN 'wait'
+            ELSE 'skip' END AS gate
+    FROM req r JOIN live l ON l.id = r.job_id AND l.generation = r.generation
 ), fresh AS (
     INSERT INTO job_runs (job_id, scheduled_for, attempt, status, id, owner_id, due_at, started_at, lease_until)
     SELECT r.job_id, r.scheduled_for, r.attempt, 'running', r.run_id, l.owner_id, r.due_at, $6::timestamptz,
            $6::timestamptz + (l.timeout_ms + $7::int) * interval '1 millisecond'
-    FROM req r JOIN live l ON l.id = r.job_id AND l.generation = r.generation
+    FROM gate r JOIN live l ON l.id = r.job_id
+    WHERE r.gate <> 'wait'
     ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING
     RETURNING job_id, scheduled_for, attempt, id, due_at, lease_until
 ), takeover AS (
     UPDATE job_runs jr SET started_at = $6::timestamptz, lease_until = $6::timestamptz + (l.timeout_ms + $7::int) * interval '1 millisecond'
-    FROM req r JOIN live l ON l.id = r.job_id AND l.generation = r.generation
-    WHERE jr.job_id = r.job_id AND jr.scheduled_for = r.scheduled_for AND jr.attempt = r.attempt
+    FROM gate r JOIN live l ON l.id = r.job_id
+    WHERE jr.job_id = r.job_id AND jr.scheduled_for = r.scheduled_for AND jr.attempt = r.attempt AND r.gate <> 'wait'
       AND jr.scheduled_for = ANY($3) AND jr.status = 'running' AND jr.lease_until < $6
     RETURNING jr.job_id, jr.scheduled_for, jr.attempt, jr.id, jr.due_at, jr.lease_until
+), waiting AS (
+    SELECT job_id, scheduled_for, attempt, run_id AS id, due_at, $6::timestamptz AS lease_until FROM gate WHERE gate = 'wait'
 )
 SELECT s.job_id, s.scheduled_for, s.attempt, s.id, s.due_at, s.lease_until,
        l.owner_id, l.type, l.name, l.payload, l.timeout_ms, l.max_retries, l.schedule, l.generation, l.last_at,
-       coalesce(u.signing_secret, ''), coalesce(l.history, 'all')
-FROM (SELECT * FROM fresh UNION ALL SELECT * FROM takeover) s JOIN live l ON l.id = s.job_id
+       coalesce(u.signing_secret, ''), coalesce(l.history, 'all'),
+       coalesce(l.expires_after_ms, 0), coalesce(l.overlap, ''), l.notify, g.gate
+FROM (SELECT * FROM fresh UNION ALL SELECT * FROM takeover UNION ALL SELECT * FROM waiting) s
+JOIN live l ON l.id = s.job_id
+JOIN gate g ON g.job_id = s.job_id AND g.scheduled_for = s.scheduled_for AND g.attempt = s.attempt
 LEFT JOIN users u ON u.id = l.owner_id`
+
+// overlapFree: no other occurrence holds the job w wants (or its hold
+// outlived its lease), and none waits before w's. overlapMayWait: the job
+// is buffer_one and its one place in the buffer is free, or w's already.
+const (
+	overlapFree = `((j.overlap_for IS NULL OR j.overlap_until < $6 OR j.overlap_for = w.scheduled_for)
+          AND (j.overlap_wait IS NULL OR j.overlap_wait_until < $6 OR j.overlap_wait >= w.scheduled_for))`
+	overlapMayWait = `(j.overlap = 'buffer_one'
+          AND (j.overlap_wait IS NULL OR j.overlap_wait_until < $6 OR j.overlap_wait = w.scheduled_for))`
+)
 
 // StartRuns records the attempts that may start now as running, leased until
 // their timeout plus leaseMargin, and returns them. Attempts it leaves out must
@@ -98,7 +178,8 @@ func (s *Store) StartRuns(ctx context.Context, reqs []Start, now time.Time, leas
 		sched[i], attempts[i], dues[i] = r.Occurrence.ScheduledFor, int16(r.Occurrence.Attempt), r.DueAt
 		gens[i] = int32(r.Occurrence.Generation)
 	}
-	rows, err := s.pool.Query(ctx, startRunsSQL, runIDs, jobIDs, sched, attempts, dues, now, leaseMargin.Milliseconds(), gens)
+	rows, err := s.pool.Query(ctx, startRunsSQL, runIDs, jobIDs, sched, attempts, dues, now, leaseMargin.Milliseconds(), gens,
+		OverlapWaitKept.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("start runs: %w", translate(err))
 	}
@@ -108,8 +189,20 @@ func (s *Store) StartRuns(ctx context.Context, reqs []Start, now time.Time, leas
 		var attempt int16
 		var timeoutMS int32
 		var maxRetries int16
+		var expMS int64
+		var notify []byte
 		err := r.Scan(&st.Run.JobID, &st.Run.ScheduledFor, &attempt, &st.Run.ID, &st.Run.DueAt, &st.Run.LeaseUntil,
-			&st.Run.Owner, &st.Type, &st.Name, &st.Payload, &timeoutMS, &maxRetries, &st.Schedule, &st.Generation, &lastAt, &st.SigningSecret, &st.History)
+			&st.Run.Owner, &st.Type, &st.Name, &st.Payload, &timeoutMS, &maxRetries, &st.Schedule, &st.Generation, &lastAt, &st.SigningSecret, &st.History,
+			&expMS, &st.Overlap, &notify, &st.Gate)
+		if err != nil {
+			return st, err
+		}
+		if len(notify) > 0 {
+			if err := json.Unmarshal(notify, &st.Notify); err != nil {
+				return st, fmt.Errorf("notify of job %s: %w", st.Run.JobID, err)
+			}
+		}
+		st.ExpiresAfter = time.Duration(expMS) * time.Millisecond
 		if lastAt != nil {
 			st.LastAt = lastAt.UTC()
 		}
@@ -184,6 +277,9 @@ type Result struct {
 	FinishedAt time.Time
 	Output     string
 	Error      string
+	// Held says the attempt's job has an overlap policy, so the occurrence
+	// may hold it (see startRunsSQL): recording the outcome releases it.
+	Held bool
 	// TrimHistory asks to keep only the job's newest job.KeptSuccesses
 	// completed runs (job.HistoryFailures): older ones are deleted as this
 	// outcome is recorded.
@@ -203,9 +299,14 @@ type Result struct {
 // to $11 of its completed runs older than its newest $10 (as of before this
 // statement: the batch's own outcomes come on top), so a backlog left by a
 // change of policy drains over the next runs instead of in one statement.
+// released lets go of the hold of a job with an overlap policy ($12) that
+// the outcome's occurrence held, unless the final UPDATE ends the job (which
+// lets go of it too: a row is updated once per statement). Only such jobs
+// are looked up, so other jobs pay nothing for it. A job whose last
+// occurrence expired ends expired.
 const finishRunsSQL = `WITH res AS (
-    SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::smallint[], $4::run_status[], $5::timestamptz[], $6::text[], $7::text[], $9::boolean[])
-        AS r(job_id, scheduled_for, attempt, status, finished_at, output, error, trim_history)
+    SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::smallint[], $4::run_status[], $5::timestamptz[], $6::text[], $7::text[], $9::boolean[], $12::boolean[])
+        AS r(job_id, scheduled_for, attempt, status, finished_at, output, error, trim_history, held)
 ), trimmed AS (
     DELETE FROM job_runs x
     USING (
@@ -225,15 +326,22 @@ const finishRunsSQL = `WITH res AS (
     WHERE jr.job_id = r.job_id AND jr.scheduled_for = r.scheduled_for AND jr.attempt = r.attempt
       AND jr.scheduled_for = ANY($2) AND jr.status = 'running'
     RETURNING jr.job_id, jr.scheduled_for, jr.status
+), released AS (
+    UPDATE jobs j SET overlap_for = NULL, overlap_until = NULL
+    FROM res r
+    WHERE r.held AND j.id = r.job_id AND j.overlap_for = r.scheduled_for
+      AND NOT (j.due_hour = -1 AND j.status = 'scheduled' AND j.last_at = r.scheduled_for
+               AND r.status IN ('completed', 'permanently_failed', 'skipped', 'aborted', 'expired'))
 )
 UPDATE jobs j SET status = CASE
+        WHEN d.status = 'expired' THEN 'expired'::job_status
         WHEN j.schedule IS NOT NULL OR d.status = 'completed' THEN 'completed'::job_status
         WHEN d.status = 'aborted' THEN 'cancelled'::job_status
         ELSE 'permanently_failed'::job_status END,
-    updated_at = $8
+    updated_at = $8, overlap_for = NULL, overlap_until = NULL
 FROM done d
 WHERE j.id = d.job_id AND j.due_hour = -1 AND j.status = 'scheduled'
-  AND d.status IN ('completed', 'permanently_failed', 'skipped', 'aborted')
+  AND d.status IN ('completed', 'permanently_failed', 'skipped', 'aborted', 'expired')
   AND (j.run_at = d.scheduled_for OR j.last_at = d.scheduled_for)`
 
 // trimBatch bounds the completed runs one finish statement deletes per job
@@ -248,14 +356,14 @@ func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time)
 	n := len(results)
 	jobIDs, sched, attempts := make([]uuid.UUID, n), make([]time.Time, n), make([]int16, n)
 	statuses, finished, outputs, errs := make([]string, n), make([]time.Time, n), make([]string, n), make([]string, n)
-	trim := make([]bool, n)
+	trim, held := make([]bool, n), make([]bool, n)
 	for i, r := range results {
 		jobIDs[i], sched[i], attempts[i] = r.Occurrence.JobID, r.Occurrence.ScheduledFor, int16(r.Occurrence.Attempt)
 		statuses[i], finished[i], outputs[i], errs[i] = string(r.Status), r.FinishedAt, r.Output, r.Error
-		trim[i] = r.TrimHistory
+		trim[i], held[i] = r.TrimHistory, r.Held
 	}
 	if _, err := s.pool.Exec(ctx, finishRunsSQL, jobIDs, sched, attempts, statuses, finished, outputs, errs, now,
-		trim, job.KeptSuccesses, trimBatch); err != nil {
+		trim, job.KeptSuccesses, trimBatch, held); err != nil {
 		return fmt.Errorf("finish runs: %w", translate(err))
 	}
 	return nil
@@ -269,10 +377,12 @@ type RunFilter struct {
 	Limit  int
 }
 
-// RunCursor is the keyset position of a run in ListRuns' order.
+// RunCursor is the keyset position of a run in ListRuns' order, and with
+// JobID in SearchRuns' (ListRuns, within one job, ignores it).
 type RunCursor struct {
 	ScheduledFor time.Time
 	Attempt      int
+	JobID        uuid.UUID
 }
 
 const listRunsSQL = `SELECT job_id, scheduled_for, attempt, status, id, owner_id, due_at, started_at, lease_until,
@@ -405,4 +515,51 @@ func (s *Store) AbortJob(ctx context.Context, owner, id uuid.UUID, now time.Time
 		return nil, fmt.Errorf("abort job %s: %w", id, err)
 	}
 	return runs, nil
+}
+
+// previousOutcomesSQL finds, for each attempt, the status of the job's
+// attempt recorded just before it that ran (skipped and expired ones did
+// not), walking the primary key backwards: one probe each.
+const previousOutcomesSQL = `SELECT r.job_id, r.scheduled_for, r.attempt, coalesce((
+    SELECT p.status::text FROM job_runs p
+    WHERE p.job_id = r.job_id AND (p.scheduled_for, p.attempt) < (r.scheduled_for, r.attempt)
+      AND p.status IN ('completed', 'failed', 'permanently_failed', 'aborted')
+    ORDER BY p.scheduled_for DESC, p.attempt DESC LIMIT 1), '')
+FROM unnest($1::uuid[], $2::timestamptz[], $3::smallint[]) AS r(job_id, scheduled_for, attempt)`
+
+// PreviousOutcomes returns, keyed by occurrence member, the outcome of the
+// attempt each of occs followed (its job's previous attempt that ran);
+// absent when there was none. A failure alert's "recovered" is a completed
+// attempt whose previous one failed.
+func (s *Store) PreviousOutcomes(ctx context.Context, occs []job.Occurrence) (map[string]job.RunStatus, error) {
+	jobIDs := make([]uuid.UUID, len(occs))
+	sched := make([]time.Time, len(occs))
+	attempts := make([]int16, len(occs))
+	members := make(map[string]string, len(occs))
+	for i, o := range occs {
+		jobIDs[i], sched[i], attempts[i] = o.JobID, o.ScheduledFor, int16(o.Attempt)
+		members[runKey(o.JobID, o.ScheduledFor, o.Attempt)] = o.Member()
+	}
+	rows, err := s.pool.Query(ctx, previousOutcomesSQL, jobIDs, sched, attempts)
+	if err != nil {
+		return nil, fmt.Errorf("previous outcomes: %w", translate(err))
+	}
+	defer rows.Close()
+	out := make(map[string]job.RunStatus, len(occs))
+	for rows.Next() {
+		var id uuid.UUID
+		var at time.Time
+		var attempt int16
+		var status string
+		if err := rows.Scan(&id, &at, &attempt, &status); err != nil {
+			return nil, fmt.Errorf("previous outcomes: %w", err)
+		}
+		if status != "" {
+			out[members[runKey(id, at.UTC(), int(attempt))]] = job.RunStatus(status)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("previous outcomes: %w", translate(err))
+	}
+	return out, nil
 }

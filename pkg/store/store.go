@@ -196,10 +196,10 @@ func (s *Store) Warm(ctx context.Context, n int) error {
 			return fmt.Errorf("warm pool: %w", err)
 		}
 		// Rolled back: the empty inputs change nothing either way.
-		_, err = tx.Exec(ctx, startRunsSQL, []string{}, []string{}, []time.Time{}, []int16{}, []time.Time{}, time.Now(), 0, []int32{})
+		_, err = tx.Exec(ctx, startRunsSQL, []string{}, []string{}, []time.Time{}, []int16{}, []time.Time{}, time.Now(), 0, []int32{}, 0)
 		if err == nil {
 			_, err = tx.Exec(ctx, finishRunsSQL, []string{}, []time.Time{}, []int16{}, []string{}, []time.Time{}, []string{}, []string{}, time.Now(),
-				[]bool{}, job.KeptSuccesses, trimBatch)
+				[]bool{}, job.KeptSuccesses, trimBatch, []bool{})
 		}
 		_ = tx.Rollback(ctx)
 		if err != nil {

@@ -22,7 +22,12 @@ type result struct {
 	started store.Started
 	outcome jobtype.Outcome
 	at      time.Time
-	skip    string // why a misfire policy skipped it; empty when it ran
+	skip    string // why it was skipped (misfire, overlap); empty when it ran
+	// expired says why it expired before it could start; empty otherwise.
+	expired string
+	// wait: a buffer_one occurrence not started, to be put back in the due
+	// set; nothing is recorded in Postgres.
+	wait bool
 	// aborted says who stopped it while it ran; nil when nobody did.
 	aborted *abortedError
 }
@@ -53,18 +58,27 @@ func (c *Consumer) record(ctx context.Context) {
 }
 
 func (c *Consumer) flush(ctx context.Context, batch []result) {
-	results := make([]store.Result, len(batch))
+	results := make([]store.Result, 0, len(batch))
+	recorded := make([]result, 0, len(batch))
 	// Per shard: a retry goes to the due set of the shard its entry came
 	// from, so it is safe there before the entry is acknowledged.
 	done := make(map[int]queue.Settlement, 1)
-	for i, r := range batch {
+	for _, r := range batch {
 		s := done[r.msg.Shard]
 		occ := r.msg.Occurrence
+		s.IDs = append(s.IDs, r.msg.ID)
+		if r.wait {
+			s.Retries = append(s.Retries, queue.Entry{Occurrence: occ, DueAt: r.at.Add(store.OverlapPoll)})
+			done[r.msg.Shard] = s
+			continue
+		}
 		res := store.Result{Occurrence: occ, FinishedAt: r.at, Output: r.outcome.Output, Error: r.outcome.Error,
-			TrimHistory: r.started.History == job.HistoryFailures}
+			TrimHistory: r.started.History == job.HistoryFailures, Held: r.started.Overlap != ""}
 		switch {
 		case r.skip != "":
-			res.Status, res.Error = job.RunSkipped, "misfire: "+r.skip
+			res.Status, res.Error = job.RunSkipped, r.skip
+		case r.expired != "":
+			res.Status, res.Error = job.RunExpired, r.expired
 		case r.aborted != nil:
 			// Stopped by someone: recorded as such, and never retried.
 			res.Status, res.Error = job.RunAborted, r.aborted.Error()
@@ -76,8 +90,8 @@ func (c *Consumer) flush(ctx context.Context, batch []result) {
 		default:
 			res.Status = job.RunPermanentlyFailed
 		}
-		results[i] = res
-		s.IDs = append(s.IDs, r.msg.ID)
+		results = append(results, res)
+		recorded = append(recorded, r)
 		done[r.msg.Shard] = s
 	}
 	if _, err := retryPG(ctx, c.Log, func() (struct{}, error) {
@@ -88,8 +102,9 @@ func (c *Consumer) flush(ctx context.Context, batch []result) {
 		}
 		return // unacknowledged entries are reclaimed later and retried
 	}
-	c.observe(batch, results)
-	c.autoPause(ctx, batch, results)
+	c.observe(recorded, results)
+	paused := c.autoPause(ctx, recorded, results)
+	c.alert(ctx, recorded, results, paused)
 	for attempt := 0; ; attempt++ {
 		err := c.Queue.Settle(ctx, done)
 		if err == nil {
@@ -115,7 +130,7 @@ func (c *Consumer) observe(batch []result, results []store.Result) {
 		typ := string(r.started.Type)
 		dur := r.at.Sub(run.StartedAt)
 		c.Metrics.Runs.WithLabelValues(typ, string(res.Status)).Inc()
-		if r.skip == "" {
+		if r.skip == "" && r.expired == "" {
 			c.Metrics.Duration.WithLabelValues(typ).Observe(max(dur.Seconds(), 0))
 		}
 		c.Log.Info("run_finished",
@@ -127,10 +142,11 @@ func (c *Consumer) observe(batch []result, results []store.Result) {
 }
 
 // autoPause pauses the recurring jobs of this batch whose last occurrences
-// all failed permanently. A failure here only delays it to the next failure.
-func (c *Consumer) autoPause(ctx context.Context, batch []result, results []store.Result) {
+// all failed permanently, and returns them. A failure here only delays it
+// to the next failure.
+func (c *Consumer) autoPause(ctx context.Context, batch []result, results []store.Result) []uuid.UUID {
 	if c.AutoPauseAfter <= 0 {
-		return
+		return nil
 	}
 	var ids []uuid.UUID
 	for i, r := range batch {
@@ -139,14 +155,15 @@ func (c *Consumer) autoPause(ctx context.Context, batch []result, results []stor
 		}
 	}
 	if len(ids) == 0 {
-		return
+		return nil
 	}
 	paused, err := c.Store.AutoPause(ctx, ids, c.AutoPauseAfter, c.Clock())
 	if err != nil {
 		c.Log.Warn("auto_pause_failed", zap.Error(err))
-		return
+		return nil
 	}
 	for _, id := range paused {
 		c.Log.Warn("job_auto_paused", zap.String("job_id", id.String()), zap.Int("failed_occurrences", c.AutoPauseAfter))
 	}
+	return paused
 }

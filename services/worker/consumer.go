@@ -67,6 +67,8 @@ type Consumer struct {
 	ended chan queue.Message
 	// attempts are the attempts running now, for aborts to stop.
 	attempts *attempts
+	// alerts holds a token per failure alert in flight (see maxAlerts).
+	alerts chan struct{}
 }
 
 // Run consumes until ctx ends, then stops fetching, lets in-flight attempts
@@ -78,6 +80,7 @@ func (c *Consumer) Run(ctx context.Context) {
 		c.Metrics = metrics.NewWorker(prometheus.NewRegistry()) // counted, not served
 	}
 	c.slots = newSlotPool(c.Concurrency)
+	c.alerts = make(chan struct{}, maxAlerts)
 	c.results = make(chan result, c.Concurrency)
 	c.ended = make(chan queue.Message, c.Concurrency)
 	c.attempts = newAttempts()

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -77,12 +78,33 @@ func (c *Consumer) handle(ctx, execCtx context.Context, q *queue.Shard, msgs []q
 			continue
 		}
 		delete(byMember, key)
+		if st.Gate == store.GateWait {
+			// buffer_one: an earlier occurrence still runs. Not started;
+			// back in the due set shortly, its place in the buffer kept.
+			c.ended <- m
+			c.results <- result{msg: m, started: st, at: now, wait: true}
+			c.slots.give(1)
+			continue
+		}
 		// Every attempt started counts, a skipped misfire too: its lateness
 		// is what made it one. A clock skewed behind Redis's counts as on time.
 		c.Metrics.Lateness.Observe(max(st.Run.Lateness().Seconds(), 0))
-		if reason := c.misfired(st, now); reason != "" {
+		var r result
+		switch {
+		case st.Gate == store.GateSkip:
+			r.skip = "overlap: an earlier occurrence of the job still runs"
+		case st.ExpiresAfter > 0 && now.Sub(st.Run.DueAt) > st.ExpiresAfter:
+			r.expired = fmt.Sprintf("expired: could start only %s after it was due; expires_after is %s",
+				now.Sub(st.Run.DueAt).Round(time.Millisecond), st.ExpiresAfter)
+		default:
+			if reason := c.misfired(st, now); reason != "" {
+				r.skip = "misfire: " + reason
+			}
+		}
+		if r.skip != "" || r.expired != "" {
+			r.msg, r.started, r.at = m, st, now
 			c.ended <- m
-			c.results <- result{msg: m, started: st, at: now, skip: reason}
+			c.results <- r
 			c.slots.give(1)
 			continue
 		}

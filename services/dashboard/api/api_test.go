@@ -587,7 +587,7 @@ func TestListRuns(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &raw))
 		require.ElementsMatch(t, []string{"id", "job_id", "scheduled_for", "attempt", "status", "started_at",
-			"finished_at", "output", "error", "lateness_ms"}, keys(raw.Runs[0]))
+			"finished_at", "output", "error", "lateness_ms", "job_name", "job_type"}, keys(raw.Runs[0]))
 		require.Nil(t, raw.Runs[0]["finished_at"], "null while running")
 		require.Regexp(t, wireTime, raw.Runs[1]["finished_at"])
 		require.Regexp(t, wireTime, raw.Runs[1]["scheduled_for"])

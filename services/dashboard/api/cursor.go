@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/base64"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +47,31 @@ func parseRunCursor(s string) (*store.RunCursor, error) {
 		return nil, fmt.Errorf("bad run cursor")
 	}
 	return &store.RunCursor{ScheduledFor: time.UnixMilli(ms).UTC(), Attempt: attempt}, nil
+}
+
+// runSearchCursor is the position after a run in a search across jobs: its
+// scheduled_for in unix microseconds, its attempt and its job id.
+func runSearchCursor(c store.RunCursor) string {
+	return cursorEncoding.EncodeToString([]byte(strconv.FormatInt(c.ScheduledFor.UnixMicro(), 10) + "." +
+		strconv.Itoa(c.Attempt) + "." + c.JobID.String()))
+}
+
+func parseRunSearchCursor(s string) (*store.RunCursor, error) {
+	b, err := cursorEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("bad run search cursor")
+	}
+	parts := strings.Split(string(b), ".")
+	if len(parts) != 3 {
+		return nil, fmt.Errorf("bad run search cursor")
+	}
+	us, err1 := strconv.ParseInt(parts[0], 10, 64)
+	attempt, err2 := strconv.Atoi(parts[1])
+	id, err3 := uuid.Parse(parts[2])
+	if err1 != nil || err2 != nil || err3 != nil || attempt < 0 || attempt > math.MaxInt16 {
+		return nil, fmt.Errorf("bad run search cursor")
+	}
+	return &store.RunCursor{ScheduledFor: time.UnixMicro(us).UTC(), Attempt: attempt, JobID: id}, nil
 }
 
 // auditCursor is the position after an audit entry in the newest-first log.

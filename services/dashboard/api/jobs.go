@@ -180,7 +180,7 @@ func (s *Server) pageJobs(c *echo.Context, f store.JobFilter) error {
 	if v := c.QueryParam("status"); v != "" {
 		f.Status = job.Status(v)
 		if !validStatus(f.Status) {
-			return invalid("status", "must be one of scheduled, paused, completed, permanently_failed, cancelled")
+			return invalid("status", "must be one of scheduled, paused, completed, permanently_failed, cancelled, expired")
 		}
 	}
 	if v := c.QueryParam("type"); v != "" {
@@ -316,7 +316,7 @@ func pageSize(c *echo.Context) (int, error) {
 
 func validStatus(st job.Status) bool {
 	switch st {
-	case job.StatusScheduled, job.StatusPaused, job.StatusCompleted, job.StatusPermanentlyFailed, job.StatusCancelled:
+	case job.StatusScheduled, job.StatusPaused, job.StatusCompleted, job.StatusPermanentlyFailed, job.StatusCancelled, job.StatusExpired:
 		return true
 	}
 	return false

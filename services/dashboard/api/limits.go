@@ -168,7 +168,11 @@ func (s *Server) maxPerHour(owner *store.User) int {
 // job owner's recurring jobs: the caller's own, or the limits of the user an
 // administrator edits a job of.
 func (s *Server) ownerMaxPerHour(c *echo.Context) func(context.Context, uuid.UUID) (int, error) {
-	p := caller(c)
+	return s.maxPerHourOf(caller(c))
+}
+
+// maxPerHourOf is ownerMaxPerHour for a caller p.
+func (s *Server) maxPerHourOf(p principal) func(context.Context, uuid.UUID) (int, error) {
 	return func(ctx context.Context, owner uuid.UUID) (int, error) {
 		if owner == p.user {
 			return 60 * s.quotas.effective(p.limits, p.admin).OccurrencesPerMinute, nil

@@ -59,7 +59,7 @@ func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		req := c.Request()
 		limit := s.maxBody
-		if c.Path() == batchRoute {
+		if c.Path() == batchRoute || c.Path() == bulkRoute {
 			limit = s.maxBatchBody
 		}
 		if req.ContentLength > limit {

@@ -28,7 +28,8 @@ func (s *Server) listRuns(c *echo.Context) error {
 		}
 	}
 	ctx := c.Request().Context()
-	if _, err := s.store.GetJob(ctx, f.Owner, id); err != nil {
+	j, err := s.store.GetJob(ctx, f.Owner, id)
+	if err != nil {
 		return dependency(err)
 	}
 	runs, err := s.store.ListRuns(ctx, f)
@@ -39,7 +40,9 @@ func (s *Server) listRuns(c *echo.Context) error {
 	runs, out.NextCursor = page(runs, limit, func(r job.Run) string { return runCursor(r.ScheduledFor, r.Attempt) })
 	out.Runs = make([]Run, 0, len(runs))
 	for i := range runs {
-		out.Runs = append(out.Runs, runView(&runs[i]))
+		v := runView(&runs[i])
+		v.JobName, v.JobType = j.Name, j.Type
+		out.Runs = append(out.Runs, v)
 	}
 	return writeJSON(c, http.StatusOK, out)
 }

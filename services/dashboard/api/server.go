@@ -175,6 +175,7 @@ func (s *Server) routes() *echo.Echo {
 	v1 := e.Group("/api/v1", s.authenticate, s.whenReady, s.rateLimit, checkQuery)
 	v1.POST("/jobs", s.createJob, s.idempotent)
 	v1.POST(strings.TrimPrefix(batchRoute, "/api/v1"), s.createBatch, s.idempotent)
+	v1.POST(strings.TrimPrefix(bulkRoute, "/api/v1"), s.bulkJobs, s.idempotent)
 	v1.GET("/jobs", s.listJobs)
 	v1.GET("/jobs/:id", s.getJob)
 	v1.GET("/jobs/by-key/:key", s.getJobByKey)
@@ -189,6 +190,8 @@ func (s *Server) routes() *echo.Echo {
 	v1.POST("/jobs/:id/abort", s.abortJob, s.idempotent)
 	v1.GET("/jobs/:id/next", s.nextRuns)
 	v1.GET("/jobs/:id/runs", s.listRuns)
+	v1.GET("/runs", s.searchRuns)
+	v1.GET(strings.TrimPrefix(runStatsRoute, "/api/v1"), s.runStats)
 	v1.POST("/schedules/preview", s.previewSchedule)
 	v1.GET("/signing-secret", s.signingSecret)
 

@@ -77,6 +77,13 @@ type Job struct {
 	Labels map[string]string `json:"labels"`
 	// Key is the owner's own name for the job; absent when none.
 	Key string `json:"key,omitempty"`
+	// ExpiresAfter is how late an attempt may start before it is recorded
+	// expired instead; absent when it never expires.
+	ExpiresAfter string `json:"expires_after,omitempty"`
+	// Overlap is a recurring job's overlap policy; absent for a one-off job.
+	Overlap job.Overlap `json:"overlap,omitempty"`
+	// Notify is where alerts on the job's failures go; absent when none.
+	Notify *job.Notify `json:"notify,omitempty"`
 	// PausedReason says why tock paused the job itself, if it did.
 	PausedReason string    `json:"paused_reason,omitempty"`
 	CreatedAt    Time      `json:"created_at"`
@@ -138,6 +145,16 @@ func (s *Server) jobView(j *job.Job, now time.Time) Job {
 	if j.Retention > 0 {
 		v.Retention = j.Retention.String()
 	}
+	if j.ExpiresAfter > 0 {
+		v.ExpiresAfter = j.ExpiresAfter.String()
+	}
+	if j.Recurring() {
+		v.Overlap = j.Overlap
+		if v.Overlap == "" {
+			v.Overlap = job.OverlapAllow
+		}
+	}
+	v.Notify = j.Notify
 	if v.History == "" {
 		v.History = job.HistoryAll
 	}
@@ -174,6 +191,10 @@ type Run struct {
 	Error      string `json:"error"`
 	// LatenessMS is how long after its due time the attempt started.
 	LatenessMS int64 `json:"lateness_ms"`
+	// JobName and JobType are those of the run's job, so that a list of
+	// runs across jobs says what each one ran.
+	JobName string   `json:"job_name"`
+	JobType job.Type `json:"job_type"`
 }
 
 func runView(r *job.Run) Run {
@@ -191,11 +212,38 @@ func runView(r *job.Run) Run {
 	}
 }
 
-// RunList is one page of GET /api/v1/jobs/{id}/runs. NextCursor is "" on the
-// last page.
+// foundRunView is a run of a search across jobs, with its job's name and type.
+func foundRunView(r *store.FoundRun) Run {
+	v := runView(&r.Run)
+	v.JobName, v.JobType = r.JobName, r.JobType
+	return v
+}
+
+// RunList is one page of GET /api/v1/jobs/{id}/runs or GET /api/v1/runs.
+// NextCursor is "" on the last page; a run search's page may be short, even
+// empty, and still have a next one.
 type RunList struct {
 	Runs       []Run  `json:"runs"`
 	NextCursor string `json:"next_cursor"`
+}
+
+// RunStats is the answer of GET /api/v1/runs:stats: how many runs were
+// scheduled in [Since, Until), by GroupBy, the largest MaxRunGroups groups
+// first; Truncated says more groups were left out.
+type RunStats struct {
+	Since     Time            `json:"since"`
+	Until     Time            `json:"until"`
+	GroupBy   string          `json:"group_by"`
+	Groups    []RunStatsGroup `json:"groups"`
+	Truncated bool            `json:"truncated"`
+}
+
+// RunStatsGroup is one group of RunStats: a run status, a job type or a
+// job id as Key, with the job's Name when grouped by job.
+type RunStatsGroup struct {
+	Key   string `json:"key"`
+	Name  string `json:"name,omitempty"`
+	Count int64  `json:"count"`
 }
 
 // Upcoming is one future occurrence: At in the job's time zone, UTC the same

@@ -1,0 +1,125 @@
+package jobspec_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobspec"
+)
+
+// requireFieldError fails unless err is a *job.FieldError naming a field
+// under prefix.
+func requireFieldError(t *testing.T, err error, prefix string) {
+	t.Helper()
+	var fe *job.FieldError
+	if !errors.As(err, &fe) || !strings.HasPrefix(fe.Field, prefix) {
+		t.Fatalf("error %v (%T) is not a *FieldError on %s", err, err, prefix)
+	}
+}
+
+// FuzzLabels: any labels either pass, and then hold only what Postgres and
+// the label index accept, or are refused on the labels field.
+func FuzzLabels(f *testing.F) {
+	for _, seed := range []string{`{"customer":"1234"}`, `{"Bad":"x"}`, `{"a":"b\u0000"}`, `{"a.b-c_d":""}`, `{}`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var m map[string]string
+		if json.Unmarshal(data, &m) != nil {
+			return
+		}
+		got, err := jobspec.ValidLabels(m)
+		if err != nil {
+			requireFieldError(t, err, "labels")
+			return
+		}
+		if len(got) > job.MaxLabels {
+			t.Fatalf("%d labels accepted", len(got))
+		}
+		for k, v := range got {
+			if !job.ValidLabelKey(k) || utf8.RuneCountInString(v) > job.MaxLabelValue || !utf8.ValidString(v) ||
+				strings.ContainsFunc(v, unicode.IsControl) {
+				t.Fatalf("label %q=%q accepted", k, v)
+			}
+		}
+	})
+}
+
+// FuzzNotify: any notify either passes, with known events, each once, and
+// one destination, or is refused on a notify field.
+func FuzzNotify(f *testing.F) {
+	for _, seed := range []string{
+		`{"on":["permanently_failed"],"webhook":{"url":"https://example.com/alerts","headers":{"X-Key":"k"}}}`,
+		`{"on":["failed","failed","recovered"],"slack":{"webhook_url":"https://hooks.slack.com/services/T/B/X"}}`,
+		`{"on":["paused"],"email":{"to":["ops@example.com"]}}`,
+		`{"on":["paused"],"webhook":{"url":"http://127.0.0.1/"}}`,
+		`{"on":["nope"],"email":{"to":["a@b"]},"slack":{"webhook_url":"x"}}`,
+		`{"on":[]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var n job.Notify
+		if json.Unmarshal(data, &n) != nil {
+			return
+		}
+		got, err := jobspec.ValidNotify(&n, jobspec.DefaultLimits)
+		if err != nil {
+			requireFieldError(t, err, "notify")
+			return
+		}
+		if got == nil {
+			if len(n.On) != 0 {
+				t.Fatalf("events %v accepted as no alerting", n.On)
+			}
+			return
+		}
+		seen := map[job.NotifyEvent]bool{}
+		for _, e := range got.On {
+			if seen[e] || !(&job.Notify{On: job.NotifyEvents}).Wants(e) {
+				t.Fatalf("event %q accepted twice or unknown", e)
+			}
+			seen[e] = true
+		}
+		dests := 0
+		for _, set := range []bool{got.Webhook != nil, got.Slack != nil, got.Email != nil} {
+			if set {
+				dests++
+			}
+		}
+		if dests != 1 {
+			t.Fatalf("%d destinations accepted", dests)
+		}
+	})
+}
+
+func TestNotifyValidation(t *testing.T) {
+	for body, field := range map[string]string{
+		`{"on":["exploded"],"email":{"to":["a@example.com"]}}`: "notify.on",
+		`{"on":["failed"]}`: "notify",
+		`{"on":["failed"],"email":{"to":["a@example.com"]},"slack":{"webhook_url":"https://x.test/"}}`: "notify",
+		`{"on":["failed"],"webhook":{"url":"http://127.0.0.1:9/"}}`:                                    "notify.webhook.url",
+		`{"on":["failed"],"webhook":{"url":"ftp://example.com/"}}`:                                     "notify.webhook.url",
+		`{"on":["failed"],"slack":{"webhook_url":"http://169.254.169.254/"}}`:                          "notify.slack",
+		`{"on":["failed"],"email":{"to":["not an address"]}}`:                                          "notify.email",
+	} {
+		var n job.Notify
+		if err := json.Unmarshal([]byte(body), &n); err != nil {
+			t.Fatal(err)
+		}
+		_, err := jobspec.ValidNotify(&n, jobspec.DefaultLimits)
+		if err == nil {
+			t.Fatalf("%s accepted", body)
+		}
+		requireFieldError(t, err, field)
+	}
+	n, err := jobspec.ValidNotify(&job.Notify{On: []job.NotifyEvent{"failed", "failed"}, Webhook: &job.NotifyWebhook{URL: "https://example.com/a"}}, jobspec.DefaultLimits)
+	if err != nil || len(n.On) != 1 {
+		t.Fatalf("got %+v, %v", n, err)
+	}
+}

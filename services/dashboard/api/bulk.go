@@ -1,0 +1,354 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v5"
+	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobspec"
+	"github.com/tockhq/tock/pkg/jobtype"
+	"github.com/tockhq/tock/pkg/store"
+)
+
+// bulkRoute is POST /api/v1/jobs:bulk; the colon is escaped as in batchRoute.
+const bulkRoute = `/api/v1/jobs\:bulk`
+
+// MaxBulkJobs is the most jobs one bulk action may change.
+const MaxBulkJobs = 10_000
+
+// Bulk actions, and what each does to one job: the single-job action's own
+// rules apply, and a job they refuse is reported as skipped.
+const (
+	bulkPause   = "pause"
+	bulkResume  = "resume"
+	bulkCancel  = "cancel"
+	bulkTrigger = "trigger"
+	bulkRetry   = "retry"
+)
+
+var bulkActions = []string{bulkPause, bulkResume, bulkCancel, bulkTrigger, bulkRetry}
+
+// bulkWorkers is how many jobs of one bulk action change at once: enough to
+// finish 10,000 within the write timeout, few enough to leave the pool's
+// other connections to other requests.
+const bulkWorkers = 4
+
+// bulkTimeout bounds the changes of one bulk action, all together. They go
+// on if the client goes away, so that the answer (and the audit entry)
+// describes what was done; jobs not reached in time are skipped, and say so.
+const bulkTimeout = 25 * time.Second
+
+// bulkRequest is the body of POST /api/v1/jobs:bulk: an action and either
+// the jobs' ids or a filter, as for the jobs list.
+type bulkRequest struct {
+	Action string      `json:"action"`
+	IDs    []string    `json:"ids"`
+	Filter *bulkFilter `json:"filter"`
+	DryRun bool        `json:"dry_run"`
+}
+
+// bulkFilter selects jobs as GET /api/v1/jobs does. Label is one
+// "key=value" or a list of them, all of which must match.
+type bulkFilter struct {
+	Status string          `json:"status"`
+	Type   string          `json:"type"`
+	Label  json.RawMessage `json:"label"`
+	Q      string          `json:"q"`
+	Owner  string          `json:"owner"`
+}
+
+// BulkSkipped is a job a bulk action did not change, and why.
+type BulkSkipped struct {
+	ID     uuid.UUID `json:"id"`
+	Reason string    `json:"reason"`
+}
+
+// BulkResult is the answer of a bulk action: how many jobs were selected,
+// how many changed, and every one that did not. A dry run changes nothing
+// and lists the selected ids instead.
+type BulkResult struct {
+	Action  string        `json:"action"`
+	DryRun  bool          `json:"dry_run"`
+	Matched int           `json:"matched"`
+	Changed int           `json:"changed"`
+	Skipped []BulkSkipped `json:"skipped"`
+	IDs     []uuid.UUID   `json:"ids,omitempty"`
+}
+
+// bulkPlan is a checked bulk request: the ids given, or the filter to find
+// them with (owner still to be resolved).
+type bulkPlan struct {
+	action string
+	ids    []uuid.UUID
+	filter *store.JobFilter
+	owner  uuid.UUID // the filter's named owner; uuid.Nil when none
+	dryRun bool
+}
+
+// parseBulk checks a bulk request's body; it needs nothing but the bytes,
+// so it is what the fuzz target drives.
+func parseBulk(raw []byte) (*bulkPlan, error) {
+	var req bulkRequest
+	if err := decodeRaw(raw, &req); err != nil {
+		return nil, err
+	}
+	plan := &bulkPlan{action: req.Action, dryRun: req.DryRun}
+	found := false
+	for _, a := range bulkActions {
+		found = found || a == req.Action
+	}
+	if !found {
+		return nil, invalid("action", "must be one of "+strings.Join(bulkActions, ", "))
+	}
+	switch {
+	case req.IDs != nil && req.Filter != nil:
+		return nil, invalid("filter", "give ids or a filter, not both")
+	case req.IDs == nil && req.Filter == nil:
+		return nil, invalid("ids", "give the jobs' ids, or a filter")
+	case req.IDs != nil:
+		if len(req.IDs) == 0 {
+			return nil, invalid("ids", "must name at least one job")
+		}
+		if len(req.IDs) > MaxBulkJobs {
+			return nil, newError(http.StatusRequestEntityTooLarge, CodeTooLarge, "ids",
+				fmt.Sprintf("at most %d jobs per bulk action; %d given", MaxBulkJobs, len(req.IDs)))
+		}
+		seen := make(map[uuid.UUID]bool, len(req.IDs))
+		for i, s := range req.IDs {
+			id, err := uuid.Parse(s)
+			if err != nil {
+				return nil, invalid(fmt.Sprintf("ids[%d]", i), "is not a job id")
+			}
+			if !seen[id] {
+				seen[id] = true
+				plan.ids = append(plan.ids, id)
+			}
+		}
+		return plan, nil
+	}
+	f := &store.JobFilter{}
+	if v := req.Filter.Status; v != "" {
+		f.Status = job.Status(v)
+		if !validStatus(f.Status) {
+			return nil, invalid("filter.status", "must be one of scheduled, paused, completed, permanently_failed, cancelled, expired")
+		}
+	}
+	if v := req.Filter.Type; v != "" {
+		f.Type = job.Type(v)
+		if _, ok := jobtype.Lookup(f.Type); !ok {
+			return nil, invalid("filter.type", "must be one of "+strings.Join(jobtype.Names(), ", "))
+		}
+	}
+	if v := strings.TrimSpace(req.Filter.Q); v != "" {
+		if id, err := uuid.Parse(v); err == nil {
+			f.ID = id
+		} else {
+			f.Name = v
+		}
+	}
+	if len(req.Filter.Label) > 0 && string(req.Filter.Label) != "null" {
+		var labels []string
+		var one string
+		if err := json.Unmarshal(req.Filter.Label, &one); err == nil {
+			labels = []string{one}
+		} else if err := json.Unmarshal(req.Filter.Label, &labels); err != nil {
+			return nil, invalid("filter.label", `must be "key=value" or a list of them`)
+		}
+		var err error
+		if f.Labels, err = labelFilter(labels); err != nil {
+			var ae *apiError
+			if errors.As(err, &ae) {
+				return nil, invalid("filter.label", ae.detail.Message)
+			}
+			return nil, err
+		}
+	}
+	if v := req.Filter.Owner; v != "" {
+		id, err := uuid.Parse(v)
+		if err != nil {
+			return nil, invalid("filter.owner", "is not a user id")
+		}
+		plan.owner = id
+	}
+	plan.filter = f
+	return plan, nil
+}
+
+// bulkJobs applies one action to many jobs of the caller's: the ids given,
+// or those a filter selects (at most MaxBulkJobs; more is 413). Each job
+// changes as the single-job action would, in its own transaction; a job the
+// action refuses (a paused job paused again, another owner's job) is
+// skipped, with the reason. The whole call counts as that many job changes
+// against the caller's rate, and leaves one audit entry.
+func (s *Server) bulkJobs(c *echo.Context) error {
+	raw, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	plan, err := parseBulk(raw)
+	if err != nil {
+		return err
+	}
+	p := caller(c)
+	ctx := c.Request().Context()
+	ids := plan.ids
+	if plan.filter != nil {
+		f := *plan.filter
+		f.Owner = p.scope()
+		if plan.owner != uuid.Nil {
+			if !p.admin && plan.owner != p.user {
+				return newError(http.StatusForbidden, CodeForbidden, "filter.owner", "only an administrator may act on another user's jobs")
+			}
+			if _, err := s.store.GetUser(ctx, plan.owner); err != nil {
+				if errors.Is(err, job.ErrNotFound) {
+					return invalid("filter.owner", "no such user")
+				}
+				return dependency(err)
+			}
+			f.Owner = plan.owner
+		}
+		if ids, err = s.store.MatchJobs(ctx, f, MaxBulkJobs); err != nil {
+			if errors.Is(err, store.ErrTooBroad) {
+				return invalid("filter", err.Error())
+			}
+			return dependency(err)
+		}
+		if len(ids) > MaxBulkJobs {
+			return newError(http.StatusRequestEntityTooLarge, CodeTooLarge, "filter",
+				fmt.Sprintf("the filter selects more than %d jobs; narrow it, or act in several calls", MaxBulkJobs))
+		}
+	}
+	out := BulkResult{Action: plan.action, DryRun: plan.dryRun, Matched: len(ids), Skipped: []BulkSkipped{}}
+	if plan.dryRun {
+		out.IDs = ids
+		return writeJSON(c, http.StatusOK, out)
+	}
+	if len(ids) > 0 {
+		if err := s.allowJobs(c, len(ids)); err != nil {
+			return err
+		}
+	}
+	changed := s.applyBulk(ctx, p, plan.action, ids, &out)
+	s.auditBulk(ctx, p, plan.action, len(ids), changed)
+	return writeJSON(c, http.StatusOK, out)
+}
+
+// applyBulk runs the action on each job, bulkWorkers at a time, filling in
+// out's counts and skips (in the order the ids were given), and returns the
+// ids it changed.
+func (s *Server) applyBulk(ctx context.Context, p principal, action string, ids []uuid.UUID, out *BulkResult) []uuid.UUID {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bulkTimeout)
+	defer cancel()
+	now := s.now()
+	reasons := make([]string, len(ids))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(bulkWorkers, len(ids)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if ctx.Err() != nil {
+					reasons[i] = "not reached: the bulk action ran out of time"
+					continue
+				}
+				reasons[i] = bulkReason(s.bulkOne(ctx, p, action, ids[i], now))
+			}
+		}()
+	}
+	for i := range ids {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var changed []uuid.UUID
+	for i, r := range reasons {
+		if r == "" {
+			changed = append(changed, ids[i])
+			continue
+		}
+		out.Skipped = append(out.Skipped, BulkSkipped{ID: ids[i], Reason: r})
+	}
+	out.Changed = len(changed)
+	return changed
+}
+
+// bulkOne applies action to one job, unaudited (the call's one entry says
+// it all).
+func (s *Server) bulkOne(ctx context.Context, p principal, action string, id uuid.UUID, now time.Time) error {
+	owner := p.scope()
+	var refused error
+	edit := func(e store.Edit) error {
+		_, err := s.jobs.Edit(ctx, owner, id, now, func(j *job.Job, started bool) error {
+			refused = e(j, started)
+			return refused
+		}, store.Update{MaxPerHour: s.maxPerHourOf(p)})
+		if refused != nil && errors.Is(err, job.ErrConflict) {
+			return refused
+		}
+		return err
+	}
+	switch action {
+	case bulkPause:
+		return edit(jobspec.Pause)
+	case bulkResume:
+		return edit(jobspec.Resume(now))
+	case bulkCancel:
+		return s.jobs.Cancel(ctx, owner, id, now, store.Audit{})
+	case bulkTrigger:
+		_, err := s.jobs.Trigger(ctx, owner, id, now, store.Audit{})
+		return err
+	default:
+		_, err := s.jobs.Retry(ctx, owner, id, time.Time{}, now, store.Audit{})
+		return err
+	}
+}
+
+// bulkReason says why a job was skipped, in the single-job action's own
+// words; "" for a job that changed.
+func bulkReason(err error) string {
+	var fe *job.FieldError
+	var re *store.RateError
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, job.ErrNotFound):
+		return "not found"
+	case errors.As(err, &re):
+		return "over your limit: " + re.Error()
+	case errors.As(err, &fe):
+		return fe.Error()
+	case errors.Is(err, job.ErrConflict):
+		msg := err.Error()
+		if i := strings.Index(msg, job.ErrConflict.Error()+": "); i >= 0 {
+			msg = msg[i+len(job.ErrConflict.Error())+2:]
+		}
+		return msg
+	}
+	return "failed: a backing service is unavailable"
+}
+
+// auditBulk writes the call's one audit entry: the action, how many jobs it
+// selected, and the ids it changed. The changes are many transactions, so
+// the entry follows them; a failure to write it is logged.
+func (s *Server) auditBulk(ctx context.Context, p principal, action string, matched int, changed []uuid.UUID) {
+	if changed == nil {
+		changed = []uuid.UUID{}
+	}
+	raw, _ := json.Marshal(map[string]any{"action": action, "matched": matched, "changed": len(changed), "ids": changed})
+	e := store.AuditEntry{At: s.now(), Actor: p.user, Action: store.ActionJobBulk, TargetType: store.TargetBulk,
+		TargetID: job.NewID(), Change: raw}
+	if err := s.store.RecordAudit(context.WithoutCancel(ctx), e); err != nil {
+		s.log.Error("audit_failed", zap.String("action", e.Action), zap.Int("jobs", len(changed)), zap.Error(err))
+	}
+}

@@ -1,0 +1,50 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+)
+
+// FuzzBulkRequest: any body of POST /api/v1/jobs:bulk is either a plan
+// within the caps (a known action, ids or a filter, at most MaxBulkJobs
+// distinct ids) or a 400 or 413, never a panic or another error.
+func FuzzBulkRequest(f *testing.F) {
+	for _, seed := range []string{
+		`{"action":"retry","ids":["01a20df4-78f7-7cb7-9041-c2400621b1af"]}`,
+		`{"action":"pause","filter":{"status":"scheduled","type":"webhook","label":["customer=1234","plan=pro"],"q":"nightly"}}`,
+		`{"action":"cancel","filter":{"label":"a=b","owner":"01a20df4-78f7-7cb7-9041-c2400621b1af"},"dry_run":true}`,
+		`{"action":"resume","filter":{"label":{"a":"b"}}}`,
+		`{"action":"trigger","ids":[],"filter":{}}`,
+		`{"action":"x"}`,
+		`[]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		plan, err := parseBulk(data)
+		if err != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) || (ae.status != http.StatusBadRequest && ae.status != http.StatusRequestEntityTooLarge) {
+				t.Fatalf("error %v (%T) is not a 400 or 413", err, err)
+			}
+			return
+		}
+		if (plan.ids == nil) == (plan.filter == nil) {
+			t.Fatalf("plan has ids %v and filter %v", plan.ids, plan.filter)
+		}
+		if len(plan.ids) > MaxBulkJobs {
+			t.Fatalf("%d ids accepted", len(plan.ids))
+		}
+		if plan.filter != nil && len(plan.filter.Labels) > 20 {
+			t.Fatalf("%d label filters accepted", len(plan.filter.Labels))
+		}
+		seen := map[string]bool{}
+		for _, id := range plan.ids {
+			if seen[id.String()] {
+				t.Fatalf("id %s twice", id)
+			}
+			seen[id.String()] = true
+		}
+	})
+}
