@@ -11,13 +11,18 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 )
 
+// updateJobSQL writes an edited job. A move to a new generation also frees
+// a buffer_one job's waiting place: the occurrence that held it belongs to
+// the old generation and will never start.
 const (
 	lockJobForEditSQL = `SELECT ` + jobColumns + `, due_hour, EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = jobs.id)
 FROM jobs WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2) FOR UPDATE`
 	updateJobSQL = `UPDATE jobs SET status = $3, priority = $4, max_retries = $5, timeout_ms = $6, run_at = $7,
     due_at = $8, due_hour = $9, generation = $10, occurrences = $11, timezone = $12, last_at = $13,
     schedule = $14, payload = $15, name = $16, updated_at = $17, paused_reason = nullif($18, ''), per_hour = $19,
-    retention_ms = $20, history = $21, labels = $22, expires_after_ms = $23, overlap = $24, notify = $25
+    retention_ms = $20, history = $21, labels = $22, expires_after_ms = $23, overlap = $24, notify = $25,
+    overlap_wait = CASE WHEN generation = $10 THEN overlap_wait END,
+    overlap_wait_until = CASE WHEN generation = $10 THEN overlap_wait_until END
 WHERE id = $1 AND due_hour = $2
 RETURNING ` + jobColumns
 )
