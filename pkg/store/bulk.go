@@ -21,7 +21,7 @@ const BulkMatchTimeout = 5 * time.Second
 
 // ErrTooBroad is a bulk filter that could not be evaluated within
 // BulkMatchTimeout.
-var ErrTooBroad = errors.New("the filter takes too long to evaluate; narrow it by label or status")
+var ErrTooBroad = errors.New("the query takes too long to evaluate; narrow it by label or status")
 
 // matchJobsSQL selects the ids of the jobs every filter passes, newest
 // first; matchLabelledSQL is driven by the first label's rows in
@@ -51,6 +51,60 @@ LIMIT $7`
                           WHERE x.owner_id = j.owner_id AND x.key = o.key AND x.value = o.value AND x.job_id = j.id))`
 )
 
+// CountTimeout bounds CountJobs: counting an owner's million jobs by status
+// reads them all, about a second here.
+const CountTimeout = 3 * time.Second
+
+const countJobsSQL = `SELECT status::text, count(*) FROM jobs
+WHERE ($1 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $1)
+GROUP BY status`
+
+// CountJobs counts owner's jobs (AnyOwner: everyone's) by status, for the
+// dashboard's totals. A count that cannot finish within CountTimeout is
+// ErrTooBroad.
+func (s *Store) CountJobs(ctx context.Context, owner uuid.UUID) (map[string]int64, error) {
+	out := map[string]int64{}
+	err := s.withTimeout(ctx, CountTimeout, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, countJobsSQL, owner)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var status string
+			var n int64
+			if err := rows.Scan(&status, &n); err != nil {
+				return err
+			}
+			out[status] = n
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	return out, nil
+}
+
+// withTimeout runs f in a transaction whose statements stop after d; a
+// statement that does is ErrTooBroad (unless ctx itself ended).
+func (s *Store) withTimeout(ctx context.Context, d time.Duration, f func(pgx.Tx) error) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", d.Milliseconds())); err != nil {
+			return err
+		}
+		return f(tx)
+	})
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "57014" && ctx.Err() == nil {
+		return ErrTooBroad
+	}
+	if err != nil {
+		return translate(err)
+	}
+	return nil
+}
+
 // MatchJobs returns the ids of the jobs f selects (owner, status, type,
 // name, labels; not the cursor), newest first, at most max+1 of them, so
 // the caller can tell "more than max".
@@ -68,10 +122,7 @@ func (s *Store) MatchJobs(ctx context.Context, f JobFilter, max int) ([]uuid.UUI
 		args = append(args, f.Labels[0].Key, f.Labels[0].Value)
 	}
 	var ids []uuid.UUID
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", BulkMatchTimeout.Milliseconds())); err != nil {
-			return err
-		}
+	err := s.withTimeout(ctx, BulkMatchTimeout, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, query, args...)
 		if err != nil {
 			return err
@@ -79,12 +130,8 @@ func (s *Store) MatchJobs(ctx context.Context, f JobFilter, max int) ([]uuid.UUI
 		ids, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 		return err
 	})
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "57014" && ctx.Err() == nil {
-		return nil, ErrTooBroad
-	}
 	if err != nil {
-		return nil, fmt.Errorf("match jobs: %w", translate(err))
+		return nil, fmt.Errorf("match jobs: %w", err)
 	}
 	return ids, nil
 }

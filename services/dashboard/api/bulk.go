@@ -352,3 +352,41 @@ func (s *Server) auditBulk(ctx context.Context, p principal, action string, matc
 		s.log.Error("audit_failed", zap.String("action", e.Action), zap.Int("jobs", len(changed)), zap.Error(err))
 	}
 }
+
+// countsRoute is GET /api/v1/jobs:counts; the colon is escaped as in
+// batchRoute.
+const countsRoute = `/api/v1/jobs\:counts`
+
+// JobCounts is the answer of GET /api/v1/jobs:counts: how many of the
+// caller's jobs (an administrator's: everyone's, or owner's) are in each
+// status, every status present.
+type JobCounts struct {
+	Counts map[job.Status]int64 `json:"counts"`
+	Total  int64                `json:"total"`
+}
+
+// countJobs counts the caller's jobs by status, for the dashboard's totals.
+// Counting reads every job of the owner, so it is bounded by
+// store.CountTimeout: beyond, 503 would mislead, so it is a 400 asking to
+// narrow it to one owner.
+func (s *Server) countJobs(c *echo.Context) error {
+	owner := caller(c).scope()
+	if o, named, err := queryOwner(c); err != nil {
+		return err
+	} else if named {
+		owner = o
+	}
+	counts, err := s.store.CountJobs(c.Request().Context(), owner)
+	if err != nil {
+		if errors.Is(err, store.ErrTooBroad) {
+			return invalid("owner", "too many jobs to count at once; name one owner")
+		}
+		return dependency(err)
+	}
+	out := JobCounts{Counts: map[job.Status]int64{}}
+	for _, st := range []job.Status{job.StatusScheduled, job.StatusPaused, job.StatusCompleted, job.StatusPermanentlyFailed, job.StatusCancelled, job.StatusExpired} {
+		out.Counts[st] = counts[string(st)]
+		out.Total += counts[string(st)]
+	}
+	return writeJSON(c, http.StatusOK, out)
+}

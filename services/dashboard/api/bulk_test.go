@@ -137,3 +137,27 @@ func TestBulkBadInput(t *testing.T) {
 	require.True(t, strings.Contains(e.Message, "10000"), e.Message)
 	require.Equal(t, job.StatusScheduled, decode[api.Job](t, b.as(t, ann, http.MethodGet, "/api/v1/jobs/"+j.ID.String(), nil)).Status)
 }
+
+// TestJobCounts: GET /api/v1/jobs:counts counts the caller's jobs by
+// status, every status present; an administrator may name the owner.
+func TestJobCounts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ann := b.user(t, "ann", "user", nil)
+	bob := b.user(t, "bob", "user", nil)
+	for range 3 {
+		require.Equal(t, http.StatusCreated, b.as(t, ann, http.MethodPost, "/api/v1/jobs", spec("c", b.now.Add(time.Hour))).Code)
+	}
+	j := decode[api.Job](t, b.as(t, ann, http.MethodPost, "/api/v1/jobs", spec("c", b.now.Add(time.Hour))))
+	require.Equal(t, http.StatusOK, b.as(t, ann, http.MethodPost, "/api/v1/jobs/"+j.ID.String()+"/pause", nil).Code)
+	require.Equal(t, http.StatusCreated, b.as(t, bob, http.MethodPost, "/api/v1/jobs", spec("c", b.now.Add(time.Hour))).Code)
+
+	got := decode[api.JobCounts](t, b.as(t, ann, http.MethodGet, "/api/v1/jobs:counts", nil))
+	require.Equal(t, int64(3), got.Counts[job.StatusScheduled])
+	require.Equal(t, int64(1), got.Counts[job.StatusPaused])
+	require.Equal(t, int64(0), got.Counts[job.StatusExpired])
+	require.Equal(t, int64(4), got.Total)
+	got = decode[api.JobCounts](t, b.do(t, http.MethodGet, "/api/v1/jobs:counts?owner="+bob.id.String(), nil))
+	require.Equal(t, int64(1), got.Total)
+	requireError(t, b.as(t, ann, http.MethodGet, "/api/v1/jobs:counts?owner="+bob.id.String(), nil), http.StatusForbidden, api.CodeForbidden)
+}

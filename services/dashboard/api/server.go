@@ -177,6 +177,7 @@ func (s *Server) routes() *echo.Echo {
 	v1.POST(strings.TrimPrefix(batchRoute, "/api/v1"), s.createBatch, s.idempotent)
 	v1.POST(strings.TrimPrefix(bulkRoute, "/api/v1"), s.bulkJobs, s.idempotent)
 	v1.GET("/jobs", s.listJobs)
+	v1.GET(strings.TrimPrefix(countsRoute, "/api/v1"), s.countJobs)
 	v1.GET("/jobs/:id", s.getJob)
 	v1.GET("/jobs/by-key/:key", s.getJobByKey)
 	v1.PUT("/jobs/by-key/:key", s.putJobByKey, s.idempotent)
