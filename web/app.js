@@ -2,9 +2,17 @@
 // The credential lives in the HttpOnly session cookie set by POST /ui/session;
 // this script never sees it. Every change it sends carries X-Tock-CSRF: 1,
 // without which the API refuses a cookie-authenticated change.
+//
+// Pages refresh in place: a refresh rebuilds a page's parts in memory and
+// swaps in only those whose markup changed (morph), so the element that has
+// the focus, a half-typed filter or an open confirmation stay as they are.
 'use strict';
 
-const STATUSES = ['scheduled', 'paused', 'completed', 'permanently_failed', 'cancelled'];
+const STATUSES = ['scheduled', 'paused', 'completed', 'permanently_failed', 'cancelled', 'expired'];
+const RUN_STATUSES = ['running', 'completed', 'failed', 'permanently_failed', 'skipped', 'aborted', 'expired'];
+const BULK_ACTIONS = [['retry', 'Retry'], ['trigger', 'Run now'], ['pause', 'Pause'], ['resume', 'Resume'], ['cancel', 'Cancel']];
+const NOTIFY_EVENTS = ['failed', 'permanently_failed', 'recovered', 'paused'];
+const LIMIT_FIELDS = ['requests_per_minute', 'request_burst', 'jobs_per_minute', 'job_burst', 'max_active_jobs', 'occurrences_per_minute', 'max_running'];
 // The job types and an example payload of each, from GET /api/v1/job-types
 // (the server's registered types), loaded once before the first page.
 let TYPES = [];
@@ -12,8 +20,36 @@ let PAYLOADS = {};
 const RUN_COLORS = {completed: '#2e7d32', failed: '#ef6c00', permanently_failed: '#c62828', running: '#1565c0', skipped: '#9e9e9e'};
 const browserZone = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
 
+// What people call the fields the API names in its errors.
+const FIELD_LABELS = {
+  name: 'Name', type: 'Type', payload: 'Payload', run_at: 'Run at', delay: 'Delay', run_on: 'Run on',
+  timezone: 'Time zone', schedule: 'Schedule', 'schedule.cron': 'Cron expression', 'schedule.rrule': 'RRULE',
+  'schedule.every': 'Every', 'schedule.at': 'At', 'schedule.on': 'On', 'schedule.timezone': 'Time zone',
+  'schedule.start_at': 'Starts', 'schedule.end_at': 'Ends', 'schedule.count': 'Count', 'schedule.misfire': 'Misfire policy',
+  'schedule.misfire_max': 'Misfire bound', 'schedule.dst': 'Daylight saving', priority: 'Priority', max_retries: 'Max retries',
+  timeout: 'Timeout', retention: 'Retention', history: 'History', labels: 'Labels', key: 'Key', expires_after: 'Expires after',
+  overlap: 'Overlap', notify: 'Alerts', 'notify.on': 'Alert events', 'notify.webhook.url': 'Alert webhook URL',
+  'notify.slack': 'Alert Slack URL', 'notify.email': 'Alert addresses', owner: 'Owner', limits: 'Limits', ids: 'Jobs', filter: 'Filter',
+};
+
+function fieldLabel(field) {
+  if (!field) return '';
+  if (FIELD_LABELS[field]) return FIELD_LABELS[field];
+  if (field.startsWith('payload.')) return 'Payload ' + field.slice(8).replace(/_/g, ' ');
+  if (field.startsWith('labels.')) return 'Label ' + field.slice(7);
+  if (field.startsWith('limits.')) return field.slice(7).replace(/_/g, ' ');
+  const i = field.lastIndexOf('.');
+  return i > 0 && FIELD_LABELS[field.slice(0, i)] ? FIELD_LABELS[field.slice(0, i)] : field.replace(/_/g, ' ');
+}
+
+function errorText(err) {
+  const label = fieldLabel(err.field);
+  return label ? `${label}: ${err.message}` : (err.message || String(err));
+}
+
 let me = null;       // the signed-in user, from GET /api/v1/me
 let timers = [];     // refreshes of the current page, stopped on navigation
+let autoRefresh = true;  // the header's switch; kept for this page load only
 
 // ---- DOM helpers: everything is built with createElement and textContent.
 
@@ -37,6 +73,7 @@ function setAttrs(el, attrs) {
     if (v === undefined || v === null || v === false) continue;
     if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
     else if (k === 'value') el.value = v;
+    else if (k === 'checked') el.checked = v;
     else if (v === true) el.setAttribute(k, '');
     else el.setAttribute(k, String(v));
   }
@@ -52,6 +89,56 @@ function append(el, children) {
 function mount(...children) {
   const main = document.getElementById('main');
   main.replaceChildren(...children.flat().filter(Boolean));
+}
+
+// morph makes parent's children the given ones, keeping every old child
+// whose markup is unchanged (and so its focus, its listeners, its state) and
+// replacing only the others. A child with data-morph="children" and the
+// same tag is kept and morphed one level down instead (a table body).
+function morph(parent, children) {
+  const next = children.flat().filter(Boolean);
+  const old = [...parent.childNodes];
+  const focusID = document.activeElement && document.activeElement.id;
+  next.forEach((n, i) => {
+    const o = old[i];
+    if (!o) { parent.append(n); return; }
+    if (o.nodeType === 1 && n.nodeType === 1 && o.tagName === n.tagName && n.dataset && n.dataset.morph === 'children') {
+      for (const a of [...o.attributes]) if (!n.hasAttribute(a.name)) o.removeAttribute(a.name);
+      for (const a of [...n.attributes]) if (o.getAttribute(a.name) !== a.value) o.setAttribute(a.name, a.value);
+      morph(o, [...n.childNodes]);
+      return;
+    }
+    if (o.nodeType === n.nodeType && (o.nodeType === 1 ? o.outerHTML === n.outerHTML : o.textContent === n.textContent)) return;
+    parent.replaceChild(n, o);
+  });
+  for (const o of old.slice(next.length)) o.remove();
+  // An element rebuilt under the focus gives it to its successor.
+  if (focusID && document.activeElement === document.body) {
+    const el = document.getElementById(focusID);
+    if (el) el.focus();
+  }
+}
+
+// every runs f every ms while auto-refresh is on, until the page changes.
+function every(ms, f) {
+  timers.push(setInterval(() => { if (autoRefresh && !document.hidden) f().catch(() => null); }, ms));
+}
+
+// confirmDialog asks before a destructive action, in a modal dialog the
+// page's refreshes never touch; it resolves true on confirmation.
+function confirmDialog(title, text, yes) {
+  return new Promise((resolve) => {
+    const dlg = document.getElementById('confirm');
+    dlg.replaceChildren(
+      h('h2', {id: 'confirm-title'}, title),
+      h('p', {id: 'confirm-text'}, text),
+      h('div', {class: 'actions'},
+        h('button', {type: 'button', id: 'confirm-yes', class: 'danger', onclick: () => { dlg.close(); resolve(true); }}, yes),
+        h('button', {type: 'button', id: 'confirm-no', onclick: () => { dlg.close(); resolve(false); }}, 'Keep it')));
+    dlg.onclose = () => resolve(false);
+    dlg.showModal();
+    document.getElementById('confirm-no').focus();
+  });
 }
 
 // ---- API
@@ -77,10 +164,17 @@ async function api(method, path, body) {
   const data = await r.json().catch(() => null);
   if (r.status === 401 && path.startsWith('/api/')) {
     me = null;
-    location.hash = '#/signin';
+    toSignIn();
   }
   if (!r.ok) throw new APIError(r.status, (data && data.error) || {code: 'unknown', message: r.statusText});
   return data;
+}
+
+// toSignIn goes to the sign-in page, which comes back here afterwards.
+function toSignIn() {
+  const here = location.hash || '#/jobs';
+  if (here.startsWith('#/signin')) return;
+  location.hash = '#/signin?next=' + encodeURIComponent(here);
 }
 
 // ---- formatting
@@ -117,7 +211,12 @@ function localInput(d) {
 
 function badge(status) { return h('span', {class: 'badge st-' + status}, status.replace('_', ' ')); }
 
-function errorBox(err) { return h('p', {class: 'error', role: 'alert'}, err.message || String(err)); }
+function errorBox(err) { return h('p', {class: 'error', role: 'alert'}, errorText(err)); }
+
+function short(text, n) { return text && text.length > n ? text.slice(0, n - 1) + '…' : (text || ''); }
+
+// wrap lets a wide table scroll inside itself, never the page.
+function wrap(table) { return h('div', {class: 'table-wrap'}, table); }
 
 // ---- router
 
@@ -126,6 +225,10 @@ const routes = [
   [/^#\/new$/, () => formPage(null)],
   [/^#\/jobs\/([0-9a-f-]{36})\/edit$/, (m) => formPage(m[1])],
   [/^#\/jobs\/([0-9a-f-]{36})$/, (m) => detailPage(m[1])],
+  [/^#\/runs(\?.*)?$/, runsPage],
+  [/^#\/keys(\?.*)?$/, keysPage],
+  [/^#\/users(\?.*)?$/, usersPage],
+  [/^#\/audit(\?.*)?$/, auditPage],
   [/^#\/system$/, systemPage],
   [/^#\/jobs(\?.*)?$/, jobsPage],
 ];
@@ -156,10 +259,12 @@ async function route() {
   top.hidden = !me || hash.startsWith('#/signin');
   if (me) {
     document.getElementById('whoami').textContent = `${me.name} (${me.role})`;
-    document.getElementById('nav-system').hidden = me.role !== 'admin';
+    for (const id of ['nav-system', 'nav-users', 'nav-audit']) document.getElementById(id).hidden = me.role !== 'admin';
   }
   for (const a of document.querySelectorAll('[data-nav]')) {
-    a.classList.toggle('active', hash.startsWith('#/' + a.dataset.nav));
+    const on = hash.startsWith('#/' + a.dataset.nav);
+    a.classList.toggle('active', on);
+    if (on) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
   for (const [re, page] of routes) {
     const m = hash.match(re);
@@ -180,10 +285,47 @@ function query() {
   return new URLSearchParams(i < 0 ? '' : location.hash.slice(i + 1));
 }
 
+// go navigates to path with params, dropping the empty ones.
+function go(path, params) {
+  const p = new URLSearchParams();
+  for (const [k, v] of params instanceof URLSearchParams ? params : Object.entries(params)) if (v) p.append(k, v);
+  location.hash = path + (p.toString() ? '?' + p : '');
+}
+
+// pager links the pages of a keyset-paged list: the cursors that led here
+// travel in "back", so "Previous" needs no cursor the API does not give.
+function pager(path, q, nextCursor) {
+  const back = q.get('back') ? q.get('back').split(',') : [];
+  const link = (cursor, stack, text, id) => {
+    const p = new URLSearchParams(q);
+    p.delete('cursor');
+    p.delete('back');
+    if (cursor) p.set('cursor', cursor);
+    if (stack.length) p.set('back', stack.join(','));
+    return h('a', {href: path + (p.toString() ? '?' + p : ''), class: 'button', id}, text);
+  };
+  const cur = q.get('cursor') || '';
+  return h('nav', {class: 'pager', 'aria-label': 'pages'},
+    cur ? link(back[back.length - 1] || '', back.slice(0, -1), '« Previous', 'prev-page') : null,
+    nextCursor ? link(nextCursor, [...back, cur], 'Next »', 'next-page') : null);
+}
+
+function pageSize(q, id) {
+  return h('label', {class: 'inline'}, 'Per page ', h('select', {id, 'aria-label': 'page size', onchange: (ev) => {
+    const p = new URLSearchParams(q);
+    p.delete('cursor');
+    p.delete('back');
+    p.set('limit', ev.target.value);
+    location.hash = location.hash.split('?')[0] + '?' + p;
+  }}, ['20', '50', '100'].map((n) => h('option', {value: n, selected: (q.get('limit') || '20') === n}, n))));
+}
+
 // ---- sign-in
 
 function signinPage() {
-  const failed = query().has('failed');
+  const q = query();
+  const next = q.get('next') && q.get('next').startsWith('#/') && !q.get('next').startsWith('#/signin') ? q.get('next') : '#/jobs';
+  const failed = q.has('failed');
   const msg = h('p', {class: 'error', role: 'alert', hidden: !failed}, 'That key was not accepted.');
   const input = h('input', {type: 'password', name: 'key', id: 'key', autocomplete: 'current-password', required: true,
     placeholder: 'tock_… or the admin token'});
@@ -193,9 +335,9 @@ function signinPage() {
     try {
       await api('POST', '/ui/session', {key: input.value});
       me = null;
-      location.hash = '#/jobs';
+      location.hash = next;
     } catch (e) {
-      msg.textContent = e.status === 401 ? 'That key was not accepted.' : e.message;
+      msg.textContent = e.status === 401 ? 'That key was not accepted.' : errorText(e);
       msg.hidden = false;
     }
   }},
@@ -217,126 +359,252 @@ async function signOut() {
 
 // ---- jobs list
 
+function labelParams(text) {
+  return (text || '').split(',').map((x) => x.trim()).filter(Boolean);
+}
+
 async function jobsPage() {
   const q = query();
+  const admin = me.role === 'admin';
   const params = new URLSearchParams();
   for (const k of ['q', 'status', 'type', 'owner', 'cursor']) if (q.get(k)) params.set(k, q.get(k));
-  params.set('limit', '20');
-  const admin = me.role === 'admin';
-  const [list, users] = await Promise.all([
-    api('GET', '/api/v1/jobs?' + params),
-    admin ? api('GET', '/api/v1/users?limit=500').catch(() => ({users: []})) : Promise.resolve({users: []}),
-  ]);
+  for (const l of labelParams(q.get('label'))) params.append('label', l);
+  params.set('limit', q.get('limit') || '20');
+  const users = admin ? await api('GET', '/api/v1/users?limit=500').catch(() => ({users: []})) : {users: []};
   const names = Object.fromEntries(users.users.map((u) => [u.id, u.name]));
+  const selected = new Set();
 
   const select = (name, values, label) => h('select', {name, id: 'f-' + name, 'aria-label': label},
     h('option', {value: ''}, 'any ' + label),
     values.map(([v, text]) => h('option', {value: v, selected: q.get(name) === v}, text)));
-  const filters = h('form', {class: 'filters', id: 'filters', onsubmit: (ev) => {
+  const filters = h('form', {class: 'filters', id: 'filters', role: 'search', onsubmit: (ev) => {
     ev.preventDefault();
     const f = new URLSearchParams();
     for (const [k, v] of new FormData(ev.target)) if (v) f.set(k, v);
-    location.hash = '#/jobs' + (f.toString() ? '?' + f : '');
+    if (q.get('limit')) f.set('limit', q.get('limit'));
+    go('#/jobs', f);
   }},
-  h('input', {type: 'search', name: 'q', id: 'f-q', placeholder: 'name or id', value: q.get('q') || ''}),
-  select('status', STATUSES.map((v) => [v, v]), 'status'),
+  h('input', {type: 'search', name: 'q', id: 'f-q', placeholder: 'name or id', 'aria-label': 'name or id', value: q.get('q') || ''}),
+  h('input', {type: 'search', name: 'label', id: 'f-label', placeholder: 'label: customer=1234', 'aria-label': 'labels, key=value, comma separated', value: q.get('label') || ''}),
+  select('status', STATUSES.map((v) => [v, v.replace('_', ' ')]), 'status'),
   select('type', TYPES.map((v) => [v, v]), 'type'),
   admin ? select('owner', users.users.map((u) => [u.id, u.name]), 'owner') : null,
+  h('select', {name: 'sort', id: 'f-sort', 'aria-label': 'order of this page'},
+    h('option', {value: ''}, 'newest first'),
+    h('option', {value: 'next_run', selected: q.get('sort') === 'next_run'}, 'next run first (this page)')),
   h('button', {type: 'submit', id: 'apply'}, 'Filter'));
 
-  const rows = list.jobs.map((j) => h('tr', {'data-id': j.id},
-    h('td', null, h('a', {href: '#/jobs/' + j.id, class: 'job-name'}, j.name), h('div', {class: 'id'}, j.id)),
-    h('td', null, badge(j.status)),
-    h('td', null, j.type),
-    h('td', null, j.schedule ? 'recurring' : 'one-off'),
-    h('td', null, fmtTime(j.next_run_at)),
-    h('td', {class: 'last-run'}, j.last_run ? [badge(j.last_run.status), ' ', fmtTime(j.last_run.started_at)] : '—'),
-    admin ? h('td', null, names[j.owner] || j.owner.slice(0, 8)) : null));
-  // data-query says which filters the rows answer, so a reader (or a test)
-  // can tell the new list from the one it replaces.
-  const table = h('table', {class: 'jobs', id: 'jobs', 'data-query': params.toString()},
-    h('thead', null, h('tr', null, h('th', null, 'Job'), h('th', null, 'Status'), h('th', null, 'Type'),
-      h('th', null, 'Timing'), h('th', null, 'Next run'), h('th', null, 'Last outcome'), admin ? h('th', null, 'Owner') : null)),
-    h('tbody', null, rows.length ? rows : h('tr', null, h('td', {colspan: 7, class: 'empty'}, 'No jobs match.'))));
+  const totals = h('div', {class: 'totals', id: 'totals', 'aria-label': 'jobs by status'});
+  const msg = h('div', {id: 'bulk-result', role: 'status'});
+  const table = h('table', {class: 'jobs', id: 'jobs'});
+  const pagerBox = h('div');
+  const count = h('span', {id: 'selected-count'}, '0 selected');
+  const action = h('select', {id: 'bulk-action', 'aria-label': 'bulk action'}, BULK_ACTIONS.map(([v, t]) => h('option', {value: v}, t)));
 
-  const pageLink = (cursor, text, id) => {
-    const p = new URLSearchParams(q);
-    if (cursor) p.set('cursor', cursor); else p.delete('cursor');
-    return h('a', {href: '#/jobs' + (p.toString() ? '?' + p : ''), class: 'button', id}, text);
+  // bulk acts on the selected jobs, or on everything the filter matches:
+  // a dry run counts them first, and nothing happens until confirmed.
+  const bulk = async (onFilter) => {
+    msg.replaceChildren();
+    const body = {action: action.value};
+    if (onFilter) {
+      body.filter = {};
+      for (const k of ['status', 'type', 'q', 'owner']) if (q.get(k)) body.filter[k] = q.get(k);
+      const labels = labelParams(q.get('label'));
+      if (labels.length) body.filter.label = labels;
+    } else {
+      if (!selected.size) {
+        msg.replaceChildren(h('p', {class: 'error', role: 'alert'}, 'Select some jobs first.'));
+        return;
+      }
+      body.ids = [...selected];
+    }
+    try {
+      const dry = await api('POST', '/api/v1/jobs:bulk', {...body, dry_run: true});
+      const verb = BULK_ACTIONS.find(([v]) => v === body.action)[1];
+      if (!dry.matched) {
+        msg.replaceChildren(h('p', {class: 'hint'}, 'No job matches.'));
+        return;
+      }
+      if (!await confirmDialog(`${verb} ${dry.matched} job${dry.matched === 1 ? '' : 's'}?`,
+        onFilter ? 'Every job the current filter matches.' : 'The jobs you selected.', `${verb} ${dry.matched}`)) return;
+      const res = await api('POST', '/api/v1/jobs:bulk', body);
+      selected.clear();
+      msg.replaceChildren(h('p', {class: 'ok', id: 'bulk-done'}, `${verb}: ${res.changed} changed, ${res.skipped.length} skipped.`),
+        res.skipped.length ? h('ul', {class: 'skipped'}, res.skipped.slice(0, 20).map((x) => h('li', null, h('span', {class: 'id'}, x.id), ' ', x.reason))) : null);
+      await draw();
+    } catch (e) {
+      msg.replaceChildren(errorBox(e));
+    }
   };
-  const pager = h('div', {class: 'pager'},
-    q.get('cursor') ? pageLink('', '« First page', 'first-page') : null,
-    list.next_cursor ? pageLink(list.next_cursor, 'Next page »', 'next-page') : null);
+  const bulkBar = h('div', {class: 'bulk', id: 'bulk'}, count, action,
+    h('button', {type: 'button', id: 'bulk-selected', onclick: () => bulk(false)}, 'Apply to selected'),
+    h('button', {type: 'button', id: 'bulk-filter', onclick: () => bulk(true)}, 'Apply to all matching'));
+
+  const draw = async () => {
+    const countParams = admin && q.get('owner') ? '?owner=' + encodeURIComponent(q.get('owner')) : '';
+    const [list, counts] = await Promise.all([
+      api('GET', '/api/v1/jobs?' + params),
+      api('GET', '/api/v1/jobs:counts' + countParams).catch(() => null),
+    ]);
+    if (q.get('sort') === 'next_run') {
+      list.jobs.sort((a, b) => (a.next_run_at || '9999').localeCompare(b.next_run_at || '9999'));
+    }
+    morph(totals, counts ? [h('a', {href: '#/jobs', class: 'total', 'data-status': 'all'}, `all ${counts.total}`),
+      STATUSES.map((st) => h('a', {href: '#/jobs?status=' + st, class: 'total', 'data-status': st}, badge(st), ' ', String(counts.counts[st])))] : []);
+    const rows = list.jobs.map((j) => {
+      const err = j.last_run && j.last_run.error;
+      return h('tr', {'data-id': j.id},
+        h('td', null, h('input', {type: 'checkbox', class: 'pick', id: 'pick-' + j.id, 'aria-label': 'select ' + j.name, checked: selected.has(j.id),
+          onchange: (ev) => { if (ev.target.checked) selected.add(j.id); else selected.delete(j.id); count.textContent = selected.size + ' selected'; }})),
+        h('td', null, h('a', {href: '#/jobs/' + j.id, class: 'job-name'}, j.name), h('div', {class: 'id'}, j.id),
+          Object.keys(j.labels || {}).length ? h('div', {class: 'labels'}, Object.entries(j.labels).map(([k, v]) => h('span', {class: 'label'}, `${k}=${v}`))) : null),
+        h('td', null, badge(j.status)),
+        h('td', null, j.type),
+        h('td', null, j.schedule ? 'recurring' : 'one-off'),
+        h('td', null, fmtTime(j.next_run_at)),
+        h('td', {class: 'last-run'}, j.last_run ? [badge(j.last_run.status), ' ', fmtTime(j.last_run.started_at)] : '—',
+          err ? h('div', {class: 'error-text last-error', title: err}, short(err, 90)) : null),
+        admin ? h('td', null, names[j.owner] || j.owner.slice(0, 8)) : null);
+    });
+    const all = h('input', {type: 'checkbox', id: 'pick-all', 'aria-label': 'select every job on this page', onchange: (ev) => {
+      for (const j of list.jobs) { if (ev.target.checked) selected.add(j.id); else selected.delete(j.id); }
+      for (const cb of table.querySelectorAll('input.pick')) cb.checked = ev.target.checked;
+      count.textContent = selected.size + ' selected';
+    }});
+    // data-query says which filters the rows answer, so a reader (or a test)
+    // can tell the new list from the one it replaces.
+    table.setAttribute('data-query', params.toString());
+    morph(table, [
+      h('thead', null, h('tr', null, h('th', null, all), h('th', null, 'Job'), h('th', null, 'Status'), h('th', null, 'Type'),
+        h('th', null, 'Timing'), h('th', null, 'Next run'), h('th', null, 'Last outcome'), admin ? h('th', null, 'Owner') : null)),
+      h('tbody', {'data-morph': 'children'}, rows.length ? rows : h('tr', null, h('td', {colspan: 8, class: 'empty'}, 'No jobs match.')))]);
+    morph(pagerBox, [pager('#/jobs', q, list.next_cursor), pageSize(q, 'page-size')]);
+  };
+  await draw();
   mount(h('div', {class: 'bar'}, h('h1', null, 'Jobs'), h('a', {href: '#/new', class: 'button primary'}, 'New job')),
-    filters, table, pager);
+    totals, filters, bulkBar, msg, wrap(table), pagerBox);
+  every(5000, draw);
+}
+
+// ---- runs across jobs
+
+async function runsPage() {
+  const q = query();
+  const admin = me.role === 'admin';
+  const params = new URLSearchParams();
+  for (const k of ['status', 'type', 'job', 'q', 'owner', 'cursor']) if (q.get(k)) params.set(k, q.get(k));
+  for (const k of ['since', 'until']) if (q.get(k)) params.set(k, new Date(q.get(k)).toISOString());
+  for (const l of labelParams(q.get('label'))) params.append('label', l);
+  params.set('limit', q.get('limit') || '50');
+
+  const select = (name, values, label) => h('select', {name, id: 'r-' + name, 'aria-label': label},
+    h('option', {value: ''}, 'any ' + label), values.map((v) => h('option', {value: v, selected: q.get(name) === v}, v.replace('_', ' '))));
+  const filters = h('form', {class: 'filters', id: 'run-filters', role: 'search', onsubmit: (ev) => {
+    ev.preventDefault();
+    const f = new URLSearchParams();
+    for (const [k, v] of new FormData(ev.target)) if (v) f.set(k, v);
+    go('#/runs', f);
+  }},
+  h('input', {type: 'search', name: 'q', id: 'r-q', placeholder: 'error text', 'aria-label': 'error text', value: q.get('q') || ''}),
+  select('status', RUN_STATUSES, 'status'),
+  select('type', TYPES, 'type'),
+  h('input', {type: 'search', name: 'label', id: 'r-label', placeholder: 'label: customer=1234', 'aria-label': 'labels', value: q.get('label') || ''}),
+  h('label', {class: 'inline'}, 'From ', h('input', {type: 'datetime-local', name: 'since', id: 'r-since', step: 1, value: q.get('since') || ''})),
+  h('label', {class: 'inline'}, 'to ', h('input', {type: 'datetime-local', name: 'until', id: 'r-until', step: 1, value: q.get('until') || ''})),
+  q.get('job') ? h('input', {type: 'hidden', name: 'job', value: q.get('job')}) : null,
+  admin && q.get('owner') ? h('input', {type: 'hidden', name: 'owner', value: q.get('owner')}) : null,
+  h('button', {type: 'submit', id: 'run-apply'}, 'Search'));
+
+  const table = h('table', {class: 'runs', id: 'all-runs'});
+  const pagerBox = h('div');
+  const draw = async () => {
+    const list = await api('GET', '/api/v1/runs?' + params);
+    table.setAttribute('data-query', params.toString());
+    const rows = list.runs.map((r) => {
+      const dur = r.finished_at ? new Date(r.finished_at) - new Date(r.started_at) : null;
+      return h('tr', {class: 'run', 'data-status': r.status, 'data-job': r.job_id},
+        h('td', null, h('a', {href: '#/jobs/' + r.job_id, class: 'job-name'}, r.job_name || r.job_id.slice(0, 8)), h('div', {class: 'id'}, r.job_type || '')),
+        h('td', null, r.attempt), h('td', null, badge(r.status)), h('td', null, fmtTime(r.scheduled_for)),
+        h('td', null, fmtTime(r.started_at)), h('td', null, fmtMS(r.lateness_ms)), h('td', null, dur === null ? 'running' : fmtMS(dur)),
+        h('td', {class: 'output'}, r.error ? h('span', {class: 'error-text'}, r.error) : (r.output || '')));
+    });
+    morph(table, [h('thead', null, h('tr', null, ['Job', 'Attempt', 'Status', 'Scheduled for', 'Started', 'Lateness', 'Duration', 'Output / error'].map((t) => h('th', null, t)))),
+      h('tbody', {'data-morph': 'children'}, rows.length ? rows : h('tr', null, h('td', {colspan: 8, class: 'empty'},
+        list.next_cursor ? 'None on this page: the search looked at 5,000 runs. Go on with Next.' : 'No runs match.')))]);
+    morph(pagerBox, [pager('#/runs', q, list.next_cursor), pageSize(q, 'run-page-size')]);
+  };
+  await draw();
+  mount(h('div', {class: 'bar'}, h('h1', null, 'Runs')), filters, wrap(table), pagerBox);
+  if (!q.get('cursor')) every(5000, draw);
 }
 
 // ---- job detail
 
 async function detailPage(id) {
   const view = h('div', {id: 'detail'});
-  mount(view);
-  let runsCursor = '';
+  const msg = h('p', {class: 'error', role: 'alert', id: 'detail-error', hidden: true});
+  mount(msg, view);
+  const runCursors = [''];   // the cursor of each run page reached, for Newer/Older
+  const show = (e) => { msg.textContent = errorText(e); msg.hidden = false; };
+  const act = async (method, path, body) => {
+    msg.hidden = true;
+    try {
+      await api(method, path, body);
+      await draw();
+    } catch (e) {
+      show(e);
+    }
+  };
   const draw = async () => {
+    const cursor = runCursors[runCursors.length - 1];
     const [j, next, runs] = await Promise.all([
       api('GET', '/api/v1/jobs/' + id),
       api('GET', `/api/v1/jobs/${id}/next?n=10`).catch(() => ({next: []})),
-      api('GET', `/api/v1/jobs/${id}/runs?limit=50` + (runsCursor ? '&cursor=' + encodeURIComponent(runsCursor) : '')),
+      api('GET', `/api/v1/jobs/${id}/runs?limit=50` + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '')),
     ]);
-    view.replaceChildren(...detailView(j, next.next, runs, draw));
+    morph(view, detailView(j, next.next, runs, {act, runCursors, draw}));
   };
   await draw();
-  timers.push(setInterval(() => draw().catch(() => null), 2000));
+  every(2000, draw);
 }
 
-function detailView(j, next, runs, redraw) {
-  const msg = h('p', {class: 'error', role: 'alert', hidden: true});
-  const act = (label, id, method, path, cls) => h('button', {type: 'button', id, class: cls, onclick: async () => {
-    msg.hidden = true;
-    try {
-      await api(method, path);
-      await redraw();
-    } catch (e) {
-      msg.textContent = e.message;
-      msg.hidden = false;
-    }
-  }}, label);
-  // Cancel asks twice: the first click arms it for five seconds.
-  const cancel = h('button', {type: 'button', id: 'cancel', class: 'danger', onclick: async (ev) => {
-    const b = ev.currentTarget;
-    if (!b.dataset.armed) {
-      b.dataset.armed = '1';
-      b.textContent = 'Confirm cancel';
-      setTimeout(() => { delete b.dataset.armed; b.textContent = 'Cancel job'; }, 5000);
-      return;
-    }
-    try {
-      await api('DELETE', '/api/v1/jobs/' + j.id);
-      await redraw();
-    } catch (e) {
-      msg.textContent = e.message;
-      msg.hidden = false;
-    }
-  }}, 'Cancel job');
+function detailView(j, next, runs, ctl) {
   const live = j.status === 'scheduled' || j.status === 'paused';
-  const actions = h('div', {class: 'actions'},
+  const button = (label, id, onclick, cls) => h('button', {type: 'button', id, class: cls, onclick}, label);
+  const cancel = button('Cancel job', 'cancel', async () => {
+    if (await confirmDialog(`Cancel ${j.name}?`, j.schedule ? 'It will not run again.' : 'It will not run.', 'Cancel job')) {
+      await ctl.act('DELETE', '/api/v1/jobs/' + j.id);
+    }
+  }, 'danger');
+  const actions = h('div', {class: 'actions', id: 'actions'},
     live ? h('a', {href: `#/jobs/${j.id}/edit`, class: 'button', id: 'edit'}, 'Edit') : null,
-    live ? act('Run now', 'trigger', 'POST', `/api/v1/jobs/${j.id}/trigger`) : null,
-    j.status === 'scheduled' ? act('Pause', 'pause', 'POST', `/api/v1/jobs/${j.id}/pause`) : null,
-    j.status === 'paused' ? act('Resume', 'resume', 'POST', `/api/v1/jobs/${j.id}/resume`) : null,
-    live ? cancel : null);
+    live ? button('Run now', 'trigger', () => ctl.act('POST', `/api/v1/jobs/${j.id}/trigger`)) : null,
+    j.status === 'scheduled' ? button('Pause', 'pause', () => ctl.act('POST', `/api/v1/jobs/${j.id}/pause`)) : null,
+    j.status === 'paused' ? button('Resume', 'resume', () => ctl.act('POST', `/api/v1/jobs/${j.id}/resume`)) : null,
+    live ? cancel : null,
+    h('a', {href: '#/runs?job=' + j.id, class: 'button', id: 'job-runs'}, 'Search its runs'));
 
+  const sched = j.schedule || {};
   const timing = j.schedule
-    ? [h('dt', null, 'Schedule'), h('dd', null, h('pre', {id: 'schedule'}, JSON.stringify(j.schedule, null, 2)))]
+    ? [h('dt', null, 'Schedule'), h('dd', {id: 'schedule'}, sched.cron ? `cron ${sched.cron}` : sched.rrule ? `RRULE ${sched.rrule}` : `every ${sched.every}${sched.at ? ' at ' + sched.at : ''}${sched.on !== undefined ? ' on ' + sched.on : ''}`,
+      h('div', {class: 'hint'}, [sched.start_at ? 'from ' + fmtTime(sched.start_at) : null, sched.end_at ? 'until ' + fmtTime(sched.end_at) : null,
+        sched.count ? `${sched.count} times` : null, `misfire ${sched.misfire || 'run_once'}${sched.misfire_max ? ' (' + sched.misfire_max + ')' : ''}`,
+        sched.dst ? `DST gap ${sched.dst.gap || 'shift'}, overlap ${sched.dst.overlap || 'first'}` : null, j.overlap ? 'overlap ' + j.overlap : null].filter(Boolean).join(' · ')))]
     : [h('dt', null, 'Runs at'), h('dd', {id: 'run-at'}, fmtTime(j.run_at), ' ', h('span', {class: 'hint'}, `(${browserZone}); ${j.run_at} UTC`))];
+  const labels = Object.entries(j.labels || {});
   const facts = h('dl', {class: 'facts'},
     h('dt', null, 'Status'), h('dd', {id: 'status'}, badge(j.status), j.paused_reason ? ' ' + j.paused_reason : ''),
     h('dt', null, 'Type'), h('dd', null, j.type),
     h('dt', null, 'Id'), h('dd', {class: 'id'}, j.id),
+    j.key ? [h('dt', null, 'Key'), h('dd', {id: 'key-value'}, j.key)] : null,
+    labels.length ? [h('dt', null, 'Labels'), h('dd', {class: 'labels'}, labels.map(([k, v]) => h('a', {class: 'label', href: '#/jobs?label=' + encodeURIComponent(`${k}=${v}`)}, `${k}=${v}`)))] : null,
     ...timing,
     h('dt', null, 'Time zone'), h('dd', null, j.timezone),
     h('dt', null, 'Next run'), h('dd', null, fmtTime(j.next_run_at)),
     h('dt', null, 'Retries, timeout, priority'), h('dd', null, `${j.max_retries}, ${j.timeout}, ${j.priority}`),
+    j.expires_after ? [h('dt', null, 'Expires after'), h('dd', null, j.expires_after)] : null,
+    h('dt', null, 'Kept'), h('dd', null, `${j.retention || 'the default retention'}; history ${j.history}`),
+    j.notify ? [h('dt', null, 'Alerts'), h('dd', {id: 'notify'}, `${j.notify.on.join(', ')} → ${j.notify.webhook ? 'webhook ' + j.notify.webhook.url : j.notify.slack ? 'Slack' : 'email ' + j.notify.email.to.join(', ')}`)] : null,
     h('dt', null, 'Payload'), h('dd', null, h('pre', {id: 'payload'}, JSON.stringify(j.payload, null, 2))));
 
   const nextList = h('ol', {class: 'next', id: 'next-runs'},
@@ -350,44 +618,43 @@ function detailView(j, next, runs, redraw) {
     const last = !seen.has(r.scheduled_for);
     seen.add(r.scheduled_for);
     const retry = last && r.status === 'permanently_failed' && j.status !== 'cancelled' && j.status !== 'paused'
-      ? h('button', {type: 'button', class: 'retry', onclick: async () => {
-        msg.hidden = true;
-        try {
-          await api('POST', `/api/v1/jobs/${j.id}/retry`, {scheduled_for: r.scheduled_for});
-          await redraw();
-        } catch (e) {
-          msg.textContent = e.message;
-          msg.hidden = false;
-        }
-      }}, 'Retry')
+      ? h('button', {type: 'button', class: 'retry', id: 'retry-' + r.id, onclick: () => ctl.act('POST', `/api/v1/jobs/${j.id}/retry`, {scheduled_for: r.scheduled_for})}, 'Retry')
       : null;
-    return h('tr', {class: 'run', 'data-status': r.status, 'data-attempt': r.attempt},
+    return h('tr', {class: 'run', 'data-status': r.status, 'data-attempt': r.attempt, 'data-key': r.id},
       h('td', null, r.attempt), h('td', null, badge(r.status), retry ? ' ' : null, retry), h('td', null, fmtTime(r.scheduled_for)),
       h('td', null, fmtTime(r.started_at)), h('td', null, fmtMS(r.lateness_ms)), h('td', null, dur === null ? 'running' : fmtMS(dur)),
       h('td', {class: 'output'}, r.error ? h('span', {class: 'error-text'}, r.error) : (r.output || '')));
   });
   const runTable = h('table', {class: 'runs', id: 'runs'},
     h('thead', null, h('tr', null, ['Attempt', 'Status', 'Scheduled for', 'Started', 'Lateness', 'Duration', 'Output / error'].map((t) => h('th', null, t)))),
-    h('tbody', null, runRows.length ? runRows : h('tr', null, h('td', {colspan: 7, class: 'empty'}, 'No runs yet.'))));
+    h('tbody', {'data-morph': 'children'}, runRows.length ? runRows : h('tr', null, h('td', {colspan: 7, class: 'empty'}, 'No runs yet.'))));
+  const c = ctl.runCursors;
+  const runPager = h('nav', {class: 'pager', 'aria-label': 'run pages'},
+    c.length > 1 ? h('button', {type: 'button', id: 'newer-runs', onclick: () => { c.pop(); ctl.draw(); }}, '« Newer runs') : null,
+    runs.next_cursor ? h('button', {type: 'button', id: 'older-runs', onclick: () => { c.push(runs.next_cursor); ctl.draw(); }}, 'Older runs »') : null);
 
-  return [h('div', {class: 'bar'}, h('h1', {id: 'job-title'}, j.name), actions), msg,
+  return [h('div', {class: 'bar'}, h('h1', {id: 'job-title'}, j.name), actions),
     h('div', {class: 'cols'}, h('section', null, facts), h('section', null, h('h2', null, 'Next runs'), nextList)),
-    h('h2', null, 'Run history'), runTable];
+    h('h2', null, 'Run history'), h('div', {class: 'table-wrap', 'data-morph': 'children'}, runTable), runPager];
 }
 
 // ---- create and edit
 
+// The form's fields, read into a job body (a POST's) or compared against the
+// job as it was (a PATCH sends only what changed).
 async function formPage(id) {
   const j = id ? await api('GET', '/api/v1/jobs/' + id) : null;
+  const admin = me.role === 'admin';
   const sched = (j && j.schedule) || {};
   const recurring = !!(j && j.schedule);
-  let timingDirty = !j;
 
-  const fieldErr = (field) => h('span', {class: 'field-error', 'data-error-for': field, hidden: true});
+  const fieldErr = (field) => h('span', {class: 'field-error', 'data-error-for': field, role: 'alert', hidden: true});
   const row = (label, field, input, hint) => h('div', {class: 'row', 'data-field': field},
     h('label', {for: input.id}, label), input, hint ? h('span', {class: 'hint'}, hint) : null, fieldErr(field));
+  const text = (id, value, attrs) => h('input', {id, name: id, value: value === undefined || value === null ? '' : String(value), ...attrs});
+  const choice = (id, options, value) => h('select', {id, name: id}, options.map(([v, t]) => h('option', {value: v, selected: v === (value || '')}, t)));
 
-  const name = h('input', {id: 'name', name: 'name', required: true, value: j ? j.name : ''});
+  const name = text('name', j ? j.name : '', {required: true});
   const type = h('select', {id: 'type', name: 'type', disabled: !!j}, TYPES.map((t) => h('option', {value: t, selected: j ? j.type === t : t === 'webhook'}, t)));
   const payload = h('textarea', {id: 'payload', name: 'payload', rows: 7, spellcheck: 'false'});
   payload.value = JSON.stringify(j ? j.payload : PAYLOADS.webhook, null, 2);
@@ -395,53 +662,175 @@ async function formPage(id) {
   payload.addEventListener('input', () => { payloadTouched = true; });
   type.addEventListener('change', () => { if (!payloadTouched) payload.value = JSON.stringify(PAYLOADS[type.value], null, 2); });
 
+  // When: a one-off time (a date-time, a delay, or a day in a zone), or a
+  // recurrence (cron, RRULE or every) with its bounds and policies.
   const kindOneoff = h('input', {type: 'radio', name: 'kind', id: 'kind-oneoff', value: 'oneoff', checked: !recurring});
   const kindRecurring = h('input', {type: 'radio', name: 'kind', id: 'kind-recurring', value: 'recurring', checked: recurring});
   const soon = new Date(Date.now() + 60000);
   soon.setMilliseconds(0);
-  const runAt = h('input', {type: 'datetime-local', id: 'run_at', name: 'run_at', step: 1,
-    value: localInput(j && j.run_at ? new Date(j.run_at) : soon)});
-  const ruleKind = h('select', {id: 'rule-kind'}, ['cron', 'rrule'].map((k) => h('option', {value: k, selected: sched.rrule ? k === 'rrule' : k === 'cron'}, k === 'cron' ? 'cron' : 'RRULE')));
-  const expr = h('input', {id: 'expr', name: 'expr', placeholder: '*/5 * * * *', value: sched.rrule || sched.cron || ''});
-  const zone = h('input', {id: 'timezone', name: 'timezone', list: 'zones', value: sched.timezone || browserZone});
+  const oneoffHow = choice('oneoff-how', [['at', 'at a date and time'], ['delay', 'after a delay'], ['run_on', 'on a day (local midnight)']], 'at');
+  const runAt = h('input', {type: 'datetime-local', id: 'run_at', name: 'run_at', step: 1, value: localInput(j && j.run_at ? new Date(j.run_at) : soon)});
+  const delay = text('delay', '', {placeholder: '90s, 2h30m, 15d'});
+  const runOn = h('input', {type: 'date', id: 'run_on', name: 'run_on'});
+  const ruleKind = choice('rule-kind', [['cron', 'cron'], ['rrule', 'RRULE'], ['every', 'every day/week/month']], sched.rrule ? 'rrule' : sched.every ? 'every' : 'cron');
+  const expr = text('expr', sched.rrule || sched.cron || '', {placeholder: '*/5 * * * *'});
+  const everyUnit = choice('every', [['day', 'day'], ['week', 'week'], ['month', 'month']], sched.every || 'day');
+  const everyAt = text('every-at', sched.at || '', {placeholder: '09:30'});
+  const everyOn = text('every-on', sched.on === undefined ? '' : sched.on, {placeholder: 'monday, or 15, or -1'});
+  const zone = text('timezone', (j && j.timezone) || sched.timezone || browserZone, {list: 'zones'});
   const zones = h('datalist', {id: 'zones'}, (Intl.supportedValuesOf ? Intl.supportedValuesOf('timeZone') : [browserZone]).map((z) => h('option', {value: z})));
+  const isoLocal = (iso) => iso ? localInput(new Date(iso)) : '';
+  const startAt = h('input', {type: 'datetime-local', id: 'start_at', step: 1, value: isoLocal(sched.start_at)});
+  const endAt = h('input', {type: 'datetime-local', id: 'end_at', step: 1, value: isoLocal(sched.end_at)});
+  const countIn = text('count', sched.count || '', {type: 'number', min: 0});
+  const misfire = choice('misfire', [['', 'run_once (default)'], ['catch_up', 'catch_up'], ['skip', 'skip']], sched.misfire === 'run_once' ? '' : sched.misfire);
+  const misfireMax = text('misfire_max', sched.misfire_max || '', {type: 'number', min: 1});
+  const dstGap = choice('dst-gap', [['', 'shift (default)'], ['skip', 'skip']], sched.dst && sched.dst.gap === 'skip' ? 'skip' : '');
+  const dstOverlap = choice('dst-overlap', [['', 'first (default)'], ['both', 'both']], sched.dst && sched.dst.overlap === 'both' ? 'both' : '');
+  const overlap = choice('overlap', [['allow', 'allow (default)'], ['skip', 'skip'], ['buffer_one', 'buffer one']], (j && j.overlap) || 'allow');
   const preview = h('ol', {class: 'next', id: 'preview'});
-  const unsupported = sched.every ? h('p', {class: 'hint'}, `This job recurs "every ${sched.every}"; editing its timing here replaces that with a cron or RRULE.`) : null;
 
-  const oneoffBox = h('div', {class: 'timing', id: 'oneoff-box'},
-    row('Run at', 'run_at', runAt, `in your time zone, ${browserZone}; sent with its offset and stored in UTC`));
-  const recurringBox = h('div', {class: 'timing', id: 'recurring-box'}, unsupported,
+  const atRow = row('Run at', 'run_at', runAt, `in your time zone, ${browserZone}; sent with its offset and stored in UTC`);
+  const delayRow = row('Delay', 'delay', delay);
+  const runOnRow = row('Day', 'run_on', runOn, 'local midnight in the time zone below');
+  const exprRow = row('Expression', 'schedule.expr', expr, 'cron: 5 fields, or 6 with seconds first; RRULE: FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0');
+  const everyRows = h('div', {id: 'every-box'}, row('Every', 'schedule.every', everyUnit), row('At', 'schedule.at', everyAt, 'HH:MM'), row('On', 'schedule.on', everyOn, 'a weekday, or a day of the month'));
+  const oneoffBox = h('div', {class: 'timing', id: 'oneoff-box'}, row('How', 'oneoff-how', oneoffHow), atRow, delayRow, runOnRow);
+  const recurringBox = h('div', {class: 'timing', id: 'recurring-box'},
     h('div', {class: 'row', 'data-field': 'schedule'}, h('label', {for: 'rule-kind'}, 'Rule'), ruleKind, fieldErr('schedule')),
-    row('Expression', 'schedule.expr', expr, 'cron: 5 fields, or 6 with seconds first; RRULE: FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0'),
-    row('Time zone', 'schedule.timezone', zone), zones,
+    exprRow, everyRows,
+    row('Starts', 'schedule.start_at', startAt, 'optional; your time zone'),
+    row('Ends', 'schedule.end_at', endAt, 'optional, exclusive'),
+    row('Count', 'schedule.count', countIn, 'optional: total occurrences'),
+    row('Misfire policy', 'schedule.misfire', misfire), row('Misfire bound', 'schedule.misfire_max', misfireMax, 'with catch_up'),
+    row('DST gap', 'schedule.dst', dstGap), row('DST overlap', 'schedule.dst.overlap', dstOverlap),
+    row('Overlap', 'overlap', overlap, 'while an earlier run still runs'),
     h('h3', null, 'Next 10 runs'), preview);
+  const zoneRow = row('Time zone', 'timezone', zone);
   const showKind = () => {
     oneoffBox.hidden = !kindOneoff.checked;
     recurringBox.hidden = !kindRecurring.checked;
+    atRow.hidden = oneoffHow.value !== 'at';
+    delayRow.hidden = oneoffHow.value !== 'delay';
+    runOnRow.hidden = oneoffHow.value !== 'run_on';
+    zoneRow.hidden = kindOneoff.checked && oneoffHow.value !== 'run_on';
+    exprRow.hidden = ruleKind.value === 'every';
+    everyRows.hidden = ruleKind.value !== 'every';
   };
   showKind();
 
-  const priority = h('input', {type: 'number', id: 'priority', name: 'priority', value: j ? j.priority : 0});
-  const retries = h('input', {type: 'number', id: 'max_retries', name: 'max_retries', min: 0, value: j ? j.max_retries : 3});
-  const timeout = h('input', {id: 'timeout', name: 'timeout', value: j ? j.timeout : '30s'});
+  const priority = text('priority', j ? j.priority : 0, {type: 'number'});
+  const retries = text('max_retries', j ? j.max_retries : 3, {type: 'number', min: 0});
+  const timeout = text('timeout', j ? j.timeout : '30s');
+  const expires = text('expires_after', j ? j.expires_after : '', {placeholder: 'never; or 15m'});
+  const retention = text('retention', j ? j.retention : '', {placeholder: 'the default; or 90d'});
+  const history = choice('history', [['all', 'all runs'], ['failures', 'failures, and the last 100 successes']], j ? j.history : 'all');
+  const labels = h('textarea', {id: 'labels', name: 'labels', rows: 2, placeholder: 'customer=1234, plan=pro'});
+  labels.value = Object.entries((j && j.labels) || {}).map(([k, v]) => `${k}=${v}`).join(', ');
+  const key = text('key', j ? j.key : '', {disabled: !!j, placeholder: 'optional: your own name for it'});
+  const owner = admin && !j ? text('owner', '', {placeholder: 'a user id; empty: you'}) : null;
+  const n = (j && j.notify) || {};
+  const notifyOn = NOTIFY_EVENTS.map((e) => h('label', {class: 'inline'}, h('input', {type: 'checkbox', id: 'notify-' + e, value: e, checked: (n.on || []).includes(e)}), ' ' + e.replace('_', ' ')));
+  const notifyDest = choice('notify-dest', [['webhook', 'webhook'], ['slack', 'Slack'], ['email', 'email']], n.slack ? 'slack' : n.email ? 'email' : 'webhook');
+  const notifyTo = text('notify-to', n.webhook ? n.webhook.url : n.slack ? n.slack.webhook_url : n.email ? n.email.to.join(', ') : '', {placeholder: 'URL, or addresses'});
   const general = h('p', {class: 'error', role: 'alert', id: 'form-error', hidden: true});
 
-  const scheduleBody = () => ({[ruleKind.value]: expr.value.trim(), timezone: zone.value.trim() || 'UTC'});
+  const schedule = () => {
+    const out = {};
+    if (ruleKind.value === 'every') {
+      out.every = everyUnit.value;
+      if (everyAt.value.trim()) out.at = everyAt.value.trim();
+      if (everyOn.value.trim()) out.on = /^-?\d+$/.test(everyOn.value.trim()) ? Number(everyOn.value.trim()) : everyOn.value.trim();
+    } else {
+      out[ruleKind.value] = expr.value.trim();
+    }
+    out.timezone = zone.value.trim() || 'UTC';
+    if (startAt.value) out.start_at = offsetISO(new Date(startAt.value));
+    if (endAt.value) out.end_at = offsetISO(new Date(endAt.value));
+    if (Number(countIn.value)) out.count = Number(countIn.value);
+    if (misfire.value) out.misfire = misfire.value;
+    if (misfire.value === 'catch_up' && Number(misfireMax.value)) out.misfire_max = Number(misfireMax.value);
+    if (dstGap.value || dstOverlap.value) out.dst = {...(dstGap.value ? {gap: dstGap.value} : {}), ...(dstOverlap.value ? {overlap: dstOverlap.value} : {})};
+    return out;
+  };
+  const parseLabels = () => {
+    const out = {};
+    for (const part of labels.value.split(/[,\n]/).map((x) => x.trim()).filter(Boolean)) {
+      const i = part.indexOf('=');
+      if (i < 1) throw new APIError(400, {field: 'labels', message: `"${part}" is not key=value`});
+      out[part.slice(0, i).trim()] = part.slice(i + 1).trim();
+    }
+    return out;
+  };
+  const notify = () => {
+    const on = notifyOn.map((l) => l.querySelector('input')).filter((c) => c.checked).map((c) => c.value);
+    if (!on.length) return {on: []};
+    const to = notifyTo.value.trim();
+    if (notifyDest.value === 'email') return {on, email: {to: to.split(',').map((x) => x.trim()).filter(Boolean)}};
+    if (notifyDest.value === 'slack') return {on, slack: {webhook_url: to}};
+    const keep = n.webhook && n.webhook.url === to && n.webhook.headers ? {headers: n.webhook.headers} : {};
+    return {on, webhook: {url: to, ...keep}};
+  };
+  // body reads every field as a new job would have it.
+  const body = () => {
+    const b = {name: name.value.trim(), type: type.value, priority: Number(priority.value), max_retries: Number(retries.value), timeout: timeout.value.trim()};
+    try {
+      b.payload = JSON.parse(payload.value);
+    } catch (e) {
+      throw new APIError(400, {field: 'payload', message: 'is not valid JSON: ' + e.message});
+    }
+    if (kindOneoff.checked) {
+      if (oneoffHow.value === 'delay') b.delay = delay.value.trim();
+      else if (oneoffHow.value === 'run_on') { b.run_on = runOn.value; b.timezone = zone.value.trim() || 'UTC'; } else {
+        const d = new Date(runAt.value);
+        if (isNaN(d)) throw new APIError(400, {field: 'run_at', message: 'pick a date and time'});
+        b.run_at = offsetISO(d);
+      }
+    } else {
+      b.schedule = schedule();
+      b.overlap = overlap.value;
+    }
+    b.expires_after = expires.value.trim();
+    b.retention = retention.value.trim();
+    b.history = history.value;
+    b.labels = parseLabels();
+    if (key.value.trim()) b.key = key.value.trim();
+    b.notify = notify();
+    if (owner && owner.value.trim()) b.owner = owner.value.trim();
+    return b;
+  };
+  // The edit's starting point, as the form reads it before any change.
+  const initial = j ? body() : null;
+  const timingKeys = ['run_at', 'delay', 'run_on', 'schedule', 'timezone'];
+  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+  // changes is the PATCH body: only what differs from the job as loaded.
+  // Timing travels whole (PATCH replaces it), with every schedule field the
+  // form holds, so changing the cron keeps start, end, count and policies.
+  const changes = (b) => {
+    const out = {};
+    const timingChanged = timingKeys.some((k) => !same(b[k], initial[k]));
+    for (const [k, v] of Object.entries(b)) {
+      if (k === 'type' || k === 'key' || k === 'owner' || timingKeys.includes(k)) continue;
+      if (!same(v, initial[k])) out[k] = v;
+    }
+    if (timingChanged) for (const k of timingKeys) if (b[k] !== undefined && !(k === 'timezone' && b.schedule)) out[k] = b[k];
+    if (out.notify && !out.notify.on.length && !(initial.notify.on || []).length) delete out.notify;
+    return out;
+  };
 
   let previewSeq = 0;
   const refreshPreview = async () => {
     if (!kindRecurring.checked) return;
     const seq = ++previewSeq;
-    const err = form.querySelector('[data-error-for="schedule.expr"]');
-    if (!expr.value.trim()) {
+    if (ruleKind.value !== 'every' && !expr.value.trim()) {
       preview.replaceChildren(h('li', {class: 'empty'}, 'Type a rule to see its next runs.'));
       return;
     }
     try {
-      const r = await api('POST', '/api/v1/schedules/preview', {schedule: scheduleBody(), n: 10});
+      const r = await api('POST', '/api/v1/schedules/preview', {schedule: schedule(), n: 10});
       if (seq !== previewSeq) return;
-      err.hidden = true;
-      preview.replaceChildren(...r.next.map((n) => h('li', null, n.at)));
+      for (const e of form.querySelectorAll('[data-error-for^="schedule"]')) e.hidden = true;
+      preview.replaceChildren(...r.next.map((x) => h('li', null, x.at)));
     } catch (e) {
       if (seq !== previewSeq) return;
       preview.replaceChildren();
@@ -450,12 +839,11 @@ async function formPage(id) {
   };
   let debounce = 0;
   const onTiming = () => {
-    timingDirty = true;
     showKind();
     clearTimeout(debounce);
     debounce = setTimeout(refreshPreview, 250);
   };
-  for (const el of [kindOneoff, kindRecurring, ruleKind, expr, zone, runAt]) {
+  for (const el of [kindOneoff, kindRecurring, oneoffHow, ruleKind, expr, zone, runAt, everyUnit, everyAt, everyOn, startAt, endAt, countIn, misfire, misfireMax, dstGap, dstOverlap]) {
     el.addEventListener('input', onTiming);
     el.addEventListener('change', onTiming);
   }
@@ -464,31 +852,20 @@ async function formPage(id) {
     ev.preventDefault();
     for (const e of form.querySelectorAll('.field-error')) e.hidden = true;
     general.hidden = true;
-    const body = {name: name.value.trim()};
     try {
-      body.payload = JSON.parse(payload.value);
-    } catch (e) {
-      showFieldError(form, {field: 'payload', message: 'is not valid JSON: ' + e.message}, general);
-      return;
-    }
-    if (!j) body.type = type.value;
-    if (timingDirty) {
-      if (kindOneoff.checked) {
-        const d = new Date(runAt.value);
-        if (isNaN(d)) {
-          showFieldError(form, {field: 'run_at', message: 'pick a date and time'}, general);
-          return;
-        }
-        body.run_at = offsetISO(d);
-      } else {
-        body.schedule = scheduleBody();
+      const b = body();
+      if (!j) {
+        for (const k of ['expires_after', 'retention']) if (!b[k]) delete b[k];
+        if (!b.notify.on.length) delete b.notify;
+        if (!Object.keys(b.labels).length) delete b.labels;
+        if (b.overlap === 'allow') delete b.overlap;
       }
-    }
-    body.priority = Number(priority.value);
-    body.max_retries = Number(retries.value);
-    body.timeout = timeout.value.trim();
-    try {
-      const saved = j ? await api('PATCH', '/api/v1/jobs/' + j.id, body) : await api('POST', '/api/v1/jobs', body);
+      const patch = j ? changes(b) : null;
+      if (j && !Object.keys(patch).length) {
+        location.hash = '#/jobs/' + j.id;
+        return;
+      }
+      const saved = j ? await api('PATCH', '/api/v1/jobs/' + j.id, patch) : await api('POST', '/api/v1/jobs', b);
       location.hash = '#/jobs/' + saved.id;
     } catch (e) {
       showFieldError(form, e, general);
@@ -499,11 +876,21 @@ async function formPage(id) {
   row('Type', 'type', type),
   row('Payload (JSON)', 'payload', payload),
   h('fieldset', null, h('legend', null, 'When'),
-    h('label', {class: 'inline'}, kindOneoff, ' One-off'), h('label', {class: 'inline'}, kindRecurring, ' Recurring'),
-    oneoffBox, recurringBox),
-  h('details', {open: !!j}, h('summary', null, 'Retries, timeout, priority'),
+    h('div', null, h('label', {class: 'inline'}, kindOneoff, ' One-off'), h('label', {class: 'inline'}, kindRecurring, ' Recurring')),
+    oneoffBox, zoneRow, zones, recurringBox),
+  h('details', {open: !!j}, h('summary', null, 'Retries, timeout, priority, expiry'),
     row('Max retries', 'max_retries', retries), row('Timeout', 'timeout', timeout, 'a Go duration, 100ms to 1h'),
-    row('Priority', 'priority', priority, 'higher first among jobs due at the same millisecond')),
+    row('Priority', 'priority', priority, 'higher first among jobs due at the same millisecond'),
+    row('Expires after', 'expires_after', expires, 'an attempt that cannot start this long after it was due is not run')),
+  h('details', {open: !!j}, h('summary', null, 'Labels, key, retention'),
+    row('Labels', 'labels', labels, 'key=value pairs, comma separated'),
+    row('Key', 'key', key, 'unique among your jobs that can still run'),
+    row('Retention', 'retention', retention, 'how long it is kept once finished'),
+    row('History', 'history', history),
+    owner ? row('Owner', 'owner', owner) : null),
+  h('details', {open: !!(j && j.notify)}, h('summary', null, 'Alerts'),
+    h('div', {class: 'row', 'data-field': 'notify.on'}, h('span', null, 'On'), h('div', null, notifyOn), fieldErr('notify.on')),
+    row('Send to', 'notify', notifyDest), row('Address', 'notify.webhook', notifyTo, 'the webhook or Slack URL, or email addresses')),
   general,
   h('div', {class: 'actions'}, h('button', {type: 'submit', id: 'save', class: 'primary'}, j ? 'Save' : 'Create job'),
     h('a', {href: j ? '#/jobs/' + j.id : '#/jobs', class: 'button'}, 'Back')));
@@ -513,22 +900,148 @@ async function formPage(id) {
 
 // showFieldError puts an API error next to the field it names: the most
 // specific element whose data-field is the field or a prefix of it
-// ("schedule.cron" lands on the expression), else in the general box.
+// ("schedule.cron" lands on the expression), else in the general box. The
+// message names the field as the form labels it.
 function showFieldError(form, err, general) {
   let field = err.field || '';
   if (field === 'schedule.cron' || field === 'schedule.rrule') field = 'schedule.expr';
   while (field) {
     const el = form.querySelector(`[data-error-for="${CSS.escape(field)}"]`);
     if (el) {
-      el.textContent = `${err.field} ${err.message}`;
+      el.textContent = errorText(err);
       el.hidden = false;
       return;
     }
     const i = field.lastIndexOf('.');
     field = i < 0 ? '' : field.slice(0, i);
   }
-  general.textContent = (err.field ? err.field + ' ' : '') + err.message;
+  general.textContent = errorText(err);
   general.hidden = false;
+}
+
+// ---- API keys
+
+async function keysPage() {
+  const q = query();
+  const admin = me.role === 'admin';
+  const users = admin ? (await api('GET', '/api/v1/users?limit=500')).users : [me];
+  const userID = q.get('user') || me.id;
+  const view = h('div', {id: 'keys-view'});
+  const msg = h('div', {role: 'status', id: 'key-msg'});
+  const nameIn = h('input', {id: 'key-name', placeholder: 'what the key is for', 'aria-label': 'key name'});
+  const draw = async () => {
+    const keys = (await api('GET', `/api/v1/users/${userID}/keys`)).keys;
+    morph(view, [h('table', {id: 'keys'},
+      h('thead', null, h('tr', null, ['Name', 'Prefix', 'Created', 'Last used', 'State', ''].map((t) => h('th', null, t)))),
+      h('tbody', {'data-morph': 'children'}, keys.length ? keys.map((k) => h('tr', {'data-id': k.id},
+        h('td', null, k.name || '—'), h('td', {class: 'id'}, k.prefix), h('td', null, fmtTime(k.created_at)), h('td', null, fmtTime(k.last_used_at)),
+        h('td', null, k.revoked_at ? badge('cancelled') : badge('scheduled')),
+        h('td', null, k.revoked_at ? '' : h('button', {type: 'button', class: 'danger revoke', id: 'revoke-' + k.id, onclick: async () => {
+          if (!await confirmDialog('Revoke this key?', `${k.name || k.prefix}: every client using it is refused from now on.`, 'Revoke')) return;
+          try {
+            await api('DELETE', '/api/v1/keys/' + k.id);
+            msg.replaceChildren(h('p', {class: 'ok'}, 'Revoked.'));
+            await draw();
+          } catch (e) {
+            msg.replaceChildren(errorBox(e));
+          }
+        }}, 'Revoke')))) : h('tr', null, h('td', {colspan: 6, class: 'empty'}, 'No keys.'))))]);
+  };
+  const create = h('form', {class: 'filters', id: 'key-form', onsubmit: async (ev) => {
+    ev.preventDefault();
+    try {
+      const k = await api('POST', `/api/v1/users/${userID}/keys`, {name: nameIn.value.trim()});
+      nameIn.value = '';
+      msg.replaceChildren(h('div', {class: 'new-key'}, h('p', null, 'The new key, shown this once: copy it now.'), h('code', {id: 'new-key'}, k.key)));
+      await draw();
+    } catch (e) {
+      msg.replaceChildren(errorBox(e));
+    }
+  }}, nameIn, h('button', {type: 'submit', id: 'create-key', class: 'primary'}, 'Create key'));
+  const picker = admin ? h('label', {class: 'inline'}, 'User ', h('select', {id: 'key-user', onchange: (ev) => go('#/keys', {user: ev.target.value})},
+    users.map((u) => h('option', {value: u.id, selected: u.id === userID}, u.name)))) : null;
+  await draw();
+  mount(h('div', {class: 'bar'}, h('h1', null, 'API keys'), picker), create, msg, wrap(view));
+}
+
+// ---- users (administrators)
+
+async function usersPage() {
+  const view = h('div', {id: 'users-view'});
+  const msg = h('div', {role: 'status', id: 'user-msg'});
+  const act = async (f) => {
+    msg.replaceChildren();
+    try {
+      await f();
+      await draw();
+    } catch (e) {
+      msg.replaceChildren(errorBox(e));
+    }
+  };
+  const limitsForm = (u) => h('form', {class: 'limits', id: 'limits-' + u.id, onsubmit: (ev) => {
+    ev.preventDefault();
+    const limits = {};
+    for (const f of LIMIT_FIELDS) {
+      const v = ev.target.elements[f].value.trim();
+      if (v) limits[f] = Number(v);
+    }
+    act(() => api('PATCH', '/api/v1/users/' + u.id, {limits}));
+  }}, LIMIT_FIELDS.map((f) => h('label', null, f.replace(/_/g, ' '), h('input', {name: f, type: 'number', min: 1, value: u.limits[f] || '',
+    placeholder: String((u.effective_limits || {})[f] ?? '')}))), h('button', {type: 'submit'}, 'Save limits'));
+  const draw = async () => {
+    const users = (await api('GET', '/api/v1/users?limit=500')).users;
+    morph(view, [h('table', {id: 'users'},
+      h('thead', null, h('tr', null, ['Name', 'Role', 'State', 'Created', 'Limits', ''].map((t) => h('th', null, t)))),
+      h('tbody', null, users.map((u) => h('tr', {'data-id': u.id},
+        h('td', null, u.name, h('div', {class: 'id'}, u.id)), h('td', null, u.role),
+        h('td', null, u.disabled_at ? badge('paused') : badge('scheduled')), h('td', null, fmtTime(u.created_at)),
+        h('td', null, h('details', null, h('summary', null, Object.keys(u.limits).length ? 'own limits' : 'defaults'), limitsForm(u))),
+        h('td', {class: 'actions'},
+          u.disabled_at
+            ? h('button', {type: 'button', id: 'enable-' + u.id, onclick: () => act(() => api('POST', `/api/v1/users/${u.id}/enable`))}, 'Enable')
+            : u.id === me.id ? null : h('button', {type: 'button', class: 'danger', id: 'disable-' + u.id, onclick: async () => {
+              if (await confirmDialog(`Disable ${u.name}?`, 'Their keys stop working, their jobs pause and their running attempts stop.', 'Disable')) {
+                act(() => api('POST', `/api/v1/users/${u.id}/disable`));
+              }
+            }}, 'Disable'),
+          h('a', {class: 'button', href: '#/keys?user=' + u.id}, 'Keys'),
+          h('a', {class: 'button', href: '#/jobs?owner=' + u.id}, 'Jobs'))))))]);
+  };
+  const nameIn = h('input', {id: 'user-name', placeholder: 'name', required: true, 'aria-label': 'new user name'});
+  const role = h('select', {id: 'user-role', 'aria-label': 'role'}, h('option', {value: 'user'}, 'user'), h('option', {value: 'admin'}, 'admin'));
+  const create = h('form', {class: 'filters', id: 'user-form', onsubmit: (ev) => {
+    ev.preventDefault();
+    act(async () => {
+      await api('POST', '/api/v1/users', {name: nameIn.value.trim(), role: role.value});
+      nameIn.value = '';
+    });
+  }}, nameIn, role, h('button', {type: 'submit', id: 'create-user', class: 'primary'}, 'Create user'));
+  await draw();
+  mount(h('div', {class: 'bar'}, h('h1', null, 'Users')), create, msg, wrap(view));
+}
+
+// ---- audit log (administrators)
+
+async function auditPage() {
+  const q = query();
+  const params = new URLSearchParams();
+  for (const k of ['action', 'actor', 'target', 'cursor']) if (q.get(k)) params.set(k, q.get(k));
+  for (const k of ['since', 'until']) if (q.get(k)) params.set(k, new Date(q.get(k)).toISOString());
+  params.set('limit', q.get('limit') || '50');
+  const list = await api('GET', '/api/v1/audit?' + params);
+  const field = (name, placeholder, type) => h('input', {name, id: 'a-' + name, placeholder, type: type || 'search', step: type ? 1 : undefined, 'aria-label': name, value: q.get(name) || ''});
+  const filters = h('form', {class: 'filters', id: 'audit-filters', role: 'search', onsubmit: (ev) => {
+    ev.preventDefault();
+    go('#/audit', new URLSearchParams([...new FormData(ev.target)]));
+  }}, field('action', 'action, e.g. job.bulk'), field('actor', 'actor id'), field('target', 'job or target id'),
+  h('label', {class: 'inline'}, 'From ', field('since', '', 'datetime-local')), h('label', {class: 'inline'}, 'to ', field('until', '', 'datetime-local')),
+  h('button', {type: 'submit', id: 'audit-apply'}, 'Filter'));
+  const table = h('table', {id: 'audit'},
+    h('thead', null, h('tr', null, ['At', 'Actor', 'Action', 'Target', 'Change'].map((t) => h('th', null, t)))),
+    h('tbody', null, list.entries.length ? list.entries.map((e) => h('tr', null, h('td', null, fmtTime(e.at)), h('td', {class: 'id'}, e.actor),
+      h('td', null, e.action), h('td', null, e.target_type, ' ', h('span', {class: 'id'}, e.target_id)),
+      h('td', {class: 'output'}, short(JSON.stringify(e.change), 300)))) : h('tr', null, h('td', {colspan: 5, class: 'empty'}, 'No entries match.'))));
+  mount(h('div', {class: 'bar'}, h('h1', null, 'Audit log')), filters, wrap(table), pager('#/audit', q, list.next_cursor), pageSize(q, 'audit-page-size'));
 }
 
 // ---- system (administrators)
@@ -536,13 +1049,12 @@ function showFieldError(form, err, general) {
 async function systemPage() {
   const view = h('div', {id: 'system'});
   mount(h('h1', null, 'System'), view);
-  const draw = async () => view.replaceChildren(...systemView(await api('GET', '/api/v1/system')));
+  const draw = async () => morph(view, systemView(await api('GET', '/api/v1/system')));
   await draw();
-  timers.push(setInterval(() => draw().catch(() => null), 5000));
+  every(5000, draw);
 }
 
 function minuteKey(iso) { return Math.floor(new Date(iso).getTime() / 60000); }
-
 function systemView(sys) {
   const now = Math.floor(new Date(sys.generated_at).getTime() / 60000);
   const ahead = Array.from({length: 60}, (_, i) => now + i);
@@ -671,8 +1183,20 @@ new MutationObserver(() => {
   for (const el of document.querySelectorAll('i.swatch[data-color]')) el.style.background = el.dataset.color;
 }).observe(document.documentElement, {childList: true, subtree: true});
 
+// The auto-refresh switch: on by default. Nothing is kept in page storage.
+function showRefresh() {
+  const b = document.getElementById('auto-refresh');
+  b.setAttribute('aria-pressed', String(autoRefresh));
+  b.textContent = autoRefresh ? 'Auto-refresh: on' : 'Auto-refresh: off';
+}
+
 document.addEventListener('DOMContentLoaded', () => {
   document.getElementById('signout').addEventListener('click', signOut);
+  document.getElementById('auto-refresh').addEventListener('click', () => {
+    autoRefresh = !autoRefresh;
+    showRefresh();
+  });
+  showRefresh();
   window.addEventListener('hashchange', route);
   route();
 });

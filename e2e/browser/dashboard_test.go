@@ -121,6 +121,17 @@ func page(base, route string) chromedp.Action[chromedp.Void] {
 	return chromedp.Navigate(fmt.Sprintf("%s/?load=%d%s", base, loads, route))
 }
 
+// jobJSON reads a job through the API as a generic object.
+func jobJSON(t *testing.T, api *cluster.API, id string) map[string]any {
+	t.Helper()
+	var j map[string]any
+	code, err := api.Do(t.Context(), "GET", "/api/v1/jobs/"+id, nil, &j)
+	if err != nil || code != 200 {
+		t.Fatalf("get job %s: %d %v", id, code, err)
+	}
+	return j
+}
+
 func TestDashboard(t *testing.T) {
 	ctx := browse(t)
 	c := start(t, cluster.Options{Schedulers: 1, Workers: 1})
@@ -221,7 +232,8 @@ func TestDashboard(t *testing.T) {
 			page(base, recurringURL),
 			chromedp.WaitVisible(chromedp.CSS("#cancel")),
 			chromedp.Click(chromedp.CSS("#cancel")),
-			chromedp.Click(chromedp.CSS("#cancel")),
+			chromedp.WaitVisible(chromedp.CSS("#confirm-yes")),
+			chromedp.Click(chromedp.CSS("#confirm-yes")),
 			chromedp.WaitVisible(chromedp.CSS("#status .st-cancelled")),
 			shot(t, dir, "cancelled.png"),
 		)
@@ -253,6 +265,214 @@ func TestDashboard(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS(`#jobs tbody tr[data-id]`)),
 			shot(t, dir, "jobs.png"),
 		)
+	})
+
+	api := c.API()
+
+	t.Run("EditKeepsEveryScheduleField", func(t *testing.T) {
+		start := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
+		end := start.Add(90 * 24 * time.Hour)
+		j, err := api.CreateJob(t.Context(), map[string]any{"name": "browser keep", "type": "ping",
+			"payload": map[string]any{"url": base + "/healthz"}, "overlap": "skip", "expires_after": "10m",
+			"labels": map[string]string{"team": "ops"},
+			"schedule": map[string]any{"cron": "0 9 * * *", "timezone": "Europe/Berlin", "start_at": start, "end_at": end,
+				"count": 50, "misfire": "catch_up", "misfire_max": 7, "dst": map[string]any{"gap": "skip", "overlap": "both"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := jobJSON(t, api, j.ID)
+		within(t, ctx, 20*time.Second,
+			page(base, "#/jobs/"+j.ID+"/edit"),
+			chromedp.WaitVisible(chromedp.CSS("#job-form")),
+			setField("#expr", "0 10 * * *"),
+			chromedp.WaitVisible(chromedp.CSS("#preview li:nth-child(10)")),
+			shot(t, dir, "edit-recurring.png"),
+			chromedp.Click(chromedp.CSS("#save")),
+			chromedp.WaitVisible(chromedp.CSS("#detail #job-title")),
+		)
+		after := jobJSON(t, api, j.ID)
+		sb, sa := before["schedule"].(map[string]any), after["schedule"].(map[string]any)
+		if sa["cron"] != "0 10 * * *" {
+			t.Fatalf("cron is %v after the edit", sa["cron"])
+		}
+		for _, k := range []string{"timezone", "start_at", "end_at", "count", "misfire", "misfire_max", "dst"} {
+			if fmt.Sprint(sb[k]) != fmt.Sprint(sa[k]) {
+				t.Fatalf("schedule.%s changed from %v to %v on an edit of the cron only", k, sb[k], sa[k])
+			}
+		}
+		for _, k := range []string{"name", "payload", "overlap", "expires_after", "labels", "max_retries", "timeout", "priority", "retention", "history", "notify"} {
+			if fmt.Sprint(before[k]) != fmt.Sprint(after[k]) {
+				t.Fatalf("%s changed from %v to %v on an edit of the cron only", k, before[k], after[k])
+			}
+		}
+	})
+
+	t.Run("FocusSurvivesRefreshes", func(t *testing.T) {
+		j, err := api.CreateJob(t.Context(), map[string]any{"name": "browser focus", "type": "ping",
+			"payload": map[string]any{"url": base + "/healthz"}, "schedule": map[string]any{"cron": "0 * * * *"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var focused string
+		within(t, ctx, 20*time.Second,
+			page(base, "#/jobs/"+j.ID),
+			chromedp.WaitVisible(chromedp.CSS("#pause")),
+			chromedp.Focus(chromedp.CSS("#pause")),
+			chromedp.Sleep(4500*time.Millisecond), // two refreshes, every 2 s
+			eval(`document.activeElement && document.activeElement.id`, &focused),
+		)
+		if focused != "pause" {
+			t.Fatalf("after two refreshes the focus is on %q, not the Pause button", focused)
+		}
+		// A destructive action asks in a dialog the refreshes leave alone.
+		var open bool
+		within(t, ctx, 20*time.Second,
+			chromedp.Click(chromedp.CSS("#cancel")),
+			chromedp.WaitVisible(chromedp.CSS("#confirm-no")),
+			chromedp.Sleep(4500*time.Millisecond),
+			eval(`document.getElementById('confirm').open`, &open),
+		)
+		if !open {
+			t.Fatal("the confirmation closed by itself")
+		}
+		within(t, ctx, 10*time.Second, chromedp.Click(chromedp.CSS("#confirm-no")))
+		if got := jobJSON(t, api, j.ID)["status"]; got != "scheduled" {
+			t.Fatalf("declining the confirmation left the job %v", got)
+		}
+	})
+
+	t.Run("BulkRetryAndRunSearch", func(t *testing.T) {
+		var ids []string
+		for i := range 3 {
+			j, err := api.CreateJob(t.Context(), map[string]any{"name": fmt.Sprintf("browser bulk %d", i), "type": "ping",
+				"max_retries": 0, "run_at": time.Now().Add(time.Second), "labels": map[string]string{"batch": "ui"},
+				"payload": map[string]any{"url": base + "/no-such-page"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, j.ID)
+		}
+		if !cluster.WaitUntil(30*time.Second, 200*time.Millisecond, func() bool {
+			for _, id := range ids {
+				if jobJSON(t, api, id)["status"] != "permanently_failed" {
+					return false
+				}
+			}
+			return true
+		}) {
+			t.Fatal("the jobs did not fail")
+		}
+		within(t, ctx, 30*time.Second,
+			page(base, "#/jobs?label=batch%3Dui&status=permanently_failed"),
+			chromedp.WaitVisible(chromedp.CSS(`#jobs tbody tr[data-id] .last-error`)),
+			chromedp.Click(chromedp.CSS("#pick-all")),
+			setField("#bulk-action", "retry"),
+			chromedp.Click(chromedp.CSS("#bulk-selected")),
+			chromedp.WaitVisible(chromedp.CSS("#confirm-yes")),
+			shot(t, dir, "bulk-confirm.png"),
+			chromedp.Click(chromedp.CSS("#confirm-yes")),
+			chromedp.WaitVisible(chromedp.CSS("#bulk-done")),
+		)
+		if !cluster.WaitUntil(30*time.Second, 200*time.Millisecond, func() bool {
+			for _, id := range ids {
+				runs, err := api.Runs(t.Context(), id, 10)
+				if err != nil || len(runs) != 2 || runs[0].Attempt != 2 || runs[0].Status == "running" {
+					return false
+				}
+			}
+			return true
+		}) {
+			t.Fatal("the bulk retry did not run each job once more")
+		}
+
+		var errs []string
+		within(t, ctx, 30*time.Second,
+			page(base, "#/runs"),
+			chromedp.WaitVisible(chromedp.CSS("#run-filters")),
+			setField("#r-q", "404"),
+			setField("#r-status", "permanently_failed"),
+			chromedp.Click(chromedp.CSS("#run-apply")),
+			chromedp.WaitVisible(chromedp.CSS(`#all-runs[data-query*="q=404"] tbody tr.run`)),
+			eval(`[...document.querySelectorAll('#all-runs tbody tr.run .error-text')].map(e => e.textContent)`, &errs),
+			shot(t, dir, "runs.png"),
+		)
+		if len(errs) < 6 {
+			t.Fatalf("the runs search shows %d failures, want the 6 attempts", len(errs))
+		}
+		for _, e := range errs {
+			if !strings.Contains(e, "404") {
+				t.Fatalf("the runs search shows an error without 404: %q", e)
+			}
+		}
+	})
+
+	t.Run("CreateAndRevokeAKey", func(t *testing.T) {
+		var key string
+		within(t, ctx, 20*time.Second,
+			page(base, "#/keys"),
+			chromedp.WaitVisible(chromedp.CSS("#key-form")),
+			setField("#key-name", "browser key"),
+			chromedp.Click(chromedp.CSS("#create-key")),
+			chromedp.WaitVisible(chromedp.CSS("#new-key")),
+			eval(`document.getElementById('new-key').textContent`, &key),
+			shot(t, dir, "keys.png"),
+		)
+		if !strings.HasPrefix(key, "tock_") {
+			t.Fatalf("the new key shows as %q", key)
+		}
+		probe := &cluster.API{Base: api.Base, Token: key, HTTP: api.HTTP}
+		if code, err := probe.Do(t.Context(), "GET", "/api/v1/me", nil, nil); err != nil || code != 200 {
+			t.Fatalf("the new key answers %d, %v", code, err)
+		}
+		within(t, ctx, 20*time.Second,
+			chromedp.Click(chromedp.CSS("#keys tbody tr:first-child button.revoke")),
+			chromedp.WaitVisible(chromedp.CSS("#confirm-yes")),
+			chromedp.Click(chromedp.CSS("#confirm-yes")),
+			chromedp.WaitVisible(chromedp.CSS("#key-msg .ok")),
+		)
+		if code, err := probe.Do(t.Context(), "GET", "/api/v1/me", nil, nil); err != nil || code != 401 {
+			t.Fatalf("the revoked key answers %d, %v", code, err)
+		}
+	})
+
+	t.Run("NarrowScreen", func(t *testing.T) {
+		for _, route := range []string{"#/jobs", "#/runs", "#/new"} {
+			var scroll, width int
+			within(t, ctx, 20*time.Second,
+				chromedp.EmulateViewport(390, 844),
+				page(base, route),
+				chromedp.WaitVisible(chromedp.CSS("#main > *")),
+				chromedp.Sleep(300*time.Millisecond),
+				eval(`document.documentElement.scrollWidth`, &scroll),
+				eval(`window.innerWidth`, &width),
+			)
+			if route == "#/jobs" {
+				within(t, ctx, 10*time.Second, shot(t, dir, "mobile-jobs.png"))
+			}
+			if scroll > width {
+				t.Fatalf("%s at 390 px: the page is %d px wide, wider than the %d px viewport", route, scroll, width)
+			}
+		}
+		within(t, ctx, 10*time.Second, chromedp.EmulateViewport(1280, 900))
+	})
+
+	t.Run("DeepLinkSurvivesSignIn", func(t *testing.T) {
+		var url string
+		within(t, ctx, 30*time.Second,
+			page(base, "#/jobs"),
+			chromedp.WaitVisible(chromedp.CSS("#signout")),
+			chromedp.Click(chromedp.CSS("#signout")),
+			chromedp.WaitVisible(chromedp.CSS("#key")),
+			page(base, "#/runs?q=404"),
+			chromedp.WaitVisible(chromedp.CSS("#key")),
+			setField("#key", c.Token),
+			chromedp.Click(chromedp.CSS("#signin")),
+			chromedp.WaitVisible(chromedp.CSS("#run-filters")),
+			location(&url),
+		)
+		if !strings.Contains(url, "#/runs?q=404") {
+			t.Fatalf("after sign-in the page is %s, not the link followed", url)
+		}
 	})
 
 	t.Run("System", func(t *testing.T) {
