@@ -28,12 +28,18 @@ if [ -z "${TOCK_ADMIN_TOKEN:-}" ]; then
 fi
 
 pids=()
+stopped=0
+# stop ends the services once, however the script ends: Ctrl-C or TERM is
+# a normal stop (exit 0); a service that died is not (exit 1).
 stop() {
+  [ "$stopped" = 1 ] && return
+  stopped=1
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   echo "tock stopped."
 }
-trap stop EXIT INT TERM
+trap 'stop; exit 0' INT TERM
+trap stop EXIT
 
 TOCK_METRICS_ADDR=127.0.0.1:9090 ./bin/dashboard > .run/logs/dashboard.log 2>&1 & pids+=($!)
 wait_ready "http://$TOCK_HTTP_ADDR/readyz" dashboard .run/logs/dashboard.log
@@ -53,7 +59,7 @@ tock is running.
 Try it (README has more):
   curl -s -X POST http://$TOCK_HTTP_ADDR/api/v1/jobs \\
     -H "Authorization: Bearer $TOCK_ADMIN_TOKEN" -H 'Content-Type: application/json' \\
-    -d '{"name":"hello","type":"ping","run_at":"'\$(date -u -d '+5 seconds' +%Y-%m-%dT%H:%M:%SZ)'","payload":{"url":"http://$TOCK_HTTP_ADDR/healthz"}}'
+    -d '{"name":"hello","type":"ping","delay":"5s","payload":{"url":"http://$TOCK_HTTP_ADDR/healthz"}}'
 
 Press Ctrl-C to stop.
 MSG
