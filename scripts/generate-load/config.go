@@ -75,7 +75,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&prios, "priorities", "0", "priorities to choose from uniformly, comma-separated, e.g. -10,0,10")
 	fs.StringVar(&types, "types", "webhook", "job types to choose from uniformly, comma-separated: "+strings.Join(loadable(), ", "))
 	fs.StringVar(&c.mix.URL, "url", defaultURL, "target URL of webhook and ping jobs (and the Slack webhook URL); a loopback target needs TOCK_ALLOW_PRIVATE_TARGETS=true, as make run sets")
-	fs.StringVar(&c.mix.Name, "name", "load", `job name prefix: jobs are named "<name>-<sequence>"`)
+	fs.StringVar(&c.mix.Name, "name", "", `job name prefix: jobs are named "<name>-<sequence>"; default "load-<UTC start of this run>", so that two runs' jobs never share a name`)
 	fs.StringVar(&c.mode, "mode", ModeAPI, "api: POST /api/v1/jobs:batch; copy: build jobs as the API does and COPY them into Postgres, owned by the bootstrap admin")
 	fs.StringVar(&c.api, "api", defaultAPI, "api mode: the dashboard's base URL")
 	fs.StringVar(&tokenFlag, "token", "", "api mode: bearer token; default $TOCK_ADMIN_TOKEN, else the file "+defaultTokenFile+" that make run writes")
@@ -110,7 +110,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	if c.mix.Recurring < 0 || c.mix.Recurring > 1 {
 		problems = append(problems, fmt.Errorf("-recurring: %v is not between 0 and 1", c.mix.Recurring))
 	}
-	if strings.TrimSpace(c.mix.Name) == "" {
+	named := false
+	fs.Visit(func(f *flag.Flag) { named = named || f.Name == "name" })
+	if !named {
+		c.mix.Name = "load-" + time.Now().UTC().Format("20060102-150405")
+	} else if strings.TrimSpace(c.mix.Name) == "" {
 		problems = append(problems, errors.New("-name: must not be empty"))
 	}
 	switch c.mode {

@@ -58,7 +58,7 @@ func generate(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		}
 		PrintPlan(stdout, start, counts)
 		fmt.Fprintln(stdout)
-		tally.Print(stdout, Report{Verb: "planned", Seed: seed, Start: start})
+		tally.Print(stdout, Report{Verb: "planned", Name: cfg.mix.Name, Seed: seed, Start: start})
 		return nil
 	}
 	if cfg.mix.Recurring < 1 && start.Before(now) {
@@ -94,7 +94,7 @@ func generate(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	})
 	elapsed := time.Since(began)
 	bar.Finish()
-	tally.Print(stdout, Report{Verb: "created", Mode: cfg.mode, Seed: seed, Start: start, Elapsed: elapsed})
+	tally.Print(stdout, Report{Verb: "created", Name: cfg.mix.Name, Mode: cfg.mode, Seed: seed, Start: start, Elapsed: elapsed})
 	if err != nil {
 		return fmt.Errorf("stopped after %d of %d jobs: %w", tally.Total(), total, err)
 	}

@@ -63,6 +63,7 @@ func (t *Tally) Total() int {
 // Report is what a run did, for the summary.
 type Report struct {
 	Verb    string // "created" or, for a dry run, "planned"
+	Name    string // the jobs' name prefix
 	Mode    string
 	Seed    uint64
 	Start   time.Time
@@ -83,6 +84,9 @@ func (t *Tally) Print(w io.Writer, r Report) {
 		fmt.Fprintf(w, " in %s: %s jobs/s", r.Elapsed.Round(time.Millisecond), thousands(int(rate)))
 	}
 	fmt.Fprintf(w, "; seed %d\n", r.Seed)
+	if r.Name != "" && t.total > 0 {
+		fmt.Fprintf(w, "named %s-1 to %s-%d\n", r.Name, r.Name, t.total)
+	}
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	types := slices.Sorted(maps.Keys(t.types))
