@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	tock "github.com/tockhq/tock/sdk/go"
+)
+
+func (a *app) runsCmd() *cobra.Command {
+	return group("runs", "Search and follow runs across jobs", a.runsListCmd(), a.runsTailCmd())
+}
+
+// runFlags are the filters of GET /api/v1/runs.
+type runFlags struct {
+	f            tock.RunFilter
+	labels       []string
+	since, until string
+}
+
+func (r *runFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&r.f.Status, "status", "", "running, completed, failed, permanently_failed, skipped, aborted or expired")
+	fl.StringVar(&r.f.Type, "type", "", "job type")
+	fl.StringVar(&r.f.Job, "job", "", "one job's id")
+	fl.StringArrayVar(&r.labels, "label", nil, "key=value the runs' jobs carry (repeatable)")
+	fl.StringVar(&r.since, "since", "", "due at or after: RFC 3339, or a duration ago (1h, 2d)")
+	fl.StringVar(&r.until, "until", "", "due before: RFC 3339, or a duration ago")
+	fl.StringVarP(&r.f.Q, "query", "q", "", "text in the run's error, ignoring case")
+	fl.StringVar(&r.f.Owner, "owner", "", "(admin) only this user's runs")
+}
+
+// filter builds the filter, reading the times relative to now.
+func (r *runFlags) filter(now time.Time) (tock.RunFilter, error) {
+	f := r.f
+	var err error
+	if f.Labels, err = parseLabels("label", r.labels); err != nil {
+		return f, err
+	}
+	if f.Since, err = parseWhen("since", r.since, now); err != nil {
+		return f, err
+	}
+	if f.Until, err = parseWhen("until", r.until, now); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// parseWhen reads an RFC 3339 instant, or a duration before now.
+func parseWhen(flag, s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if d, err := parseDuration(s); err == nil {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, usagef("--%s wants an RFC 3339 instant or a duration such as 1h, not %q", flag, s)
+}
+
+func (a *app) runsListCmd() *cobra.Command {
+	var r runFlags
+	var everything bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "Runs across your jobs, newest first",
+		Example: `  tock runs list --status permanently_failed -q refused --since 24h
+  tock runs list --label customer=1234 --all -o json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := r.filter(time.Now())
+			if err != nil {
+				return err
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			var runs []tock.Run
+			next := ""
+			if everything {
+				for run, err := range c.Runs.All(ctx, f) {
+					if err != nil {
+						return err
+					}
+					runs = append(runs, run)
+				}
+			} else {
+				page, err := c.Runs.List(ctx, f)
+				if err != nil {
+					return err
+				}
+				runs, next = page.Runs, page.NextCursor
+			}
+			if a.output == "json" {
+				return printJSON(a.out, tock.RunList{Runs: runs, NextCursor: next})
+			}
+			t := a.runTable()
+			for _, run := range runs {
+				runRow(t, run)
+			}
+			if err := t.flush(); err != nil {
+				return err
+			}
+			if next != "" {
+				fmt.Fprintf(a.errOut, "more: --cursor %s, or --all\n", next)
+			}
+			return nil
+		},
+	}
+	r.register(cmd)
+	cmd.Flags().IntVar(&r.f.Limit, "limit", 0, "page size, 1 to 500 (default 50)")
+	cmd.Flags().StringVar(&r.f.Cursor, "cursor", "", "start at this page (a next_cursor)")
+	cmd.Flags().BoolVar(&everything, "all", false, "follow the pages to the last")
+	return cmd
+}
+
+func (a *app) runsTailCmd() *cobra.Command {
+	var r runFlags
+	var every time.Duration
+	cmd := &cobra.Command{
+		Use:   "tail",
+		Short: "Print runs as they start and finish, until Ctrl-C",
+		Long: `tail asks for the newest runs every second (GET /api/v1/runs) and prints
+each run that appears, and again when its status changes (running, then
+completed or failed). It takes the filters of runs list.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := r.filter(time.Now())
+			if err != nil {
+				return err
+			}
+			f.Limit = 200
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			return a.tail(cmd.Context(), c, f, every)
+		},
+	}
+	r.register(cmd)
+	cmd.Flags().DurationVar(&every, "every", time.Second, "how often to ask")
+	return cmd
+}
+
+// tail polls f's first page every interval until ctx ends, printing the
+// runs it has not seen in their present status. The first page only sets
+// the mark: like tail -f, it prints what comes after.
+func (a *app) tail(ctx context.Context, c *tock.Client, f tock.RunFilter, every time.Duration) error {
+	seen := map[string]string{} // run id → status last printed
+	t := a.runTable()
+	if a.output != "json" {
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for round := 0; ; round++ {
+		page, err := c.Runs.List(ctx, f)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			return err
+		}
+		now := make(map[string]string, len(page.Runs))
+		// Oldest first, so the output reads in time order.
+		for i := len(page.Runs) - 1; i >= 0; i-- {
+			run := page.Runs[i]
+			now[run.ID] = run.Status
+			if round == 0 || seen[run.ID] == run.Status {
+				continue
+			}
+			if a.output == "json" {
+				if err := printJSON(a.out, run); err != nil {
+					return err
+				}
+				continue
+			}
+			runRow(t, run)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+		seen = now
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func (a *app) previewCmd() *cobra.Command {
+	var tz string
+	var n int
+	cmd := &cobra.Command{
+		Use:   "preview '<cron or RRULE>'",
+		Short: "Show a schedule's next occurrences, creating nothing",
+		Example: `  tock preview '0 9 * * 1-5' --tz Europe/Berlin
+  tock preview 'FREQ=MONTHLY;BYDAY=1MO;BYHOUR=9;BYMINUTE=0' --tz Europe/Berlin -n 3`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s := &tock.Schedule{Timezone: tz}
+			if expr := strings.TrimSpace(args[0]); strings.Contains(strings.ToUpper(expr), "FREQ=") {
+				s.RRule = expr
+			} else {
+				s.Cron = expr
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			next, err := c.Preview(cmd.Context(), tock.PreviewRequest{Schedule: s, N: n})
+			if err != nil {
+				return err
+			}
+			if a.output == "json" {
+				return printJSON(a.out, map[string]any{"next": next})
+			}
+			t := newTable(a.out, "AT", "UTC")
+			for _, u := range next {
+				t.row(u.At.Format("2006-01-02 15:04:05 -07:00 Mon"), u.UTC.UTC().Format("2006-01-02 15:04:05Z"))
+			}
+			return t.flush()
+		},
+	}
+	cmd.Flags().StringVar(&tz, "tz", "", "IANA time zone (default UTC)")
+	cmd.Flags().IntVarP(&n, "count", "n", 10, "how many occurrences, 1 to 100")
+	return cmd
+}

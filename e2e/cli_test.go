@@ -1,0 +1,331 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tockhq/tock/e2e/cluster"
+	tock "github.com/tockhq/tock/sdk/go"
+)
+
+var (
+	cliOnce sync.Once
+	cliPath string
+	cliErr  error
+)
+
+// tockCLI builds the tock command line into the directory of the service
+// binaries, once per test binary, the way cluster.Build builds them.
+func tockCLI(t *testing.T) string {
+	t.Helper()
+	cliOnce.Do(func() {
+		cliPath = filepath.Join(binDir, "tock")
+		out, err := exec.Command("go", "build", "-o", cliPath, "github.com/tockhq/tock/cli").CombinedOutput()
+		if err != nil {
+			cliErr = errors.New("build the tock CLI: " + err.Error() + "\n" + string(out))
+		}
+	})
+	require.NoError(t, cliErr)
+	return cliPath
+}
+
+// cliRun is one run of the CLI: its output and exit code.
+type cliRun struct {
+	out, err string
+	code     int
+}
+
+// cli runs the tock command line against the cluster as the holder of
+// token, with an empty config directory, and fails the test if a token
+// shows in its output.
+func cli(t *testing.T, c *cluster.Cluster, token string, args ...string) cliRun {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), tockCLI(t), args...)
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "TOCK_URL="+c.APIURL, "TOCK_TOKEN="+token, "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := cliRun{out: stdout.String(), err: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		r.code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("run tock %v: %v", args, err)
+	}
+	for _, secret := range []string{token, c.Token} {
+		require.NotContains(t, r.out+r.err, secret, "tock %v printed a token", args)
+	}
+	t.Logf("tock %s → %d\n%s%s", strings.Join(args, " "), r.code, r.out, r.err)
+	return r
+}
+
+// TestCLIApply drives `tock apply -f` on the real services as a user: the
+// first apply creates, the same file again changes nothing at all (no PUT:
+// same generation, no audit entry), an edited file is shown and applied in
+// place, --dry-run changes nothing, --prune cancels what the file dropped
+// and only the caller's keyed jobs; examples/schedules.yaml applies as it
+// is. It also checks -o json, and the exit codes 2 (usage) and 3 (not
+// found).
+func TestCLIApply(t *testing.T) {
+	c := start(t, cluster.Options{})
+	ctx := t.Context()
+	api := c.API()
+	_, userID, token := newUser(t, api, "schedules-bot")
+	sdk := tock.New(c.APIURL, token)
+	admin := tock.New(c.APIURL, c.Token)
+	db, err := pgx.Connect(ctx, c.DatabaseURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close(context.Background()) })
+
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		f := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(f, []byte(text), 0o600))
+		return f
+	}
+	// state is what must not move when nothing changes: each key's job id,
+	// generation and audit entries.
+	type jobState struct {
+		ID         string
+		Generation int64
+		Audit      int
+	}
+	state := func(keys ...string) map[string]jobState {
+		out := map[string]jobState{}
+		for _, k := range keys {
+			j, err := sdk.Jobs.GetByKey(ctx, k, "")
+			require.NoError(t, err, "key %s", k)
+			var s jobState
+			s.ID = j.ID
+			require.NoError(t, db.QueryRow(ctx, `SELECT generation FROM jobs WHERE id = $1`, j.ID).Scan(&s.Generation))
+			audit, err := admin.Audit(ctx, tock.AuditFilter{Job: j.ID, Limit: 500})
+			require.NoError(t, err)
+			s.Audit = len(audit.Entries)
+			out[k] = s
+		}
+		return out
+	}
+
+	const v1 = `
+jobs:
+  - key: standup
+    name: standup reminder
+    type: webhook
+    schedule: {cron: "0 9 * * 1-5", timezone: Europe/Berlin}
+    payload: {url: "https://example.com/hooks/standup", method: POST, body: {text: hi}}
+  - key: ping
+    name: hourly ping
+    type: ping
+    schedule: {rrule: "freq=hourly;byminute=5"}
+    payload: {url: "https://example.com/healthz"}
+    labels: {team: ops, customer: 1234}
+    overlap: skip
+  - key: weekly
+    name: weekly cleanup
+    type: webhook
+    schedule: {every: week, on: sun, at: "02:00"}
+    payload: {url: "https://example.com/jobs/cleanup"}
+    timeout: 5m
+    retention: 30d
+    expires_after: 15m
+    notify:
+      on: [permanently_failed, recovered]
+      webhook: {url: "https://example.com/alerts"}
+`
+	f1 := write("v1.yaml", v1)
+	keys := []string{"standup", "ping", "weekly"}
+
+	// An administrator's keyed job: another caller's, which --prune never touches.
+	example := cli(t, c, c.Token, "apply", "-f", "../examples/schedules.yaml")
+	require.Equal(t, 0, example.code, example.err)
+	require.Equal(t, 0, cli(t, c, c.Token, "apply", "-f", "../examples/schedules.yaml").code)
+	require.Contains(t, cli(t, c, c.Token, "apply", "-f", "../examples/schedules.yaml").out, "no changes")
+
+	t.Run("FirstApplyCreates", func(t *testing.T) {
+		r := cli(t, c, token, "apply", "-f", f1)
+		require.Equal(t, 0, r.code, r.err)
+		for _, k := range keys {
+			require.Contains(t, r.out, "+ "+k+": create")
+			require.Contains(t, r.out, "created "+k+": ")
+		}
+		require.Contains(t, r.out, "applied: 3 created, 0 updated, 0 cancelled, 0 unchanged")
+	})
+	before := state(keys...)
+
+	t.Run("SecondApplyChangesNothing", func(t *testing.T) {
+		r := cli(t, c, token, "apply", "-f", f1)
+		require.Equal(t, 0, r.code, r.err)
+		require.Contains(t, r.out, "no changes: 3 job(s) already match")
+		require.NotContains(t, r.out, "updated")
+		require.Equal(t, before, state(keys...), "same ids, generations and audit")
+	})
+
+	t.Run("JSONOutput", func(t *testing.T) {
+		r := cli(t, c, token, "apply", "-f", f1, "-o", "json")
+		require.Equal(t, 0, r.code, r.err)
+		var res struct {
+			Changed   bool `json:"changed"`
+			Unchanged int  `json:"unchanged"`
+			Jobs      []struct {
+				Key    string `json:"key"`
+				Action string `json:"action"`
+				ID     string `json:"id"`
+			} `json:"jobs"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.out), &res), r.out)
+		require.False(t, res.Changed)
+		require.Equal(t, 3, res.Unchanged)
+		require.Len(t, res.Jobs, 3)
+		require.Equal(t, before["ping"].ID, res.Jobs[1].ID)
+	})
+
+	v2 := strings.Replace(v1, `cron: "0 9 * * 1-5"`, `cron: "30 9 * * 1-5"`, 1)
+	v2 = strings.Replace(v2, "team: ops", "team: sre", 1)
+	f2 := write("v2.yaml", v2)
+
+	t.Run("DryRunChangesNothing", func(t *testing.T) {
+		r := cli(t, c, token, "apply", "-f", f2, "--dry-run")
+		require.Equal(t, 0, r.code, r.err)
+		require.Contains(t, r.out, "~ standup: update "+before["standup"].ID)
+		require.Contains(t, r.out, `schedule.cron: "0 9 * * 1-5" → "30 9 * * 1-5"`)
+		require.Contains(t, r.out, `labels.team: "ops" → "sre"`)
+		require.Contains(t, r.out, "dry run: 0 to create, 2 to update, 0 to cancel, 1 unchanged; nothing changed")
+		require.Equal(t, before, state(keys...))
+	})
+
+	t.Run("EditAppliesInPlace", func(t *testing.T) {
+		r := cli(t, c, token, "apply", "-f", f2)
+		require.Equal(t, 0, r.code, r.err)
+		require.Contains(t, r.out, "updated standup: "+before["standup"].ID)
+		require.Contains(t, r.out, "updated ping: "+before["ping"].ID)
+		after := state(keys...)
+		for _, k := range keys {
+			require.Equal(t, before[k].ID, after[k].ID, "key %s keeps its id", k)
+		}
+		require.Greater(t, after["standup"].Generation, before["standup"].Generation)
+		require.Equal(t, before["weekly"], after["weekly"], "the unchanged entry is not sent")
+		j, err := sdk.Jobs.GetByKey(ctx, "standup", "")
+		require.NoError(t, err)
+		require.Equal(t, "30 9 * * 1-5", j.Schedule.Cron)
+		require.Contains(t, cli(t, c, token, "apply", "-f", f2).out, "no changes")
+	})
+
+	t.Run("DriftGoesBack", func(t *testing.T) {
+		// A change made elsewhere to a field the file leaves at its default.
+		j, err := sdk.Jobs.GetByKey(ctx, "weekly", "")
+		require.NoError(t, err)
+		seven := 7
+		_, err = sdk.Jobs.Update(ctx, j.ID, tock.JobPatch{MaxRetries: &seven})
+		require.NoError(t, err)
+		r := cli(t, c, token, "apply", "-f", f2)
+		require.Equal(t, 0, r.code, r.err)
+		require.Contains(t, r.out, "max_retries: 7 → 3")
+		j, err = sdk.Jobs.GetByKey(ctx, "weekly", "")
+		require.NoError(t, err)
+		require.Equal(t, 3, j.MaxRetries)
+	})
+
+	// v3 drops the weekly job.
+	v3 := v2[:strings.Index(v2, "  - key: weekly")]
+	f3 := write("v3.yaml", v3)
+
+	t.Run("Prune", func(t *testing.T) {
+		weekly := state("weekly")["weekly"].ID
+		r := cli(t, c, token, "apply", "-f", f3, "--prune", "--dry-run")
+		require.Equal(t, 0, r.code, r.err)
+		require.Contains(t, r.out, "- weekly: cancel "+weekly)
+		require.Contains(t, r.out, "nothing changed")
+		j, err := sdk.Jobs.Get(ctx, weekly)
+		require.NoError(t, err)
+		require.Equal(t, "scheduled", j.Status)
+
+		// Without --prune the job the file dropped stays.
+		r = cli(t, c, token, "apply", "-f", f3)
+		require.Contains(t, r.out, "no changes: 2 job(s)")
+
+		r = cli(t, c, token, "apply", "-f", f3, "--prune")
+		require.Equal(t, 0, r.code, r.err)
+		require.Contains(t, r.out, "cancelled weekly: "+weekly)
+		j, err = sdk.Jobs.Get(ctx, weekly)
+		require.NoError(t, err)
+		require.Equal(t, "cancelled", j.Status)
+		require.Contains(t, cli(t, c, token, "apply", "-f", f3, "--prune").out, "no changes: 2 job(s)")
+
+		// The administrator's keyed jobs are not the user's to prune.
+		for j, err := range admin.Jobs.All(ctx, tock.JobFilter{Q: ""}) {
+			require.NoError(t, err)
+			if j.Owner != userID {
+				require.Equal(t, "scheduled", j.Status, "job %s of %s", j.Key, j.Owner)
+			}
+		}
+	})
+
+	t.Run("ExitCodes", func(t *testing.T) {
+		r := cli(t, c, token, "jobs", "get", "0190c0de-0000-7000-8000-000000000000")
+		require.Equal(t, 3, r.code)
+		require.Contains(t, r.err, "not_found")
+		require.Equal(t, 3, cli(t, c, token, "jobs", "cancel", "0190c0de-0000-7000-8000-000000000000").code)
+		require.Equal(t, 2, cli(t, c, token, "apply", "--no-such-flag").code)
+		require.Equal(t, 2, cli(t, c, token, "apply").code)
+		require.Equal(t, 2, cli(t, c, token, "jobs", "get").code)
+		require.Equal(t, 2, cli(t, c, token, "jobs", "list", "-o", "yaml").code)
+
+		noKey := write("nokey.yaml", "jobs:\n  - key: a\n    name: a\n    type: ping\n    delay: 1h\n    payload: {url: https://example.com}\n  - name: the nameless\n    type: ping\n    delay: 1h\n    payload: {url: https://example.com}\n")
+		r = cli(t, c, token, "apply", "-f", noKey)
+		require.Equal(t, 2, r.code)
+		require.Contains(t, r.err, `job 2 ("the nameless") has no key`)
+
+		dup := write("dup.yaml", "jobs:\n  - {key: a, name: a, type: ping, delay: 1h, payload: {url: https://example.com}}\n  - {key: a, name: b, type: ping, delay: 1h, payload: {url: https://example.com}}\n")
+		r = cli(t, c, token, "apply", "-f", dup)
+		require.Equal(t, 2, r.code)
+		require.Contains(t, r.err, `key "a" is given twice`)
+
+		// The server's refusal, with the field at fault; exit 1.
+		bad := write("bad.yaml", "jobs:\n  - {key: bad, name: bad, type: ping, schedule: {cron: 'not a cron'}, payload: {url: https://example.com}}\n")
+		r = cli(t, c, token, "apply", "-f", bad)
+		require.Equal(t, 1, r.code)
+		require.Contains(t, r.err, "field: schedule.cron")
+	})
+
+	t.Run("JobsCommands", func(t *testing.T) {
+		id := before["ping"].ID
+		r := cli(t, c, token, "jobs", "get", id, "-o", "json")
+		require.Equal(t, 0, r.code, r.err)
+		var j tock.Job
+		require.NoError(t, json.Unmarshal([]byte(r.out), &j))
+		require.Equal(t, "ping", j.Key)
+		r = cli(t, c, token, "jobs", "list", "--label", "team=sre", "-o", "json")
+		require.Equal(t, 0, r.code, r.err)
+		var list tock.JobList
+		require.NoError(t, json.Unmarshal([]byte(r.out), &list))
+		require.Len(t, list.Jobs, 1)
+		require.Equal(t, id, list.Jobs[0].ID)
+		require.Equal(t, 0, cli(t, c, token, "jobs", "pause", id).code)
+		require.Equal(t, 0, cli(t, c, token, "jobs", "resume", id).code)
+		r = cli(t, c, token, "preview", "0 9 * * 1-5", "--tz", "Europe/Berlin", "-n", "3")
+		require.Equal(t, 0, r.code, r.err)
+		require.Len(t, strings.Split(strings.TrimSpace(r.out), "\n"), 4, "a header and three rows")
+	})
+}
+
+// newUser adds a user with a key as the admin, returning the user's API
+// client, id and key.
+func newUser(t *testing.T, admin *cluster.API, name string) (*cluster.API, string, string) {
+	t.Helper()
+	api, id, err := admin.User(t.Context(), name, nil)
+	require.NoError(t, err)
+	return api, id, api.Token
+}

@@ -1,0 +1,197 @@
+package tock
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// UsersService holds the routes under /api/v1/users; all but a user's own
+// keys need an administrator.
+type UsersService struct{ c *Client }
+
+// User is a user as the API shows it.
+type User struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"created_at"`
+	// DisabledAt is nil for a user who may sign in.
+	DisabledAt *time.Time `json:"disabled_at"`
+	// Limits are the user's own; EffectiveLimits those that hold, the
+	// operator's filling the gaps.
+	Limits          Limits          `json:"limits"`
+	EffectiveLimits EffectiveLimits `json:"effective_limits"`
+}
+
+// Limits are a user's own limits, each overriding the operator's when set.
+type Limits struct {
+	RequestsPerMinute    *int `json:"requests_per_minute,omitempty"`
+	RequestBurst         *int `json:"request_burst,omitempty"`
+	JobsPerMinute        *int `json:"jobs_per_minute,omitempty"`
+	JobBurst             *int `json:"job_burst,omitempty"`
+	MaxActiveJobs        *int `json:"max_active_jobs,omitempty"`
+	OccurrencesPerMinute *int `json:"occurrences_per_minute,omitempty"`
+	MaxRunning           *int `json:"max_running,omitempty"`
+}
+
+// EffectiveLimits are the limits that hold for a user.
+type EffectiveLimits struct {
+	RequestsPerMinute    int `json:"requests_per_minute"`
+	RequestBurst         int `json:"request_burst"`
+	JobsPerMinute        int `json:"jobs_per_minute"`
+	JobBurst             int `json:"job_burst"`
+	MaxActiveJobs        int `json:"max_active_jobs"`
+	OccurrencesPerMinute int `json:"occurrences_per_minute"`
+	MaxRunning           int `json:"max_running"`
+}
+
+// UserCreate is a new user: Role is "admin" or "user".
+type UserCreate struct {
+	Name   string  `json:"name"`
+	Role   string  `json:"role"`
+	Limits *Limits `json:"limits,omitempty"`
+}
+
+// UserUpdate changes the fields it sets; Limits replace the user's as a
+// whole, and an empty Limits clears them.
+type UserUpdate struct {
+	Name   *string `json:"name,omitempty"`
+	Limits *Limits `json:"limits,omitempty"`
+}
+
+// UserList is one page of users.
+type UserList struct {
+	Users      []User `json:"users"`
+	NextCursor string `json:"next_cursor"`
+}
+
+// Erased counts what erasing a user removed.
+type Erased struct {
+	Jobs                 int64 `json:"jobs"`
+	Runs                 int64 `json:"runs"`
+	Keys                 int64 `json:"keys"`
+	AuditEntriesScrubbed int64 `json:"audit_entries_scrubbed"`
+}
+
+// Create adds a user.
+func (s *UsersService) Create(ctx context.Context, u UserCreate) (*User, error) {
+	return s.user(ctx, call{method: http.MethodPost, path: "/api/v1/users", body: u})
+}
+
+// List returns one page of users; limit 0 is the server's default.
+func (s *UsersService) List(ctx context.Context, limit int, cursor string) (*UserList, error) {
+	q := query{}
+	q.int("limit", limit)
+	q.str("cursor", cursor)
+	var out UserList
+	if err := s.c.do(ctx, call{method: http.MethodGet, path: "/api/v1/users", query: url.Values(q)}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// All yields every user.
+func (s *UsersService) All(ctx context.Context) iter.Seq2[User, error] {
+	return all(ctx, "", func(ctx context.Context, cursor string) ([]User, string, error) {
+		page, err := s.List(ctx, 0, cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		return page.Users, page.NextCursor, nil
+	})
+}
+
+// Get returns one user.
+func (s *UsersService) Get(ctx context.Context, id string) (*User, error) {
+	return s.user(ctx, call{method: http.MethodGet, path: path("/api/v1/users", id)})
+}
+
+// Update renames a user or sets their limits.
+func (s *UsersService) Update(ctx context.Context, id string, u UserUpdate) (*User, error) {
+	return s.user(ctx, call{method: http.MethodPatch, path: path("/api/v1/users", id), body: u})
+}
+
+// Disable stops a user's keys, pauses their scheduled jobs and aborts their
+// running attempts.
+func (s *UsersService) Disable(ctx context.Context, id string) (*User, error) {
+	return s.user(ctx, call{method: http.MethodPost, path: path("/api/v1/users", id, "disable")})
+}
+
+// Enable lets a disabled user back in.
+func (s *UsersService) Enable(ctx context.Context, id string) (*User, error) {
+	return s.user(ctx, call{method: http.MethodPost, path: path("/api/v1/users", id, "enable")})
+}
+
+func (s *UsersService) user(ctx context.Context, rq call) (*User, error) {
+	var u User
+	if err := s.c.do(ctx, rq, &u); err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// Erase deletes a user's jobs, runs, labels and keys, disables and renames
+// them, and reduces the audit entries about them.
+func (s *UsersService) Erase(ctx context.Context, id string) (*Erased, error) {
+	var out Erased
+	if err := s.c.do(ctx, call{method: http.MethodPost, path: path("/api/v1/users", id, "erase")}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Jobs returns one page of a user's whole job history.
+func (s *UsersService) Jobs(ctx context.Context, id string, f JobFilter) (*JobList, error) {
+	var out JobList
+	if err := s.c.do(ctx, call{method: http.MethodGet, path: path("/api/v1/users", id, "jobs"), query: f.query()}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// KeysService holds the routes on API keys.
+type KeysService struct{ c *Client }
+
+// Key is an API key; Secret is set only in the answer to Create, the one
+// time it is shown.
+type Key struct {
+	ID         string     `json:"id"`
+	UserID     string     `json:"user_id"`
+	Name       string     `json:"name"`
+	Prefix     string     `json:"prefix"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+	Secret     string     `json:"key,omitempty"`
+}
+
+// Create makes a new key for the user (an administrator, or the user).
+func (s *KeysService) Create(ctx context.Context, userID, name string) (*Key, error) {
+	body := struct {
+		Name string `json:"name,omitempty"`
+	}{name}
+	var k Key
+	if err := s.c.do(ctx, call{method: http.MethodPost, path: path("/api/v1/users", userID, "keys"), body: body}, &k); err != nil {
+		return nil, err
+	}
+	return &k, nil
+}
+
+// List returns the user's keys.
+func (s *KeysService) List(ctx context.Context, userID string) ([]Key, error) {
+	var out struct {
+		Keys []Key `json:"keys"`
+	}
+	if err := s.c.do(ctx, call{method: http.MethodGet, path: path("/api/v1/users", userID, "keys")}, &out); err != nil {
+		return nil, err
+	}
+	return out.Keys, nil
+}
+
+// Revoke stops a key at once.
+func (s *KeysService) Revoke(ctx context.Context, id string) error {
+	return s.c.do(ctx, call{method: http.MethodDelete, path: path("/api/v1/keys", id)}, nil)
+}
