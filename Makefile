@@ -12,11 +12,12 @@ LDFLAGS  := -s -w -X main.version=$(VERSION)
 
 .PHONY: build run test lint unit e2e fuzz clean chaos browser bench bench-quick bench-1m
 
-## build: compile bin/dashboard, bin/scheduler, bin/worker
+## build: compile bin/dashboard, bin/scheduler, bin/worker and the command line bin/tock
 build:
 	@mkdir -p bin
 	@for s in $(SERVICES); do go build -ldflags '$(LDFLAGS)' -o bin/$$s ./services/$$s || exit 1; done
-	@echo "built bin/dashboard bin/scheduler bin/worker"
+	@go build -ldflags '$(LDFLAGS)' -o bin/tock ./cli
+	@echo "built bin/dashboard bin/scheduler bin/worker bin/tock"
 
 ## run: start Postgres and Redis if needed, then all three services
 run: build
