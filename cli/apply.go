@@ -208,9 +208,12 @@ func plan(ctx context.Context, c *tock.Client, entries []entry, prune bool) ([]s
 			s.Op = opCreate
 		case err != nil:
 			return nil, fmt.Errorf("look up key %q: %w", e.key, err)
+		case j.Status == "cancelled":
+			// The key's newest job was cancelled: the file wants it back.
+			s.Op = opCreate
 		default:
 			s.ID = j.ID
-			if j.Type != e.spec.Type {
+			if j.Type != e.spec.Type && live(j) {
 				problems = append(problems, fmt.Sprintf("key %q: the job %s is a %s job, the file's a %s job: a job's type never changes; cancel it (tock jobs cancel %s) or give the entry a new key",
 					e.key, j.ID, j.Type, e.spec.Type, j.ID))
 			}
@@ -219,9 +222,17 @@ func plan(ctx context.Context, c *tock.Client, entries []entry, prune bool) ([]s
 				return nil, err
 			}
 			s.Changes = diffJob(withDefaults(e.fields), have)
-			s.Op = opUpdate
-			if len(s.Changes) == 0 {
+			switch {
+			case len(s.Changes) == 0:
+				// A finished job the entry still describes has run its
+				// course: it is not created again.
 				s.Op = opUnchanged
+			case live(j):
+				s.Op = opUpdate
+			default:
+				// A finished job holds its key no more: a PUT creates a
+				// new job under it.
+				s.Op, s.ID, s.Changes = opCreate, "", nil
 			}
 		}
 		steps = append(steps, s)
@@ -255,6 +266,9 @@ func plan(ctx context.Context, c *tock.Client, entries []entry, prune bool) ([]s
 	slices.SortFunc(stale, func(x, y step) int { return strings.Compare(x.Key, y.Key) })
 	return append(steps, stale...), nil
 }
+
+// live says whether j can still run: only such a job holds its key.
+func live(j *tock.Job) bool { return j.Status == "scheduled" || j.Status == "paused" }
 
 // jsonFields is the server's view of a job as JSON values, to compare with
 // a file's.

@@ -264,6 +264,17 @@ jobs:
 		require.Equal(t, "cancelled", j.Status)
 		require.Contains(t, cli(t, c, token, "apply", "-f", f3, "--prune").out, "no changes: 2 job(s)")
 
+		// Back in the file, the cancelled job is created again, under a new id.
+		r = cli(t, c, token, "apply", "-f", f2)
+		require.Equal(t, 0, r.code, r.err)
+		require.Contains(t, r.out, "+ weekly: create")
+		j, err = sdk.Jobs.GetByKey(ctx, "weekly", "")
+		require.NoError(t, err)
+		require.Equal(t, "scheduled", j.Status)
+		require.NotEqual(t, weekly, j.ID)
+		r = cli(t, c, token, "apply", "-f", f3, "--prune")
+		require.Contains(t, r.out, "cancelled weekly: "+j.ID)
+
 		// The administrator's keyed jobs are not the user's to prune.
 		for j, err := range admin.Jobs.All(ctx, tock.JobFilter{Q: ""}) {
 			require.NoError(t, err)
