@@ -53,6 +53,7 @@ require (
 	github.com/netresearch/go-cron v0.9.1 // indirect
 	github.com/shopspring/decimal v1.4.0 // indirect
 	github.com/spf13/cast v1.7.0 // indirect
+	github.com/tockhq/tock/sdk/go v0.0.0-00010101000000-000000000000
 	github.com/vgarvardt/pgx-google-uuid/v5 v5.6.0 // indirect
 	github.com/wneessen/go-mail v0.8.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
@@ -65,3 +66,5 @@ require (
 )
 
 replace github.com/tockhq/tock/pkg => ../pkg
+
+replace github.com/tockhq/tock/sdk/go => ../sdk/go
