@@ -13,6 +13,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
 	github.com/tockhq/tock/pkg v0.0.0-00010101000000-000000000000
+	github.com/tockhq/tock/sdk/go v0.0.0-00010101000000-000000000000
 )
 
 require (
@@ -53,7 +54,6 @@ require (
 	github.com/netresearch/go-cron v0.9.1 // indirect
 	github.com/shopspring/decimal v1.4.0 // indirect
 	github.com/spf13/cast v1.7.0 // indirect
-	github.com/tockhq/tock/sdk/go v0.0.0-00010101000000-000000000000
 	github.com/vgarvardt/pgx-google-uuid/v5 v5.6.0 // indirect
 	github.com/wneessen/go-mail v0.8.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
