@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/spf13/cobra v1.10.2
+	github.com/stretchr/testify v1.12.1
 	github.com/tockhq/tock/sdk/go v0.0.0-00010101000000-000000000000
 	go.yaml.in/yaml/v3 v3.0.5
 )

@@ -47,7 +47,11 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 	root.SetIn(in)
 	root.SetOut(out)
 	root.SetErr(errOut)
-	err := root.ExecuteContext(ctx)
+	return a.exit(root.ExecuteContext(ctx))
+}
+
+// exit reports err, if any, and returns the exit code it calls for.
+func (a *app) exit(err error) int {
 	if err == nil {
 		return exitOK
 	}

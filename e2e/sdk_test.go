@@ -225,6 +225,10 @@ func TestSDK(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "scheduled", j.Status)
 		}
+		counts, err := client.Jobs.Counts(ctx, "")
+		require.NoError(t, err)
+		require.Zero(t, counts.Counts["paused"])
+		require.Equal(t, counts.Total, counts.Counts["scheduled"]+counts.Counts["cancelled"]+counts.Counts["completed"])
 	})
 
 	t.Run("Me", func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -183,7 +184,13 @@ func (c *Client) send(ctx context.Context, rq call, target string, body []byte) 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("tock: %s %s: %w", rq.method, rq.path, err)
+		// *url.Error repeats the method and URL; say them once, with the
+		// server's address, which tells which dashboard did not answer.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("tock: %s %s%s: %w", rq.method, c.base, rq.path, err)
 	}
 	return resp, nil
 }
