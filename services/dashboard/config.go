@@ -50,14 +50,20 @@ func readConfig(e *config.Env) (Config, error) {
 		MaxBatchBodyBytes: e.Int("TOCK_MAX_BATCH_BODY_BYTES", 32<<20, 1, 1<<30),
 		Targets:           config.ReadTargets(e),
 		Quotas: api.Quotas{
-			RequestsPerMinute:    e.Int("TOCK_LIMIT_REQUESTS_PER_MINUTE", api.DefaultQuotas.RequestsPerMinute, 0, 10_000_000),
-			RequestBurst:         e.Int("TOCK_LIMIT_REQUEST_BURST", api.DefaultQuotas.RequestBurst, 0, 10_000_000),
-			JobsPerMinute:        e.Int("TOCK_LIMIT_JOBS_PER_MINUTE", api.DefaultQuotas.JobsPerMinute, 0, 10_000_000),
-			JobBurst:             e.Int("TOCK_LIMIT_JOB_BURST", api.DefaultQuotas.JobBurst, 0, 10_000_000),
-			MaxActiveJobs:        e.Int("TOCK_LIMIT_MAX_ACTIVE_JOBS", api.DefaultQuotas.MaxActiveJobs, 0, 1_000_000_000),
-			OccurrencesPerMinute: e.Int("TOCK_LIMIT_OCCURRENCES_PER_MINUTE", api.DefaultQuotas.OccurrencesPerMinute, 0, 10_000_000),
-			MaxRunning:           e.Int("TOCK_LIMIT_MAX_RUNNING", 0, 0, 10_000_000),
+			RequestsPerMinute:     e.Int("TOCK_LIMIT_REQUESTS_PER_MINUTE", api.DefaultQuotas.RequestsPerMinute, 0, 10_000_000),
+			RequestBurst:          e.Int("TOCK_LIMIT_REQUEST_BURST", api.DefaultQuotas.RequestBurst, 0, 10_000_000),
+			JobsPerMinute:         e.Int("TOCK_LIMIT_JOBS_PER_MINUTE", api.DefaultQuotas.JobsPerMinute, 0, 10_000_000),
+			JobBurst:              e.Int("TOCK_LIMIT_JOB_BURST", api.DefaultQuotas.JobBurst, 0, 10_000_000),
+			MaxActiveJobs:         e.Int("TOCK_LIMIT_MAX_ACTIVE_JOBS", api.DefaultQuotas.MaxActiveJobs, 0, 1_000_000_000),
+			OccurrencesPerMinute:  e.Int("TOCK_LIMIT_OCCURRENCES_PER_MINUTE", api.DefaultQuotas.OccurrencesPerMinute, 0, 10_000_000),
+			MaxRunning:            e.Int("TOCK_LIMIT_MAX_RUNNING", 0, 0, 10_000_000),
+			AuthFailuresPerMinute: e.Int("TOCK_LIMIT_AUTH_FAILURES_PER_MINUTE", api.DefaultQuotas.AuthFailuresPerMinute, 0, 10_000_000),
+			AuthFailureBurst:      e.Int("TOCK_LIMIT_AUTH_FAILURE_BURST", api.DefaultQuotas.AuthFailureBurst, 0, 10_000_000),
+			OnRedisDown:           e.String("TOCK_LIMITS_ON_REDIS_DOWN", api.LimitsAllow),
 		},
+	}
+	if p := c.Quotas.OnRedisDown; p != api.LimitsAllow && p != api.LimitsDeny {
+		e.Check(fmt.Errorf("TOCK_LIMITS_ON_REDIS_DOWN=%q must be %s or %s", p, api.LimitsAllow, api.LimitsDeny))
 	}
 	if c.AdminToken != "" && len(c.AdminToken) < minTokenLen {
 		e.Check(fmt.Errorf("TOCK_ADMIN_TOKEN must be at least %d characters", minTokenLen))

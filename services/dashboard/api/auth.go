@@ -91,15 +91,24 @@ func splitKey(token string) (prefix string, ok bool) {
 // where the token is the bootstrap admin token or a live API key of an
 // enabled user, or, from the browser dashboard, the same token in the
 // session cookie (see session.go). Every failure looks the same to the
-// client: 401, saying nothing of which check failed.
+// client: 401, saying nothing of which check failed; an address that keeps
+// failing gets 429 before any lookup (authFailed). A request naming its
+// credentials twice is a 400 (strictHeaders).
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		r := c.Request()
+		if err := strictHeaders(r); err != nil {
+			return err
+		}
+		if err := s.authGate(c); err != nil {
+			return err
+		}
+		refuse := func() error { return s.authFailed(c, func() error { return unauthorized(c) }) }
 		var token string
 		if h := r.Header.Get("Authorization"); h != "" {
 			scheme, t, _ := strings.Cut(h, " ")
 			if !strings.EqualFold(scheme, "Bearer") {
-				return unauthorized(c)
+				return refuse()
 			}
 			token = strings.TrimSpace(t)
 		} else if t, ok := sessionToken(r); ok {
@@ -107,7 +116,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			// cross-site form's included: a change must also carry a header
 			// that only the dashboard's own scripts can set.
 			if !safeMethod(r.Method) && r.Header.Get(csrfHeader) != "1" {
-				return unauthorized(c)
+				return refuse()
 			}
 			token = t
 		}
@@ -116,7 +125,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		if p == nil {
-			return unauthorized(c)
+			return refuse()
 		}
 		c.Set(principalKey, *p)
 		return next(c)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -41,7 +42,23 @@ type Quotas struct {
 	// only shows and stores it; the scheduler's publisher applies it, and
 	// 0 leaves the scheduler's default.
 	MaxRunning int
+	// AuthFailuresPerMinute is the sustained rate, per client address, of
+	// requests without valid credentials, and AuthFailureBurst how many may
+	// come at once; beyond them the address gets 429 before any credential
+	// lookup. 0 means no limit. They bind addresses, not users: a user's
+	// own limits do not change them.
+	AuthFailuresPerMinute int
+	AuthFailureBurst      int
+	// OnRedisDown is what the limits do while Redis cannot be asked:
+	// LimitsAllow (let requests through) or LimitsDeny (503).
+	OnRedisDown string
 }
+
+// The policies of Quotas.OnRedisDown (TOCK_LIMITS_ON_REDIS_DOWN).
+const (
+	LimitsAllow = "allow"
+	LimitsDeny  = "deny"
+)
 
 // DefaultQuotas are the limits when the operator sets none.
 var DefaultQuotas = Quotas{
@@ -51,7 +68,10 @@ var DefaultQuotas = Quotas{
 	JobBurst:          1000,
 	MaxActiveJobs:     100000,
 	// Ten every-second jobs, or six hundred every-minute ones.
-	OccurrencesPerMinute: 600,
+	OccurrencesPerMinute:  600,
+	AuthFailuresPerMinute: 60,
+	AuthFailureBurst:      20,
+	OnRedisDown:           LimitsAllow,
 }
 
 // effective resolves the limits that hold for a user with overrides l and
@@ -87,23 +107,62 @@ type limiter struct {
 	rl     *redis_rate.Limiter
 	prefix string
 	log    *zap.Logger
+
+	// While Redis cannot be asked, one warning a minute says how many
+	// requests met the outage, instead of one per request.
+	mu       sync.Mutex
+	missed   int
+	warnedAt time.Time
+
+	// blocked are the client addresses refused before any lookup.
+	blocked blockedAddrs
+}
+
+// take takes n tokens from the bucket of key (a user id, or a client
+// address), within a second.
+func (l *limiter) take(ctx context.Context, bucket, key string, limit redis_rate.Limit, n int) (*redis_rate.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return l.rl.AllowN(ctx, queue.RateKey(l.prefix, bucket, stringer(key)), limit, n)
+}
+
+type stringer string
+
+func (s stringer) String() string { return string(s) }
+
+// unavailable applies the outage policy to a request whose limit could not
+// be checked: nil lets it through (LimitsAllow), or a 503 refuses it
+// (LimitsDeny). Either way the outage is logged at most once a minute, with
+// the number of requests it met since the last line.
+func (l *limiter) unavailable(bucket string, err error, policy string) error {
+	l.mu.Lock()
+	l.missed++
+	if now := time.Now(); now.Sub(l.warnedAt) >= time.Minute {
+		l.log.Warn("rate_limit_unavailable", zap.String("bucket", bucket), zap.Int("requests", l.missed),
+			zap.String("policy", policy), zap.Error(err))
+		l.missed, l.warnedAt = 0, now
+	}
+	l.mu.Unlock()
+	if policy == LimitsDeny {
+		return newError(http.StatusServiceUnavailable, CodeUnavailable, "",
+			"rate limits cannot be checked while Redis is unavailable; retry shortly")
+	}
+	return nil
 }
 
 // allow takes n tokens from one of a user's buckets. A refusal is a 429 with
-// Retry-After in whole seconds, rounded up. When Redis fails the request is
-// let through: the limits protect tock from a user, and refusing everyone
-// while Redis is away would protect nothing.
-func (l *limiter) allow(c *echo.Context, bucket string, user uuid.UUID, perMinute, burst, n int) error {
+// Retry-After in whole seconds, rounded up. When Redis fails, policy
+// (TOCK_LIMITS_ON_REDIS_DOWN) decides: by default the request is let
+// through, since the limits protect tock from a user and refusing everyone
+// while Redis is away would protect nothing; "deny" answers 503.
+func (l *limiter) allow(c *echo.Context, bucket string, user uuid.UUID, perMinute, burst, n int, policy string) error {
 	if perMinute <= 0 || l == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(c.Request().Context(), time.Second)
-	defer cancel()
 	limit := redis_rate.Limit{Rate: perMinute, Burst: burst, Period: time.Minute}
-	res, err := l.rl.AllowN(ctx, queue.RateKey(l.prefix, bucket, user), limit, n)
+	res, err := l.take(c.Request().Context(), bucket, user.String(), limit, n)
 	if err != nil {
-		l.log.Warn("rate_limit_unavailable", zap.String("bucket", bucket), zap.Error(err))
-		return nil
+		return l.unavailable(bucket, err, policy)
 	}
 	h := c.Response().Header()
 	if bucket == bucketRequests {
@@ -139,7 +198,7 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		p := caller(c)
 		q := s.quotas.effective(p.limits, p.admin)
-		if err := s.limiter.allow(c, bucketRequests, p.user, q.RequestsPerMinute, q.RequestBurst, 1); err != nil {
+		if err := s.limiter.allow(c, bucketRequests, p.user, q.RequestsPerMinute, q.RequestBurst, 1, s.quotas.OnRedisDown); err != nil {
 			return err
 		}
 		return next(c)
@@ -150,7 +209,7 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) allowJobs(c *echo.Context, n int) error {
 	p := caller(c)
 	q := s.quotas.effective(p.limits, p.admin)
-	return s.limiter.allow(c, bucketJobs, p.user, q.JobsPerMinute, q.JobBurst, n)
+	return s.limiter.allow(c, bucketJobs, p.user, q.JobsPerMinute, q.JobBurst, n, s.quotas.OnRedisDown)
 }
 
 // maxActive is the cap on active jobs of an owner: their own limits and role,

@@ -71,6 +71,12 @@ func (s *Server) signIn(c *echo.Context) error {
 	if !sameOrigin(r) {
 		return errForbidden
 	}
+	if err := strictHeaders(r); err != nil {
+		return err
+	}
+	if err := s.authGate(c); err != nil {
+		return err
+	}
 	form := !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")
 	var key string
 	if form {
@@ -90,10 +96,12 @@ func (s *Server) signIn(c *echo.Context) error {
 		return err
 	}
 	if p == nil {
-		if form {
-			return c.Redirect(http.StatusSeeOther, "/#/signin?failed=1")
-		}
-		return unauthorized(c)
+		return s.authFailed(c, func() error {
+			if form {
+				return c.Redirect(http.StatusSeeOther, "/#/signin?failed=1")
+			}
+			return unauthorized(c)
+		})
 	}
 	c.SetCookie(&http.Cookie{
 		Name: sessionCookie, Value: key, Path: "/", MaxAge: int(sessionAge / time.Second),

@@ -1,0 +1,135 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/labstack/echo/v5"
+	"go.uber.org/zap"
+)
+
+// strictHeaders refuses a request that names its credentials or its body's
+// type twice. Go's server keeps both values and Header.Get reads the first,
+// so "Authorization: <admin token>" followed by a second, different
+// Authorization would be served as whichever a proxy in front did not look
+// at: tock answers 400 rather than guess.
+func strictHeaders(r *http.Request) error {
+	for _, name := range []string{"Authorization", "Content-Type"} {
+		if len(r.Header.Values(name)) > 1 {
+			return newError(http.StatusBadRequest, CodeInvalid, name, "the "+name+" header appears more than once; send it once")
+		}
+	}
+	return nil
+}
+
+// clientAddr is the address a request comes from, for the limit on failed
+// authentication: the peer's address, or, when the peer is a proxy on a
+// loopback, link-local or private address (a load balancer in the VPC), the
+// last address X-Forwarded-For names that is not one of those.
+var clientAddr = echo.ExtractIPFromXFFHeader()
+
+// bucketAuthFailures is the per-address bucket of requests that carried no
+// valid credentials.
+const bucketAuthFailures = "auth-failures"
+
+// blockedAddrs remembers, in this process, the client addresses whose
+// failure budget is spent and until when, so that their next requests are
+// refused before any Postgres lookup and without a Redis call. Every
+// dashboard learns it from the shared bucket on the first failure it sees.
+type blockedAddrs struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+// maxBlocked bounds the memory of blockedAddrs: beyond it, the expired
+// entries go, and if all are live the new address is not remembered (its
+// failures still meet the shared bucket).
+const maxBlocked = 100_000
+
+func (b *blockedAddrs) blocked(addr string, now time.Time) (time.Duration, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.until[addr]
+	if !ok {
+		return 0, false
+	}
+	if !now.Before(t) {
+		delete(b.until, addr)
+		return 0, false
+	}
+	return t.Sub(now), true
+}
+
+func (b *blockedAddrs) block(addr string, until time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.until == nil {
+		b.until = map[string]time.Time{}
+	}
+	if len(b.until) >= maxBlocked {
+		for a, t := range b.until {
+			if !until.After(t) || time.Until(t) <= 0 {
+				delete(b.until, a)
+			}
+		}
+		if len(b.until) >= maxBlocked {
+			return
+		}
+	}
+	b.until[addr] = until
+}
+
+// tooManyFailures is the 429 of an address whose failure budget is spent.
+func tooManyFailures(c *echo.Context, retry time.Duration) error {
+	secs := int(max(retry, time.Second).Round(time.Second) / time.Second)
+	c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+	return newError(http.StatusTooManyRequests, CodeRateLimited, "",
+		"too many requests without valid credentials from your address; retry after "+strconv.Itoa(secs)+"s")
+}
+
+// authGate refuses, before any credential is looked up, a request from an
+// address that has spent its budget of failed authentications.
+func (s *Server) authGate(c *echo.Context) error {
+	if s.quotas.AuthFailuresPerMinute <= 0 || s.limiter == nil {
+		return nil
+	}
+	if retry, ok := s.limiter.blocked.blocked(clientAddr(c.Request()), s.clock()); ok {
+		return tooManyFailures(c, retry)
+	}
+	return nil
+}
+
+// authFailed counts one request without valid credentials against its
+// address and answers it: 401, or 429 once the address's budget
+// (TOCK_LIMIT_AUTH_FAILURES_PER_MINUTE, with bursts of
+// TOCK_LIMIT_AUTH_FAILURE_BURST) is spent, after which the address is
+// refused before any lookup until the bucket allows one again.
+func (s *Server) authFailed(c *echo.Context, answer func() error) error {
+	q := s.quotas
+	if q.AuthFailuresPerMinute <= 0 || s.limiter == nil {
+		return answer()
+	}
+	addr := clientAddr(c.Request())
+	burst := q.AuthFailureBurst
+	if burst <= 0 {
+		burst = q.AuthFailuresPerMinute
+	}
+	limit := redis_rate.Limit{Rate: q.AuthFailuresPerMinute, Burst: burst, Period: time.Minute}
+	res, err := s.limiter.take(c.Request().Context(), bucketAuthFailures, addr, limit, 1)
+	if err != nil {
+		if derr := s.limiter.unavailable(bucketAuthFailures, err, q.OnRedisDown); derr != nil {
+			return derr
+		}
+		return answer()
+	}
+	if res.Allowed >= 1 {
+		return answer()
+	}
+	retry := max(res.RetryAfter, time.Second)
+	s.limiter.blocked.block(addr, s.clock().Add(retry))
+	s.log.Info("auth_failures_limited", zap.String("addr", addr), zap.Duration("retry_after", retry))
+	return tooManyFailures(c, retry)
+}

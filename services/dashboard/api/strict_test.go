@@ -1,0 +1,114 @@
+package api_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tockhq/tock/services/dashboard/api"
+)
+
+// TestStrictHeaders refuses a request that names its credentials or its
+// body's type twice, whatever the order, and changes nothing.
+func TestStrictHeaders(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	send := func(headers [][2]string) *httptest.ResponseRecorder {
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/api/v1/jobs",
+			strings.NewReader(`{"name":"x","type":"ping","delay":"1h","payload":{"url":"https://example.com/"}}`))
+		for _, h := range headers {
+			req.Header.Add(h[0], h[1])
+		}
+		rec := httptest.NewRecorder()
+		b.h.ServeHTTP(rec, req)
+		return rec
+	}
+	json := [2]string{"Content-Type", "application/json"}
+	admin := [2]string{"Authorization", "Bearer " + token}
+	bad := [2]string{"Authorization", "Bearer tock_aaaaaaaaaaaaa_bad"}
+	for name, headers := range map[string][][2]string{
+		"AuthorizationTwiceAdminFirst":  {admin, bad, json},
+		"AuthorizationTwiceAdminSecond": {bad, admin, json},
+		"AuthorizationTwiceTheSame":     {admin, admin, json},
+		"ContentTypeTwice":              {admin, json, {"Content-Type", "text/plain"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rec := send(headers)
+			e := requireError(t, rec, http.StatusBadRequest, api.CodeInvalid)
+			require.Contains(t, []string{"Authorization", "Content-Type"}, e.Field)
+			require.Contains(t, e.Message, "more than once")
+		})
+	}
+	list := decode[api.JobList](t, b.do(t, http.MethodGet, "/api/v1/jobs", nil))
+	require.Empty(t, list.Jobs, "no refused request created a job")
+	require.Equal(t, http.StatusCreated, send([][2]string{admin, json}).Code, "once each is served")
+}
+
+// TestAuthFailuresPerAddress lets an address fail authentication a burst of
+// times, then answers 429 with Retry-After before any credential lookup,
+// even for a good key, while another address is not affected.
+func TestAuthFailuresPerAddress(t *testing.T) {
+	t.Parallel()
+	q := api.DefaultQuotas
+	q.AuthFailuresPerMinute, q.AuthFailureBurst = 60, 3
+	b := setup(t, func(d *api.Deps) { d.Quotas = &q })
+	from := func(addr, auth string) *httptest.ResponseRecorder {
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/api/v1/me", nil)
+		req.RemoteAddr = addr + ":40000"
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		rec := httptest.NewRecorder()
+		b.h.ServeHTTP(rec, req)
+		return rec
+	}
+	const attacker, other = "203.0.113.7", "203.0.113.8"
+	for _, auth := range []string{"", "Bearer tock_aaaaaaaaaaaaa_wrong", "Basic eDp5"} {
+		requireError(t, from(attacker, auth), http.StatusUnauthorized, api.CodeUnauthorized)
+	}
+	rec := from(attacker, "Bearer tock_aaaaaaaaaaaaa_wrong")
+	requireError(t, rec, http.StatusTooManyRequests, api.CodeRateLimited)
+	require.NotEmpty(t, rec.Header().Get("Retry-After"))
+	requireError(t, from(attacker, "Bearer "+token), http.StatusTooManyRequests, api.CodeRateLimited)
+
+	require.Equal(t, http.StatusOK, from(other, "Bearer "+token).Code, "another address is served")
+	requireError(t, from(other, "Bearer nope"), http.StatusUnauthorized, api.CodeUnauthorized)
+
+	// A proxy on a private address speaks for its client through
+	// X-Forwarded-For; a public peer's X-Forwarded-For is not believed.
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/api/v1/me", nil)
+	req.RemoteAddr = "10.0.0.5:40000"
+	req.Header.Set("X-Forwarded-For", attacker)
+	req.Header.Set("Authorization", "Bearer "+token)
+	rec = httptest.NewRecorder()
+	b.h.ServeHTTP(rec, req)
+	requireError(t, rec, http.StatusTooManyRequests, api.CodeRateLimited)
+}
+
+// TestLimitsWhileRedisIsDown: by default a request whose limits cannot be
+// checked is served; with TOCK_LIMITS_ON_REDIS_DOWN=deny it is a 503.
+func TestLimitsWhileRedisIsDown(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		policy string
+		want   int
+	}{{api.LimitsAllow, http.StatusOK}, {api.LimitsDeny, http.StatusServiceUnavailable}} {
+		t.Run(tt.policy, func(t *testing.T) {
+			t.Parallel()
+			q := api.DefaultQuotas
+			q.OnRedisDown = tt.policy
+			b := setup(t, func(d *api.Deps) { d.Quotas = &q; d.Redis = deadRedis(t) })
+			u := b.user(t, "limited", "user", nil)
+			for range 3 {
+				rec := b.as(t, u, http.MethodGet, "/api/v1/me", nil)
+				require.Equal(t, tt.want, rec.Code, rec.Body.String())
+			}
+			requireError(t, b.request(t, http.MethodGet, "/api/v1/me", nil, "Bearer nope"), map[string]int{
+				api.LimitsAllow: http.StatusUnauthorized, api.LimitsDeny: http.StatusServiceUnavailable}[tt.policy], map[string]string{
+				api.LimitsAllow: api.CodeUnauthorized, api.LimitsDeny: api.CodeUnavailable}[tt.policy])
+		})
+	}
+}
