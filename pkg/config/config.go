@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -136,6 +137,8 @@ type Common struct {
 	LogLevel    string
 	// Pprof serves /debug/pprof/ on the metrics listener.
 	Pprof bool
+	// Tracing is where the service sends its spans; zero is off.
+	Tracing Tracing
 }
 
 // Service names a tock service, for the defaults that differ between them.
@@ -170,7 +173,53 @@ func ReadCommon(e *Env, s Service) Common {
 		RedisShards:       e.Int("TOCK_REDIS_SHARDS", 1, 1, 256),
 		LogLevel:          e.String("TOCK_LOG_LEVEL", "info"),
 		Pprof:             e.Bool("TOCK_PPROF", false),
+		Tracing:           ReadTracing(e),
 	}
+}
+
+// Tracing is the OpenTelemetry export of a service's spans. It is read from
+// the standard OTEL_ variables rather than TOCK_ ones, so a deployment that
+// already sets them for its other services needs nothing new. Only what
+// decides whether tracing is on is read here; the exporter and the SDK read
+// the rest themselves (OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT, _COMPRESSION,
+// OTEL_TRACES_SAMPLER, OTEL_BSP_*, OTEL_SERVICE_NAME,
+// OTEL_RESOURCE_ATTRIBUTES), as the OpenTelemetry specification defines them.
+type Tracing struct {
+	// Endpoint is the OTLP/HTTP endpoint the spans go to:
+	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or else OTEL_EXPORTER_OTLP_ENDPOINT.
+	// Empty turns tracing off, and so do OTEL_SDK_DISABLED=true and
+	// OTEL_TRACES_EXPORTER=none.
+	Endpoint string
+}
+
+// On reports whether spans are exported.
+func (t Tracing) On() bool { return t.Endpoint != "" }
+
+// ReadTracing reads whether and where spans are exported. The only protocol
+// is http/protobuf: the gRPC exporter would bring a second RPC stack into
+// every service for what any OTLP collector also accepts over HTTP.
+func ReadTracing(e *Env) Tracing {
+	name := "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	endpoint := e.String(name, "")
+	if endpoint == "" {
+		name = "OTEL_EXPORTER_OTLP_ENDPOINT"
+		endpoint = e.String(name, "")
+	}
+	exporter := strings.ToLower(e.String("OTEL_TRACES_EXPORTER", "otlp"))
+	if endpoint == "" || exporter == "none" || e.Bool("OTEL_SDK_DISABLED", false) {
+		return Tracing{}
+	}
+	if exporter != "otlp" {
+		e.Check(fmt.Errorf("OTEL_TRACES_EXPORTER=%q: tock exports spans with otlp only (or none)", exporter))
+	}
+	protocol := e.String("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", e.String("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"))
+	if protocol != "http/protobuf" {
+		e.Check(fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%q: tock sends spans over http/protobuf only (an OTLP collector listens for it on port 4318)", protocol))
+	}
+	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		e.Check(fmt.Errorf("%s=%q is not a URL such as http://collector:4318", name, endpoint))
+	}
+	return Tracing{Endpoint: endpoint}
 }
 
 // The defaults of the settings in Scheduling.

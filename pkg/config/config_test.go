@@ -163,3 +163,42 @@ func TestFromOS(t *testing.T) {
 		require.NoError(t, e.Err())
 	})
 }
+
+func TestReadTracing(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		want config.Tracing
+		err  string
+	}{
+		{name: "OffByDefault"},
+		{name: "OnWithTheEndpoint", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"},
+			want: config.Tracing{Endpoint: "http://collector:4318"}},
+		{name: "OnWithTheTracesEndpoint", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://collector/v1/traces"},
+			want: config.Tracing{Endpoint: "https://collector/v1/traces"}},
+		{name: "HTTPProtobufIsTheProtocol", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"},
+			want: config.Tracing{Endpoint: "http://c:4318"}},
+		{name: "SDKDisabled", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_SDK_DISABLED": "true"}},
+		{name: "ExporterNone", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_TRACES_EXPORTER": "none"}},
+		{name: "GRPCRefused", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+			want: config.Tracing{Endpoint: "http://c:4317"}, err: `OTEL_EXPORTER_OTLP_PROTOCOL="grpc"`},
+		{name: "EndpointWithoutScheme", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"},
+			want: config.Tracing{Endpoint: "collector:4318"}, err: `OTEL_EXPORTER_OTLP_ENDPOINT="collector:4318" is not a URL`},
+		{name: "OtherExporterRefused", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_TRACES_EXPORTER": "zipkin"},
+			want: config.Tracing{Endpoint: "http://c:4318"}, err: `OTEL_TRACES_EXPORTER="zipkin"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := config.FromMap(tt.env)
+			got := config.ReadTracing(e)
+			require.Equal(t, tt.want, got)
+			require.Equal(t, tt.want.Endpoint != "", got.On())
+			if tt.err == "" {
+				require.NoError(t, e.Err())
+			} else {
+				require.ErrorContains(t, e.Err(), tt.err)
+			}
+		})
+	}
+}

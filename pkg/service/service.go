@@ -6,6 +6,7 @@ package service
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -18,7 +19,11 @@ import (
 	"github.com/tockhq/tock/pkg/probe"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/pkg/telemetry"
 )
+
+// flushTimeout bounds the export of the spans still buffered at shutdown.
+const flushTimeout = 5 * time.Second
 
 // Base is what every service opens at start-up. Opening connects to nothing
 // yet: pools dial on first use, so a service starts while Postgres or Redis is
@@ -28,29 +33,39 @@ type Base struct {
 	Store *store.Store
 	Redis redis.UniversalClient
 	Queue *queue.Queue
+	// Tracing exports the service's spans; nil when tracing is off, and
+	// its tracers then nil too.
+	Tracing *telemetry.Tracing
 
 	pprof bool
 }
 
-// Open builds the named service's logger, Postgres pool (with opts) and
-// Redis client.
+// Open builds the named service's logger, tracing (when configured),
+// Postgres pool (with opts) and Redis client.
 func Open(ctx context.Context, name string, c config.Common, opts ...store.Option) (*Base, error) {
 	log, err := logging.New(name, c.LogLevel)
 	if err != nil {
 		return nil, err
 	}
+	tracing, err := telemetry.Setup(ctx, c.Tracing, name, log)
+	if err != nil {
+		_ = log.Sync()
+		return nil, err
+	}
 	st, err := store.Open(ctx, c.DatabaseURL, int32(c.DBMaxConns), append(opts, store.DirectURL(c.DatabaseDirectURL))...)
 	if err != nil {
+		_ = tracing.Shutdown(ctx)
 		_ = log.Sync()
 		return nil, err
 	}
 	rdb, err := queue.Connect(c.RedisURL, c.RedisCluster, c.RedisAddrs)
 	if err != nil {
 		st.Close()
+		_ = tracing.Shutdown(ctx)
 		_ = log.Sync()
 		return nil, err
 	}
-	return &Base{Log: log, Store: st, Redis: rdb, Queue: queue.New(rdb, c.RedisPrefix, c.RedisShards), pprof: c.Pprof}, nil
+	return &Base{Log: log, Store: st, Redis: rdb, Queue: queue.New(rdb, c.RedisPrefix, c.RedisShards), Tracing: tracing, pprof: c.Pprof}, nil
 }
 
 // MetricsMux is what every service serves on its metrics listener: /healthz,
@@ -69,10 +84,17 @@ func (b *Base) MetricsMux(started probe.Check, reg *prometheus.Registry) *http.S
 	return mux
 }
 
-// Close releases the Redis client, the Postgres pool and the logger, in the
-// reverse of the order Open made them.
+// Close releases the Redis client, the Postgres pool, the tracing (its
+// buffered spans exported within flushTimeout) and the logger, in the
+// reverse of the order Open made them. It runs once the service's parts
+// have stopped, so their last spans are among those flushed.
 func (b *Base) Close() {
 	_ = b.Redis.Close()
 	b.Store.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	defer cancel()
+	if err := b.Tracing.Shutdown(ctx); err != nil {
+		b.Log.Warn("trace_flush_failed", zap.Error(err))
+	}
 	_ = b.Log.Sync()
 }
