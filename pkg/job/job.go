@@ -117,6 +117,10 @@ type Job struct {
 	Overlap Overlap
 	// Notify is where alerts on the job's failures go; nil sends none.
 	Notify *Notify
+	// TraceParent is the W3C traceparent of the span that created the job,
+	// which each attempt's span links to; empty when the dashboard that
+	// created it had tracing off. It is written once, at creation.
+	TraceParent string
 	// DueAt is the next occurrence not yet handed to Redis: the loader's cursor.
 	// Zero once the occurrence is in Redis (claimed) or nothing is left to run.
 	DueAt     time.Time

@@ -78,7 +78,7 @@ func nullTime(t time.Time) *time.Time {
 var jobCopyColumns = []string{"id", "owner_id", "due_hour", "type", "status", "priority", "max_retries",
 	"timeout_ms", "run_at", "due_at", "created_at", "updated_at", "name", "payload",
 	"generation", "occurrences", "timezone", "last_at", "schedule", "per_hour", "retention_ms", "history", "labels", "key",
-	"expires_after_ms", "overlap", "notify"}
+	"expires_after_ms", "overlap", "notify", "trace_parent"}
 
 func jobRow(j *job.Job) []any {
 	return []any{j.ID, j.Owner, dueHour(j.DueAt), string(j.Type), string(j.Status), int16(j.Priority),
@@ -86,7 +86,7 @@ func jobRow(j *job.Job) []any {
 		j.CreatedAt, j.UpdatedAt, j.Name, []byte(j.Payload),
 		int32(j.Generation), int32(j.Occurrences), nullString(j.Timezone), nullTime(j.LastAt), nullJSON(j.Schedule), perHour(j),
 		retentionMS(j.Retention), historyColumn(j.History), labelsColumn(j.Labels), nullKey(j.Key),
-		retentionMS(j.ExpiresAfter), nullOverlap(j.Overlap), notifyColumn(j.Notify)}
+		retentionMS(j.ExpiresAfter), nullOverlap(j.Overlap), notifyColumn(j.Notify), nullText(j.TraceParent)}
 }
 
 func nullKey(k string) *string {
@@ -148,6 +148,14 @@ func perHour(j *job.Job) *int32 {
 	}
 	n := int32(j.PerHour)
 	return &n
+}
+
+// nullText is a text column that is NULL when empty.
+func nullText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 func nullString(s string) *string {
@@ -305,7 +313,7 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 			return err
 		}
 		if len(jobs) == 1 {
-			if _, err := tx.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27)`, jobRow(jobs[0])...); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28)`, jobRow(jobs[0])...); err != nil {
 				return fmt.Errorf("insert job: %w", translate(err))
 			}
 			j := jobs[0]
@@ -398,7 +406,7 @@ func checkRate(ctx context.Context, tx pgx.Tx, owner, except uuid.UUID, adding, 
 
 const jobCopyColumnList = `id, owner_id, due_hour, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload,
     generation, occurrences, timezone, last_at, schedule, per_hour, retention_ms, history, labels, key,
-    expires_after_ms, overlap, notify`
+    expires_after_ms, overlap, notify, trace_parent`
 
 // AnyOwner passed as an owner lets an administrator's query see every owner's jobs.
 var AnyOwner = uuid.Nil

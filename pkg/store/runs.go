@@ -44,6 +44,9 @@ type Started struct {
 	Overlap job.Overlap
 	// Notify is the job's alerting; nil when none.
 	Notify *job.Notify
+	// TraceParent is the W3C traceparent of the job's creation span, which
+	// the attempt's span links to; empty when it was created untraced.
+	TraceParent string
 	// Gate is what the job's overlap policy says: GateRun, or GateSkip (an
 	// earlier occurrence holds the job; record this one skipped), or
 	// GateWait (not started: put it back in the due set to try again).
@@ -91,7 +94,7 @@ const startRunsSQL = `WITH req AS (
         AS r(run_id, job_id, scheduled_for, attempt, due_at, generation)
 ), locked AS MATERIALIZED (
     SELECT id, status, owner_id, type, name, payload, timeout_ms, max_retries, generation, schedule, last_at, history,
-           expires_after_ms, overlap, notify FROM jobs
+           expires_after_ms, overlap, notify, trace_parent FROM jobs
     WHERE id = ANY($2)
     ORDER BY id
     FOR SHARE
@@ -144,7 +147,7 @@ const startRunsSQL = `WITH req AS (
 SELECT s.job_id, s.scheduled_for, s.attempt, s.id, s.due_at, s.lease_until,
        l.owner_id, l.type, l.name, l.payload, l.timeout_ms, l.max_retries, l.schedule, l.generation, l.last_at,
        coalesce(u.signing_secret, ''), coalesce(l.history, 'all'),
-       coalesce(l.expires_after_ms, 0), coalesce(l.overlap, ''), l.notify, g.gate
+       coalesce(l.expires_after_ms, 0), coalesce(l.overlap, ''), l.notify, g.gate, coalesce(l.trace_parent, '')
 FROM (SELECT * FROM fresh UNION ALL SELECT * FROM takeover UNION ALL SELECT * FROM waiting) s
 JOIN live l ON l.id = s.job_id
 JOIN gate g ON g.job_id = s.job_id AND g.scheduled_for = s.scheduled_for AND g.attempt = s.attempt
@@ -193,7 +196,7 @@ func (s *Store) StartRuns(ctx context.Context, reqs []Start, now time.Time, leas
 		var notify []byte
 		err := r.Scan(&st.Run.JobID, &st.Run.ScheduledFor, &attempt, &st.Run.ID, &st.Run.DueAt, &st.Run.LeaseUntil,
 			&st.Run.Owner, &st.Type, &st.Name, &st.Payload, &timeoutMS, &maxRetries, &st.Schedule, &st.Generation, &lastAt, &st.SigningSecret, &st.History,
-			&expMS, &st.Overlap, &notify, &st.Gate)
+			&expMS, &st.Overlap, &notify, &st.Gate, &st.TraceParent)
 		if err != nil {
 			return st, err
 		}
