@@ -52,7 +52,7 @@ func TestNATS(t *testing.T) {
 	reg := brokerRegistry(t)
 
 	t.Run("PublishesToTheStreamOnceWhateverTheAttempts", func(t *testing.T) {
-		tk := brokerTask(t, jobtype.TypeNATS, jobtype.NATSPayload{URL: u, Subject: name + ".once", Body: json.RawMessage(`{"n":1}`), Headers: map[string]string{"X-Team": "ops"}})
+		tk := traced(brokerTask(t, jobtype.TypeNATS, jobtype.NATSPayload{URL: u, Subject: name + ".once", Body: json.RawMessage(`{"n":1}`), Headers: map[string]string{"X-Team": "ops"}}))
 		out := execute(t, reg, tk)
 		require.True(t, out.OK, out.Error)
 		var ack struct {
@@ -74,6 +74,8 @@ func TestNATS(t *testing.T) {
 		require.Equal(t, tk.Key, msg.Header.Get("Idempotency-Key"))
 		require.Equal(t, tk.JobID.String(), msg.Header.Get("X-Tock-Job-Id"))
 		require.Equal(t, "ops", msg.Header.Get("X-Team"))
+		require.Equal(t, traceParent, msg.Header.Get("traceparent"))
+		require.Equal(t, traceState, msg.Header.Get("tracestate"))
 	})
 
 	t.Run("WithoutAStreamPublishesToCoreNATS", func(t *testing.T) {
@@ -134,7 +136,7 @@ func TestAMQP(t *testing.T) {
 	reg := brokerRegistry(t)
 
 	t.Run("PublishesPersistentAndConfirmed", func(t *testing.T) {
-		tk := brokerTask(t, jobtype.TypeAMQP, jobtype.AMQPPayload{URL: u, RoutingKey: q.Name, Body: json.RawMessage(`{"n":1}`), Headers: map[string]string{"X-Team": "ops"}})
+		tk := traced(brokerTask(t, jobtype.TypeAMQP, jobtype.AMQPPayload{URL: u, RoutingKey: q.Name, Body: json.RawMessage(`{"n":1}`), Headers: map[string]string{"X-Team": "ops"}}))
 		out := execute(t, reg, tk)
 		require.True(t, out.OK, out.Error)
 		require.Contains(t, out.Output, `"confirmed":true`)
@@ -150,6 +152,7 @@ func TestAMQP(t *testing.T) {
 		require.Equal(t, uint8(amqp.Persistent), m.DeliveryMode)
 		require.Equal(t, tk.Key, m.Headers["Idempotency-Key"])
 		require.Equal(t, "ops", m.Headers["X-Team"])
+		require.Equal(t, traceParent, m.Headers["traceparent"])
 	})
 
 	t.Run("AMessageNoQueueTakesFails", func(t *testing.T) {

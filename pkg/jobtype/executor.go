@@ -25,6 +25,11 @@ type Task struct {
 	// SigningSecret is the owner's secret; webhook and ping requests carry
 	// X-Tock-Signature made with it (see Sign).
 	SigningSecret string
+	// TraceParent and TraceState are the W3C trace context of the attempt's
+	// span, sent with tock's other headers (traceparent, tracestate) so the
+	// target's own trace continues it; empty when the worker does not
+	// trace, and then no header is sent.
+	TraceParent, TraceState string
 }
 
 // Outcome is what one attempt did. Output and Error are bounded (OutputLimit).

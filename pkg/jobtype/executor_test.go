@@ -99,6 +99,18 @@ func task(t *testing.T, typ job.Type, p any) jobtype.Task {
 	}
 }
 
+// The trace context of a traced attempt.
+const (
+	traceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	traceState  = "vendor=opaque"
+)
+
+// traced is tk as a worker with tracing on hands it over.
+func traced(tk jobtype.Task) jobtype.Task {
+	tk.TraceParent, tk.TraceState = traceParent, traceState
+	return tk
+}
+
 // execute runs tk the way the worker does: with a deadline of its timeout.
 func execute(t *testing.T, e jobtype.Executor, tk jobtype.Task) jobtype.Outcome {
 	t.Helper()
@@ -162,6 +174,20 @@ func TestWebhook(t *testing.T) {
 		require.Equal(t, "2026-11-22T09:00:00.000Z", h.Get("X-Tock-Scheduled-For"))
 		require.Equal(t, "2", h.Get("X-Tock-Attempt"))
 		require.Equal(t, "tock/"+version, h.Get("User-Agent"))
+		require.Empty(t, h.Values("traceparent"), "an untraced attempt sends no trace context")
+		require.Empty(t, h.Values("tracestate"))
+	})
+
+	t.Run("SendsTheAttemptsTraceContext", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		tk := traced(task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b.srv.URL,
+			Headers: map[string]string{"traceparent": "00-11111111111111111111111111111111-2222222222222222-01"}}))
+		out := execute(t, b.registry, tk)
+		require.True(t, out.OK, out.Error)
+		h := b.received()[0].Header
+		require.Equal(t, []string{traceParent}, h.Values("traceparent"), "the attempt's context, not the payload's")
+		require.Equal(t, traceState, h.Get("tracestate"))
 	})
 
 	t.Run("ScheduledForIsUTCWithMilliseconds", func(t *testing.T) {

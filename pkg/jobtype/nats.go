@@ -17,6 +17,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/outbound"
+	"github.com/tockhq/tock/pkg/telemetry"
 )
 
 // TypeNATS is a message published to a NATS subject.
@@ -243,14 +244,22 @@ func (e *natsExecutor) run(ctx context.Context, t Task, p NATSPayload) Outcome {
 }
 
 // tockHeaders are the headers that identify an attempt, as a broker
-// message carries them.
+// message carries them, and its W3C trace context when it is traced.
 func tockHeaders(t Task) map[string]string {
-	return map[string]string{
+	h := map[string]string{
 		headerIdempotencyKey: t.Key,
 		headerJobID:          t.JobID.String(),
 		headerScheduledFor:   t.ScheduledFor.UTC().Format(scheduledForLayout),
 		headerAttempt:        strconv.Itoa(t.Attempt),
 	}
+	if t.TraceParent != "" {
+		// Lower case, as W3C writes them: a broker's headers keep the case given.
+		h[telemetry.HeaderTraceParent] = t.TraceParent
+		if t.TraceState != "" {
+			h[telemetry.HeaderTraceState] = t.TraceState
+		}
+	}
+	return h
 }
 
 // brokerFailure is a failed broker step: a timeout names the limit, and no

@@ -32,7 +32,7 @@ func TestSQS(t *testing.T) {
 	reg := sqsRegistry(t, f, outbound.Options{AllowPrivate: true})
 
 	t.Run("StandardQueue", func(t *testing.T) {
-		tk := task(t, jobtype.TypeSQS, jobtype.SQSPayload{QueueURL: f.QueueURL("reminders"), MessageBody: json.RawMessage(`{"order":1234}`)})
+		tk := traced(task(t, jobtype.TypeSQS, jobtype.SQSPayload{QueueURL: f.QueueURL("reminders"), MessageBody: json.RawMessage(`{"order":1234}`)}))
 		out := execute(t, reg, tk)
 		require.True(t, out.OK, out.Error)
 		var res map[string]string
@@ -48,6 +48,8 @@ func TestSQS(t *testing.T) {
 		require.Equal(t, tk.JobID.String(), m.Attributes["X-Tock-Job-Id"])
 		require.Equal(t, "2", m.Attributes["X-Tock-Attempt"])
 		require.Equal(t, "2026-11-22T09:00:00.000Z", m.Attributes["X-Tock-Scheduled-For"])
+		require.Equal(t, traceParent, m.Attributes["traceparent"])
+		require.Equal(t, traceState, m.Attributes["tracestate"])
 		require.Empty(t, m.DeduplicationID)
 	})
 
