@@ -52,6 +52,7 @@ func run(ctx context.Context) error {
 		Ready:             gate.Check,
 		Quotas:            &cfg.Quotas,
 		Metrics:           metrics.NewAPI(reg),
+		Tracer:            base.Tracing.Tracer("api"),
 	})
 	mux := base.MetricsMux(gate.Check, reg)
 	ms, err := probe.Listen(cfg.MetricsAddr, mux)

@@ -111,7 +111,7 @@ func (s *Server) createBatch(c *echo.Context) error {
 		return err
 	}
 	create := store.Create{Audit: caller(c).audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), MaxPerHour: s.maxPerHour(owner)}
-	if err := s.jobs.Create(c.Request().Context(), jobs, now, create); err != nil {
+	if err := s.createJobs(c, jobs, now, create); err != nil {
 		return createError(err)
 	}
 	out := BatchCreated{Created: len(jobs), IDs: make([]uuid.UUID, len(jobs))}

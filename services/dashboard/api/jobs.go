@@ -53,7 +53,7 @@ func (s *Server) create(c *echo.Context, req createRequest, owner *store.User) e
 		return err
 	}
 	create := store.Create{Audit: caller(c).audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), MaxPerHour: s.maxPerHour(owner)}
-	if err := s.jobs.Create(c.Request().Context(), []*job.Job{j}, now, create); err != nil {
+	if err := s.createJobs(c, []*job.Job{j}, now, create); err != nil {
 		return createError(err)
 	}
 	return writeJSON(c, http.StatusCreated, s.jobView(j, now))

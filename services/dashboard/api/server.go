@@ -13,6 +13,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/labstack/echo/v5"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/config"
@@ -69,6 +70,9 @@ type Deps struct {
 	Quotas *Quotas
 	// Metrics counts requests by route, method and code; nil counts nothing.
 	Metrics *metrics.API
+	// Tracer makes a span per request and per create; nil (tracing off)
+	// makes none.
+	Tracer trace.Tracer
 }
 
 // Server is the dashboard's HTTP API.
@@ -89,6 +93,7 @@ type Server struct {
 	quotas       Quotas
 	limiter      *limiter
 	metrics      *metrics.API
+	tracer       trace.Tracer
 	// jobs commits job changes and then tells the due set.
 	jobs *lifecycle.Jobs
 	// evaluating lets each user compile and walk one schedule at a time.
@@ -111,6 +116,7 @@ func New(d Deps) *Server {
 		maxBody: d.MaxBodyBytes,
 		ready:   d.Ready,
 		metrics: d.Metrics,
+		tracer:  d.Tracer,
 
 		evaluating: newUserGate(),
 	}
@@ -162,6 +168,9 @@ func (s *Server) routes() *echo.Echo {
 		// an unknown path is a plain 404 with or without a token.
 		NoGroupAutoRegister404Routes: true,
 	})
+	if s.tracer != nil {
+		e.Use(s.traceRequests)
+	}
 	e.Use(s.countRequests)
 	e.Use(s.logRequests, s.recoverPanics, s.limitBody)
 
