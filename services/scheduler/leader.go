@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bsm/redislock"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/metrics"
@@ -28,6 +29,9 @@ type Leader struct {
 	cfg    Config
 	// metrics counts the occurrences the loader claims.
 	metrics *metrics.Scheduler
+	// tracer makes a span per loader round that claimed something; nil
+	// (tracing off) makes none.
+	tracer trace.Tracer
 
 	// watermark is the lower bound of the next loader window: everything due
 	// before it was claimed by an earlier round of this leadership.

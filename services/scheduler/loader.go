@@ -7,11 +7,14 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/pkg/telemetry"
 )
 
 // load claims every job due before now + horizon that is not yet in Redis, in
@@ -20,20 +23,22 @@ func (l *Leader) load(ctx context.Context) {
 	defer l.stepped.Signal()
 	start := l.clock()
 	until := start.Add(l.cfg.Horizon)
-	total := 0
-	skipped := 0
+	var r round
 	for ctx.Err() == nil {
 		c, err := l.store.ClaimDue(ctx, store.Window{Since: l.watermark, Until: until, Limit: l.cfg.LoadBatch,
 			Now: l.clock(), MisfireThreshold: l.cfg.MisfireThreshold}, l.enqueue)
 		if err != nil {
 			if ctx.Err() == nil {
 				l.log.Warn("load_failed", zap.Error(err))
+				l.trace(ctx, start, r, err)
 			}
 			return
 		}
-		total += c.Occurrences
+		r.batches++
+		r.jobs += c.Jobs
+		r.total += c.Occurrences
 		l.metrics.Claimed.Add(float64(c.Occurrences))
-		skipped += c.Skipped
+		r.skipped += c.Skipped
 		if c.Jobs < l.cfg.LoadBatch {
 			break
 		}
@@ -45,11 +50,35 @@ func (l *Leader) load(ctx context.Context) {
 	// Anything due from a minute before this round on is looked at again next
 	// round; older jobs were all claimed now, and the reconciler sweeps the rest.
 	l.watermark = start.Add(-time.Minute)
-	if total > 0 || skipped > 0 {
-		l.log.Info("loaded", zap.Int("occurrences", total), zap.Int("skipped", skipped), zap.Duration("took", l.clock().Sub(start)))
+	if r.total > 0 || r.skipped > 0 {
+		l.trace(ctx, start, r, nil)
+		l.log.Info("loaded", zap.Int("occurrences", r.total), zap.Int("skipped", r.skipped), zap.Duration("took", l.clock().Sub(start)))
 	}
 }
 
 func (l *Leader) enqueue(ctx context.Context, occs []job.Occurrence) error {
 	return l.queue.Enqueue(ctx, queue.AsScheduled(occs))
+}
+
+// round is what one loader round did.
+type round struct {
+	batches, jobs, total, skipped int
+}
+
+// trace records a round that began at start as a span, after the fact:
+// only a round that claimed something, or failed, makes one, so an idle
+// leader exports nothing.
+func (l *Leader) trace(ctx context.Context, start time.Time, r round, err error) {
+	if l.tracer == nil {
+		return
+	}
+	_, span := l.tracer.Start(ctx, loadSpan, trace.WithTimestamp(start), trace.WithAttributes(
+		telemetry.Batches.Int(r.batches),
+		telemetry.Jobs.Int(r.jobs),
+		telemetry.Occurrences.Int(r.total),
+		telemetry.Skipped.Int(r.skipped)))
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End(trace.WithTimestamp(l.clock()))
 }

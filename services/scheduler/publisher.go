@@ -4,10 +4,19 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/telemetry"
+)
+
+// The names of the scheduler's spans.
+const (
+	publishSpan = "tock.publish"
+	loadSpan    = "tock.load"
 )
 
 // Publisher moves due members to the ready stream. Every scheduler instance runs
@@ -24,6 +33,9 @@ type Publisher struct {
 	caps func() queue.Caps
 	// metrics counts the members moved.
 	metrics *metrics.Scheduler
+	// tracer makes a span per publish that moved members (or first failed);
+	// nil (tracing off) makes none.
+	tracer trace.Tracer
 }
 
 // Run publishes until ctx ends.
@@ -42,7 +54,14 @@ func (p *Publisher) Run(ctx context.Context) {
 		if p.caps != nil {
 			caps = p.caps()
 		}
+		var start time.Time
+		if p.tracer != nil {
+			start = time.Now()
+		}
 		res, err := p.queue.Publish(ctx, p.batch, time.Time{}, caps)
+		if p.tracer != nil && (res.Moved > 0 || (err != nil && !failing && ctx.Err() == nil)) {
+			p.trace(ctx, start, res, err)
+		}
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
@@ -72,4 +91,18 @@ func (p *Publisher) Run(ctx context.Context) {
 		}
 		timer.Reset(wait)
 	}
+}
+
+// trace records a publish that began at start as a span, after the fact: a
+// span per call would be twenty a second per shard of empty ones, so only
+// the calls that moved members, or the first of a run of failures, make one.
+func (p *Publisher) trace(ctx context.Context, start time.Time, res queue.Published, err error) {
+	_, span := p.tracer.Start(ctx, publishSpan, trace.WithTimestamp(start), trace.WithAttributes(
+		telemetry.Shard.Int(p.queue.Keys().Shard),
+		telemetry.Published.Int(res.Sent),
+		telemetry.Held.Int(res.Held)))
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }

@@ -38,14 +38,15 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("listen on TOCK_METRICS_ADDR: %w", err)
 	}
 
-	leader := &Leader{store: st, queue: q, locker: redislock.New(rdb), log: log.Named("loader"), clock: time.Now, cfg: cfg, metrics: m}
+	leader := &Leader{store: st, queue: q, locker: redislock.New(rdb), log: log.Named("loader"), clock: time.Now, cfg: cfg, metrics: m,
+		tracer: base.Tracing.Tracer("loader")}
 	// A publisher per shard: each sleeps until its own shard's next due time,
 	// and records the caps on attempts in flight that caps works out.
 	caps := NewCapsWatcher(q, cfg.MaxRunning, cfg.MaxRunningPerHost, cfg.LendIdle, log.Named("caps"), time.Now)
 	pubs := make([]*Publisher, len(q.Shards()))
 	for i, sq := range q.Shards() {
 		pubs[i] = &Publisher{queue: sq, log: log.Named("publisher").With(zap.Int("shard", i)), batch: cfg.PublishBatch, tick: cfg.PublishTick,
-			caps: caps.Caps, metrics: m}
+			caps: caps.Caps, metrics: m, tracer: base.Tracing.Tracer("publisher")}
 	}
 
 	// The backlog in CloudWatch, for scaling workers on AWS: only when asked,
