@@ -32,6 +32,24 @@ type result struct {
 	aborted *abortedError
 }
 
+// status is what the attempt is recorded as. An aborted attempt (stopped by
+// someone) is never retried; a failed one is while retries are left.
+func (r result) status() job.RunStatus {
+	switch {
+	case r.skip != "":
+		return job.RunSkipped
+	case r.expired != "":
+		return job.RunExpired
+	case r.aborted != nil:
+		return job.RunAborted
+	case r.outcome.OK:
+		return job.RunCompleted
+	case r.msg.Occurrence.Attempt <= r.started.MaxRetries:
+		return job.RunFailed
+	}
+	return job.RunPermanentlyFailed
+}
+
 // record is the group commit: it takes every outcome waiting, writes them to
 // Postgres in one statement, then schedules retries and acknowledges in one
 // Redis round trip. While a flush is in flight the next batch gathers, so
@@ -72,23 +90,17 @@ func (c *Consumer) flush(ctx context.Context, batch []result) {
 			done[r.msg.Shard] = s
 			continue
 		}
-		res := store.Result{Occurrence: occ, FinishedAt: r.at, Output: r.outcome.Output, Error: r.outcome.Error,
+		res := store.Result{Occurrence: occ, Status: r.status(), FinishedAt: r.at, Output: r.outcome.Output, Error: r.outcome.Error,
 			TrimHistory: r.started.History == job.HistoryFailures, Held: r.started.Overlap != ""}
-		switch {
-		case r.skip != "":
-			res.Status, res.Error = job.RunSkipped, r.skip
-		case r.expired != "":
-			res.Status, res.Error = job.RunExpired, r.expired
-		case r.aborted != nil:
-			// Stopped by someone: recorded as such, and never retried.
-			res.Status, res.Error = job.RunAborted, r.aborted.Error()
-		case r.outcome.OK:
-			res.Status = job.RunCompleted
-		case occ.Attempt <= r.started.MaxRetries:
-			res.Status = job.RunFailed
+		switch res.Status {
+		case job.RunSkipped:
+			res.Error = r.skip
+		case job.RunExpired:
+			res.Error = r.expired
+		case job.RunAborted:
+			res.Error = r.aborted.Error()
+		case job.RunFailed:
 			s.Retries = append(s.Retries, queue.Entry{Occurrence: occ.Next(), DueAt: r.at.Add(c.backoff(occ.Attempt))})
-		default:
-			res.Status = job.RunPermanentlyFailed
 		}
 		results = append(results, res)
 		recorded = append(recorded, r)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/jobtype"
@@ -55,6 +56,9 @@ type Consumer struct {
 	// Metrics receives each attempt's lateness when it starts and its outcome
 	// once recorded.
 	Metrics *metrics.Worker
+	// Tracer makes a span per attempt and sends its trace context to the
+	// target; nil (tracing off) makes none and sends none.
+	Tracer trace.Tracer
 
 	// settled is raised after each settle, for tests to wait on; nil in
 	// production.

@@ -72,6 +72,7 @@ func run(ctx context.Context) error {
 		Name: name, Concurrency: cfg.Concurrency, Batch: cfg.Batch, Block: cfg.Block, Visibility: cfg.Visibility,
 		LeaseMargin: cfg.LeaseMargin, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Grace: cfg.Grace,
 		MisfireThreshold: cfg.MisfireThreshold, AutoPauseAfter: cfg.AutoPause, Metrics: metrics.NewWorker(reg),
+		Tracer: base.Tracing.Tracer("worker"),
 	}
 
 	var wg sync.WaitGroup

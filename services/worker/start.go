@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
@@ -18,6 +20,7 @@ import (
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/schedule"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/pkg/telemetry"
 )
 
 // handle starts a batch of entries, each holding one slot. Its Postgres and
@@ -103,6 +106,10 @@ func (c *Consumer) handle(ctx, execCtx context.Context, q *queue.Shard, msgs []q
 		}
 		if r.skip != "" || r.expired != "" {
 			r.msg, r.started, r.at = m, st, now
+			if c.Tracer != nil {
+				_, span := c.startAttempt(ctx, st, now)
+				endAttempt(span, r.status(), 0, now)
+			}
 			c.ended <- m
 			c.results <- r
 			c.slots.give(1)
@@ -228,7 +235,13 @@ func (c *Consumer) execute(ctx context.Context, m queue.Message, st store.Starte
 		ScheduledFor: st.Run.ScheduledFor, Attempt: st.Run.Attempt,
 		Key: m.Occurrence.Key(), Payload: st.Payload, Timeout: st.Timeout, SigningSecret: st.SigningSecret,
 	}
-	actx, stop := context.WithCancelCause(ctx)
+	sctx := ctx
+	var span trace.Span
+	if c.Tracer != nil {
+		sctx, span = c.startAttempt(ctx, st, st.Run.StartedAt)
+		task.TraceParent, task.TraceState = telemetry.Headers(span.SpanContext())
+	}
+	actx, stop := context.WithCancelCause(sctx)
 	at := &attempt{job: st.Run.JobID, owner: st.Run.Owner, started: st.Run.StartedAt, stop: stop}
 	c.attempts.add(at)
 	tctx, cancel := context.WithTimeout(actx, st.Timeout)
@@ -240,10 +253,18 @@ func (c *Consumer) execute(ctx context.Context, m queue.Message, st store.Starte
 	stop(nil)
 	if ctx.Err() != nil {
 		// Abandoned at shutdown: record nothing, so the attempt is taken over.
+		if span != nil {
+			span.SetStatus(codes.Error, "abandoned at shutdown")
+			span.End()
+		}
 		c.slots.give(1)
 		return
 	}
+	r := result{msg: m, started: st, outcome: out, at: c.Clock(), aborted: aborted}
+	if span != nil {
+		endAttempt(span, r.status(), out.StatusCode, r.at)
+	}
 	c.ended <- m
-	c.results <- result{msg: m, started: st, outcome: out, at: c.Clock(), aborted: aborted}
+	c.results <- r
 	c.slots.give(1)
 }
