@@ -17,6 +17,9 @@ type Delivery struct {
 	Attempt        int
 	Path           string
 	At             time.Time
+	// TraceParent is the W3C traceparent the request carried: the attempt's
+	// span when the worker traces, empty otherwise.
+	TraceParent string
 }
 
 // Target is a local HTTP server that records every delivery (a ledger) and
@@ -42,7 +45,7 @@ func (t *Target) serve(w http.ResponseWriter, r *http.Request) {
 	sched, _ := time.Parse(time.RFC3339Nano, r.Header.Get("X-Tock-Scheduled-For"))
 	attempt, _ := strconv.Atoi(r.Header.Get("X-Tock-Attempt"))
 	d := Delivery{JobID: r.Header.Get("X-Tock-Job-Id"), IdempotencyKey: r.Header.Get("Idempotency-Key"),
-		ScheduledFor: sched, Attempt: attempt, Path: r.URL.Path, At: at}
+		ScheduledFor: sched, Attempt: attempt, Path: r.URL.Path, At: at, TraceParent: r.Header.Get("traceparent")}
 	t.mu.Lock()
 	t.deliveries = append(t.deliveries, d)
 	t.mu.Unlock()
