@@ -211,16 +211,27 @@ type Key struct {
 	CreatedAt  time.Time
 	LastUsedAt time.Time
 	RevokedAt  time.Time
+	// Scopes are what the key may do; nil means everything its user's
+	// role allows.
+	Scopes []string
+	// ExpiresAt, when not zero, is when the key stops authenticating.
+	ExpiresAt time.Time
 }
 
-const keyColumns = `id, user_id, name, prefix, created_at, last_used_at, revoked_at`
+// Live reports whether the key authenticates at now: not revoked, not
+// expired.
+func (k *Key) Live(now time.Time) bool {
+	return k.RevokedAt.IsZero() && (k.ExpiresAt.IsZero() || now.Before(k.ExpiresAt))
+}
+
+const keyColumns = `id, user_id, name, prefix, created_at, last_used_at, revoked_at, scopes, expires_at`
 
 func scanKey(row pgx.Row, extra ...any) (*Key, error) {
 	var (
-		k             Key
-		used, revoked *time.Time
+		k                      Key
+		used, revoked, expires *time.Time
 	)
-	if err := row.Scan(append([]any{&k.ID, &k.UserID, &k.Name, &k.Prefix, &k.CreatedAt, &used, &revoked}, extra...)...); err != nil {
+	if err := row.Scan(append([]any{&k.ID, &k.UserID, &k.Name, &k.Prefix, &k.CreatedAt, &used, &revoked, &k.Scopes, &expires}, extra...)...); err != nil {
 		return nil, err
 	}
 	k.CreatedAt = k.CreatedAt.UTC()
@@ -230,24 +241,56 @@ func scanKey(row pgx.Row, extra ...any) (*Key, error) {
 	if revoked != nil {
 		k.RevokedAt = revoked.UTC()
 	}
+	if expires != nil {
+		k.ExpiresAt = expires.UTC()
+	}
 	return &k, nil
 }
 
-const insertKeySQL = `INSERT INTO api_keys (id, user_id, name, prefix, hash, created_at)
-SELECT $1, id, $3, $4, $5, $6 FROM users WHERE id = $2
-RETURNING ` + keyColumns
+// ErrTooManyKeys is CreateKey's refusal of a key beyond the user's cap on
+// live keys; it matches job.ErrConflict.
+var ErrTooManyKeys = fmt.Errorf("%w: too many live keys", job.ErrConflict)
 
-// CreateKey stores a key of a user, given the SHA-256 of the whole key. An
-// unknown user is job.ErrNotFound.
-func (s *Store) CreateKey(ctx context.Context, k *Key, hash []byte, a Audit) (*Key, error) {
+const (
+	// lockUserKeysSQL locks the user's row, so that two creations cannot
+	// both pass the cap, and counts the user's live keys.
+	lockUserKeysSQL = `SELECT (SELECT count(*) FROM api_keys
+    WHERE user_id = u.id AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2))
+FROM users u WHERE u.id = $1 FOR UPDATE`
+	insertKeySQL = `INSERT INTO api_keys (id, user_id, name, prefix, hash, created_at, scopes, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+RETURNING ` + keyColumns
+)
+
+// CreateKey stores a key of a user, given the SHA-256 of the whole key, if
+// the user has fewer than maxLive live keys (0: no cap); beyond it the
+// answer is ErrTooManyKeys. An unknown user is job.ErrNotFound.
+func (s *Store) CreateKey(ctx context.Context, k *Key, hash []byte, maxLive int, a Audit) (*Key, error) {
 	var out *Key
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		if out, err = scanKey(tx.QueryRow(ctx, insertKeySQL, k.ID, k.UserID, k.Name, k.Prefix, hash, k.CreatedAt)); err != nil {
+		var live int
+		if err := tx.QueryRow(ctx, lockUserKeysSQL, k.UserID, k.CreatedAt).Scan(&live); err != nil {
 			return translate(err)
 		}
-		return record(ctx, tx, a, k.CreatedAt, TargetKey, out.ID,
-			map[string]any{"user_id": out.UserID, "name": out.Name, "prefix": out.Prefix})
+		if maxLive > 0 && live >= maxLive {
+			return ErrTooManyKeys
+		}
+		var expires *time.Time
+		if !k.ExpiresAt.IsZero() {
+			expires = &k.ExpiresAt
+		}
+		var err error
+		if out, err = scanKey(tx.QueryRow(ctx, insertKeySQL, k.ID, k.UserID, k.Name, k.Prefix, hash, k.CreatedAt, k.Scopes, expires)); err != nil {
+			return translate(err)
+		}
+		change := map[string]any{"user_id": out.UserID, "name": out.Name, "prefix": out.Prefix}
+		if out.Scopes != nil {
+			change["scopes"] = out.Scopes
+		}
+		if !out.ExpiresAt.IsZero() {
+			change["expires_at"] = out.ExpiresAt
+		}
+		return record(ctx, tx, a, k.CreatedAt, TargetKey, out.ID, change)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create key: %w", err)
@@ -308,7 +351,7 @@ type Credential struct {
 	User User
 }
 
-const credentialSQL = `SELECT k.id, k.user_id, k.name, k.prefix, k.created_at, k.last_used_at, k.revoked_at, k.hash,
+const credentialSQL = `SELECT k.id, k.user_id, k.name, k.prefix, k.created_at, k.last_used_at, k.revoked_at, k.scopes, k.expires_at, k.hash,
     u.id, u.name, u.role, u.created_at, u.disabled_at, u.limits
 FROM api_keys k JOIN users u ON u.id = k.user_id
 WHERE k.prefix = $1`

@@ -34,7 +34,7 @@ func (b *bundle) addUser(t *testing.T, name string, limits store.Limits) *store.
 func (b *bundle) addKey(t *testing.T, user uuid.UUID, prefix string, at time.Time) *store.Key {
 	t.Helper()
 	k, err := b.st.CreateKey(b.ctx, &store.Key{ID: job.NewID(), UserID: user, Name: "key " + prefix, Prefix: prefix, CreatedAt: at},
-		[]byte("hash of "+prefix), store.Audit{})
+		[]byte("hash of "+prefix), 0, store.Audit{})
 	require.NoError(t, err)
 	return k
 }
@@ -304,7 +304,7 @@ func TestKeys(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		_, err := b.st.CreateKey(b.ctx, &store.Key{ID: job.NewID(), UserID: job.NewID(), Prefix: "abc", CreatedAt: b.now},
-			[]byte("h"), store.Audit{Actor: actor, Action: store.ActionKeyCreate})
+			[]byte("h"), 0, store.Audit{Actor: actor, Action: store.ActionKeyCreate})
 		require.ErrorIs(t, err, job.ErrNotFound)
 		require.Empty(t, b.auditLog(t, store.AuditFilter{}))
 	})
@@ -314,7 +314,7 @@ func TestKeys(t *testing.T) {
 		b := setup(t)
 		u := b.addUser(t, "bob", store.Limits{})
 		in := &store.Key{ID: job.NewID(), UserID: u.ID, Name: "ci", Prefix: "pfx1", CreatedAt: b.now}
-		k, err := b.st.CreateKey(b.ctx, in, []byte("s3cr3t-hash"), store.Audit{Actor: actor, Action: store.ActionKeyCreate})
+		k, err := b.st.CreateKey(b.ctx, in, []byte("s3cr3t-hash"), 0, store.Audit{Actor: actor, Action: store.ActionKeyCreate})
 		require.NoError(t, err)
 		require.Equal(t, in, k)
 
@@ -369,7 +369,7 @@ func TestKeys(t *testing.T) {
 		u, other := b.addUser(t, "bob", store.Limits{}), b.addUser(t, "carol", store.Limits{})
 		b.addKey(t, u.ID, "pfx1", b.now)
 		_, err := b.st.CreateKey(b.ctx, &store.Key{ID: job.NewID(), UserID: other.ID, Prefix: "pfx1", CreatedAt: b.now},
-			[]byte("h"), store.Audit{Actor: actor, Action: store.ActionKeyCreate})
+			[]byte("h"), 0, store.Audit{Actor: actor, Action: store.ActionKeyCreate})
 		require.ErrorIs(t, err, job.ErrConflict)
 		keys, err := b.st.ListKeys(b.ctx, other.ID)
 		require.NoError(t, err)
@@ -992,4 +992,60 @@ func TestLastRun(t *testing.T) {
 		require.Equal(t, "HTTP 404", byID[failed.ID].LastRun.Error)
 		require.Nil(t, byID[idle.ID].LastRun)
 	})
+}
+
+// TestKeyScopesExpiryAndCap stores a key's scopes and expiry, counts only
+// live keys (neither revoked nor expired) against the cap, and lets no two
+// concurrent creations pass it together.
+func TestKeyScopesExpiryAndCap(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	u := b.addUser(t, "dana", store.Limits{})
+	mk := func(prefix string, scopes []string, expires time.Time) (*store.Key, error) {
+		return b.st.CreateKey(b.ctx, &store.Key{ID: job.NewID(), UserID: u.ID, Prefix: prefix, CreatedAt: b.now,
+			Scopes: scopes, ExpiresAt: expires}, []byte("h"+prefix), 3, store.Audit{Actor: u.ID, Action: store.ActionKeyCreate})
+	}
+	ro, err := mk("p1", []string{"jobs:read", "runs:read"}, b.now.Add(time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, []string{"jobs:read", "runs:read"}, ro.Scopes)
+	require.Equal(t, b.now.Add(time.Hour), ro.ExpiresAt)
+	all, err := mk("p2", nil, time.Time{})
+	require.NoError(t, err)
+	require.Nil(t, all.Scopes, "no scopes: everything the role allows")
+	require.True(t, all.ExpiresAt.IsZero())
+	cred, err := b.st.Credential(b.ctx, "p1")
+	require.NoError(t, err)
+	require.Equal(t, ro.Scopes, cred.Key.Scopes)
+	require.True(t, cred.Key.Live(b.now))
+	require.False(t, cred.Key.Live(b.now.Add(time.Hour)), "expired at its expires_at")
+
+	_, err = mk("p3", nil, b.now.Add(-time.Second)) // already expired: live no more, not counted
+	require.NoError(t, err)
+	_, err = mk("p4", nil, time.Time{})
+	require.NoError(t, err)
+	_, err = mk("p5", nil, time.Time{})
+	require.ErrorIs(t, err, store.ErrTooManyKeys)
+	require.ErrorIs(t, err, job.ErrConflict)
+
+	_, err = b.st.RevokeKey(b.ctx, u.ID, all.ID, b.now, store.Audit{Actor: u.ID, Action: store.ActionKeyRevoke})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = mk(fmt.Sprintf("c%d", i), nil, time.Time{})
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		if err == nil {
+			ok++
+		} else {
+			require.ErrorIs(t, err, store.ErrTooManyKeys)
+		}
+	}
+	require.Equal(t, 1, ok, "one place was free, and only one creation took it")
 }

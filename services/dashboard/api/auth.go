@@ -25,6 +25,8 @@ type principal struct {
 	admin bool
 	// limits are the caller's own overrides of the global limits.
 	limits store.Limits
+	// scopes are what the credential may do (the admin token: everything).
+	scopes scopeSet
 }
 
 // scope is the owner to filter queries by: an administrator sees every owner.
@@ -127,6 +129,9 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if p == nil {
 			return refuse()
 		}
+		if err := requireScope(c, *p); err != nil {
+			return err
+		}
 		c.Set(principalKey, *p)
 		return next(c)
 	}
@@ -144,7 +149,7 @@ func (s *Server) credential(ctx context.Context, token string) (*principal, erro
 	got := sha256.Sum256([]byte(token))
 	admin := sha256.Sum256(s.token)
 	if len(s.token) > 0 && subtle.ConstantTimeCompare(got[:], admin[:]) == 1 {
-		return &principal{user: store.BootstrapAdmin, admin: true}, nil
+		return &principal{user: store.BootstrapAdmin, admin: true, scopes: roleScopes(store.RoleAdmin)}, nil
 	}
 	return s.keyPrincipal(ctx, token, got[:])
 }
@@ -163,17 +168,18 @@ func (s *Server) keyPrincipal(ctx context.Context, token string, hash []byte) (*
 	if err != nil {
 		return nil, dependency(err)
 	}
-	if subtle.ConstantTimeCompare(hash, cred.Hash) != 1 || !cred.Key.RevokedAt.IsZero() || !cred.User.DisabledAt.IsZero() {
+	now := s.clock()
+	if subtle.ConstantTimeCompare(hash, cred.Hash) != 1 || !cred.Key.Live(now) || !cred.User.DisabledAt.IsZero() {
 		return nil, nil
 	}
-	now := s.clock()
 	if now.Sub(cred.Key.LastUsedAt) >= store.KeyTouchInterval {
 		if err := s.store.TouchKey(ctx, cred.Key.ID, now); err != nil {
 			// The key is valid; a missed last_used_at refresh is not worth a failed request.
 			s.log.Warn("touch_key_failed", zap.Stringer("key_id", cred.Key.ID), zap.Error(err))
 		}
 	}
-	return &principal{user: cred.User.ID, admin: cred.User.Role == store.RoleAdmin, limits: cred.User.Limits}, nil
+	scopes := keyScopes(&cred.Key, cred.User.Role)
+	return &principal{user: cred.User.ID, admin: scopes&canAdmin != 0, limits: cred.User.Limits, scopes: scopes}, nil
 }
 
 func unauthorized(c *echo.Context) error {

@@ -2,7 +2,11 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
@@ -14,7 +18,60 @@ import (
 // keyRequest is the optional body of POST /api/v1/users/{id}/keys.
 type keyRequest struct {
 	Name string `json:"name"`
+	// Scopes limit what the key may do; absent, everything the user's role
+	// allows.
+	Scopes *[]string `json:"scopes"`
+	// ExpiresAt, when set, ends the key.
+	ExpiresAt *string `json:"expires_at"`
 }
+
+// MaxKeyLifetime bounds a key's expires_at.
+const MaxKeyLifetime = 10 * 366 * 24 * time.Hour
+
+// checkKeyRequest validates a new key's scopes and expiry for a user of
+// role, created by caller p: a key never gets a scope its user's role does
+// not allow, nor one its creator's own key lacks.
+func (s *Server) checkKeyRequest(req keyRequest, role string, p principal) ([]string, time.Time, error) {
+	var scopes []string
+	if req.Scopes != nil {
+		if len(*req.Scopes) == 0 {
+			return nil, time.Time{}, invalid("scopes", "must name at least one scope: "+strings.Join(allScopeNames(), ", "))
+		}
+		set, bad := parseScopes(*req.Scopes)
+		if bad >= 0 {
+			return nil, time.Time{}, invalid("scopes["+strconv.Itoa(bad)+"]", "is not a scope: "+strings.Join(allScopeNames(), ", "))
+		}
+		if extra := set &^ roleScopes(role); extra != 0 {
+			return nil, time.Time{}, invalid("scopes", "names "+strings.Join(extra.names(), ", ")+", which a "+role+" cannot have")
+		}
+		scopes = set.names()
+	}
+	granted := roleScopes(role)
+	if scopes != nil {
+		granted, _ = parseScopes(scopes)
+	}
+	if extra := granted &^ p.scopes; extra != 0 {
+		return nil, time.Time{}, newError(http.StatusForbidden, CodeForbidden, "scopes",
+			"your key lacks "+strings.Join(extra.names(), ", ")+", so it cannot give it; name the scopes the new key needs")
+	}
+	var expires time.Time
+	if req.ExpiresAt != nil {
+		t, err := time.Parse(time.RFC3339Nano, *req.ExpiresAt)
+		now := s.now()
+		switch {
+		case err != nil:
+			return nil, time.Time{}, invalid("expires_at", "must be an RFC 3339 time, such as 2030-01-02T15:04:05Z")
+		case !t.After(now):
+			return nil, time.Time{}, invalid("expires_at", "must be in the future")
+		case t.Sub(now) > MaxKeyLifetime:
+			return nil, time.Time{}, invalid("expires_at", "must be within 10 years")
+		}
+		expires = t.UTC()
+	}
+	return scopes, expires, nil
+}
+
+func allScopeNames() []string { return (canJobsRead | canJobsWrite | canRunsRead | canAdmin).names() }
 
 // createKey makes a new API key for a user: an administrator for anyone, a
 // user for themself. The answer is the only time the key is shown.
@@ -36,13 +93,26 @@ func (s *Server) createKey(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	key, prefix, hash := newKey()
-	k := &store.Key{ID: job.NewID(), UserID: id, Name: name, Prefix: prefix, CreatedAt: s.now()}
-	out, err := s.store.CreateKey(c.Request().Context(), k, hash, caller(c).audit(store.ActionKeyCreate))
+	ctx := c.Request().Context()
+	u, err := s.store.GetUser(ctx, id)
 	if err != nil {
 		return userError(err)
 	}
-	view := keyView(out)
+	scopes, expires, err := s.checkKeyRequest(req, u.Role, caller(c))
+	if err != nil {
+		return err
+	}
+	key, prefix, hash := newKey()
+	k := &store.Key{ID: job.NewID(), UserID: id, Name: name, Prefix: prefix, CreatedAt: s.now(), Scopes: scopes, ExpiresAt: expires}
+	out, err := s.store.CreateKey(ctx, k, hash, s.quotas.MaxKeys, caller(c).audit(store.ActionKeyCreate))
+	if errors.Is(err, store.ErrTooManyKeys) {
+		return newError(http.StatusConflict, CodeConflict, "",
+			fmt.Sprintf("the user has %d live keys, the most allowed (TOCK_LIMIT_MAX_KEYS); revoke one first", s.quotas.MaxKeys))
+	}
+	if err != nil {
+		return userError(err)
+	}
+	view := keyView(out, u.Role)
 	view.Key = key
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return writeJSON(c, http.StatusCreated, view)
@@ -59,7 +129,8 @@ func (s *Server) listKeys(c *echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if _, err := s.store.GetUser(ctx, id); err != nil {
+	u, err := s.store.GetUser(ctx, id)
+	if err != nil {
 		return userError(err)
 	}
 	keys, err := s.store.ListKeys(ctx, id)
@@ -68,7 +139,7 @@ func (s *Server) listKeys(c *echo.Context) error {
 	}
 	out := KeyList{Keys: make([]Key, len(keys))}
 	for i, k := range keys {
-		out.Keys[i] = keyView(k)
+		out.Keys[i] = keyView(k, u.Role)
 	}
 	return writeJSON(c, http.StatusOK, out)
 }

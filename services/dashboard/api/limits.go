@@ -49,6 +49,9 @@ type Quotas struct {
 	// own limits do not change them.
 	AuthFailuresPerMinute int
 	AuthFailureBurst      int
+	// MaxKeys caps a user's live API keys (neither revoked nor expired);
+	// 0 means no cap.
+	MaxKeys int
 	// OnRedisDown is what the limits do while Redis cannot be asked:
 	// LimitsAllow (let requests through) or LimitsDeny (503).
 	OnRedisDown string
@@ -71,6 +74,7 @@ var DefaultQuotas = Quotas{
 	OccurrencesPerMinute:  600,
 	AuthFailuresPerMinute: 60,
 	AuthFailureBurst:      20,
+	MaxKeys:               50,
 	OnRedisDown:           LimitsAllow,
 }
 

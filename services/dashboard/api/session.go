@@ -60,6 +60,9 @@ func sameOrigin(r *http.Request) bool {
 type SessionInfo struct {
 	User  string `json:"user"`
 	Admin bool   `json:"admin"`
+	// Scopes are what the session's key may do; the dashboard hides what
+	// it may not.
+	Scopes []string `json:"scopes"`
 }
 
 // signIn checks the key posted as a form field or as JSON {"key": "..."}
@@ -111,7 +114,7 @@ func (s *Server) signIn(c *echo.Context) error {
 	if form {
 		return c.Redirect(http.StatusSeeOther, "/")
 	}
-	return writeJSON(c, http.StatusOK, SessionInfo{User: p.user.String(), Admin: p.admin})
+	return writeJSON(c, http.StatusOK, SessionInfo{User: p.user.String(), Admin: p.admin, Scopes: p.scopes.names()})
 }
 
 // signOut clears the session cookie. It needs no session: signing out is

@@ -143,7 +143,9 @@ func (s *Server) me(c *echo.Context) error {
 	if err != nil {
 		return dependency(err)
 	}
-	return writeJSON(c, http.StatusOK, s.userView(u))
+	v := s.userView(u)
+	v.Scopes = caller(c).scopes.names()
+	return writeJSON(c, http.StatusOK, v)
 }
 
 // userID parses the :id path parameter of the users routes; a malformed id

@@ -314,6 +314,8 @@ type User struct {
 	DisabledAt      Time            `json:"disabled_at"`
 	Limits          Limits          `json:"limits"`
 	EffectiveLimits EffectiveLimits `json:"effective_limits"`
+	// Scopes, in GET /api/v1/me only, are what the caller's key may do.
+	Scopes []string `json:"scopes,omitempty"`
 }
 
 func (s *Server) userView(u *store.User) User {
@@ -347,12 +349,19 @@ type Key struct {
 	CreatedAt  Time      `json:"created_at"`
 	LastUsedAt Time      `json:"last_used_at"`
 	RevokedAt  Time      `json:"revoked_at"`
-	Key        string    `json:"key,omitempty"`
+	// Scopes are what the key may do; all_scopes says they are everything
+	// its user's role allows (no scopes were named at its creation).
+	Scopes    []string `json:"scopes"`
+	AllScopes bool     `json:"all_scopes"`
+	ExpiresAt Time     `json:"expires_at"`
+	Key       string   `json:"key,omitempty"`
 }
 
-func keyView(k *store.Key) Key {
+// keyView shows a key of a user of role.
+func keyView(k *store.Key, role string) Key {
 	return Key{ID: k.ID, UserID: k.UserID, Name: k.Name, Prefix: k.Prefix, CreatedAt: Time{k.CreatedAt},
-		LastUsedAt: Time{k.LastUsedAt}, RevokedAt: Time{k.RevokedAt}}
+		LastUsedAt: Time{k.LastUsedAt}, RevokedAt: Time{k.RevokedAt}, Scopes: keyScopes(k, role).names(),
+		AllScopes: k.Scopes == nil, ExpiresAt: Time{k.ExpiresAt}}
 }
 
 // KeyList is the answer of GET /api/v1/users/{id}/keys.

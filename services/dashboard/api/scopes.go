@@ -1,0 +1,120 @@
+package api
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/tockhq/tock/pkg/store"
+)
+
+// The scopes of an API key: what it may do, within what its user's role
+// allows.
+const (
+	ScopeJobsRead  = "jobs:read"  // read jobs, their next runs, preview schedules
+	ScopeJobsWrite = "jobs:write" // create, change and act on jobs; manage keys; the signing secret
+	ScopeRunsRead  = "runs:read"  // read runs, a job's and across jobs
+	ScopeAdmin     = "admin"      // the administrator's routes (users, keys of others, audit, system)
+)
+
+// scopeSet is a set of scopes, one bit each.
+type scopeSet uint8
+
+const (
+	canJobsRead scopeSet = 1 << iota
+	canJobsWrite
+	canRunsRead
+	canAdmin
+)
+
+// scopeNames lists the scopes in the order they are shown.
+var scopeNames = []struct {
+	name string
+	bit  scopeSet
+}{{ScopeJobsRead, canJobsRead}, {ScopeJobsWrite, canJobsWrite}, {ScopeRunsRead, canRunsRead}, {ScopeAdmin, canAdmin}}
+
+// roleScopes is everything a role allows: a user every scope but admin.
+func roleScopes(role string) scopeSet {
+	if role == store.RoleAdmin {
+		return canJobsRead | canJobsWrite | canRunsRead | canAdmin
+	}
+	return canJobsRead | canJobsWrite | canRunsRead
+}
+
+// parseScopes reads a key's scopes; an unknown one is reported by index.
+func parseScopes(names []string) (scopeSet, int) {
+	var set scopeSet
+	for i, n := range names {
+		k := slices.IndexFunc(scopeNames, func(s struct {
+			name string
+			bit  scopeSet
+		}) bool {
+			return s.name == n
+		})
+		if k < 0 {
+			return 0, i
+		}
+		set |= scopeNames[k].bit
+	}
+	return set, -1
+}
+
+// keyScopes is what a stored key may do: its scopes, or, for a key without
+// any, everything its user's role allows; never more than the role allows,
+// so a key outlives a demotion without keeping the admin scope.
+func keyScopes(k *store.Key, role string) scopeSet {
+	all := roleScopes(role)
+	if k.Scopes == nil {
+		return all
+	}
+	set, _ := parseScopes(k.Scopes)
+	return set & all
+}
+
+// names lists the scopes of set.
+func (set scopeSet) names() []string {
+	out := []string{}
+	for _, s := range scopeNames {
+		if set&s.bit != 0 {
+			out = append(out, s.name)
+		}
+	}
+	return out
+}
+
+// neededScope is the scope a route needs, from its path template and
+// method; 0 for the routes every credential may use (who am I, my keys).
+// The administrator's routes need the admin scope through adminOnly and
+// selfOrAdmin: a key without it is its user's, acting as a user.
+func neededScope(method, path string) scopeSet {
+	read := method == http.MethodGet || method == http.MethodHead
+	switch {
+	case path == "/api/v1/me", path == "/api/v1/users/:id", path == "/api/v1/users/:id/keys" && read:
+		return 0
+	case path == "/api/v1/users/:id/keys", path == "/api/v1/keys/:id", path == "/api/v1/signing-secret":
+		return canJobsWrite
+	case path == "/api/v1/runs", path == "/api/v1/runs:stats", path == "/api/v1/jobs/:id/runs":
+		return canRunsRead
+	case path == "/api/v1/schedules/preview":
+		return canJobsRead
+	case strings.HasPrefix(path, "/api/v1/jobs"):
+		if read {
+			return canJobsRead
+		}
+		return canJobsWrite
+	}
+	return 0
+}
+
+// requireScope refuses, with 403 naming the scope, a request the caller's
+// key does not allow.
+func requireScope(c *echo.Context, p principal) error {
+	need := neededScope(c.Request().Method, c.Path())
+	if need == 0 || p.scopes&need == need {
+		return nil
+	}
+	return newError(http.StatusForbidden, CodeForbidden, "",
+		"this key lacks the "+strings.Join(need.names(), ", ")+" scope")
+}
