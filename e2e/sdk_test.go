@@ -241,4 +241,19 @@ func TestSDK(t *testing.T) {
 		_, err = tock.New(c.APIURL, "not-a-key").Me(ctx)
 		require.True(t, tock.IsUnauthorized(err), "%v", err)
 	})
+
+	t.Run("ReadOnlyKey", func(t *testing.T) {
+		me, err := client.Me(ctx)
+		require.NoError(t, err)
+		ro, err := client.Keys.CreateWith(ctx, me.ID, tock.KeyOptions{Name: "wall screen",
+			Scopes: []string{tock.ScopeJobsRead, tock.ScopeRunsRead}})
+		require.NoError(t, err)
+		require.Equal(t, []string{tock.ScopeJobsRead, tock.ScopeRunsRead}, ro.Scopes)
+		reader := tock.New(c.APIURL, ro.Secret)
+		_, err = reader.Jobs.List(ctx, tock.JobFilter{})
+		require.NoError(t, err)
+		_, err = reader.Jobs.Create(ctx, ping("read-only"))
+		require.True(t, tock.IsForbidden(err), "%v", err)
+		require.Contains(t, err.Error(), "jobs:write")
+	})
 }

@@ -165,14 +165,40 @@ type Key struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	LastUsedAt *time.Time `json:"last_used_at"`
 	RevokedAt  *time.Time `json:"revoked_at"`
-	Secret     string     `json:"key,omitempty"`
+	// Scopes are what the key may do (ScopeJobsRead...); AllScopes says it
+	// was made without naming any, so it may do all its user's role allows.
+	Scopes    []string   `json:"scopes"`
+	AllScopes bool       `json:"all_scopes"`
+	ExpiresAt *time.Time `json:"expires_at"`
+	Secret    string     `json:"key,omitempty"`
 }
 
-// Create makes a new key for the user (an administrator, or the user).
+// The scopes a key may carry.
+const (
+	ScopeJobsRead  = "jobs:read"
+	ScopeJobsWrite = "jobs:write"
+	ScopeRunsRead  = "runs:read"
+	ScopeAdmin     = "admin"
+)
+
+// KeyOptions are the options of a new key: a name, the scopes (nil: all
+// the user's role allows) and an expiry (nil: never).
+type KeyOptions struct {
+	Name      string     `json:"name,omitempty"`
+	Scopes    []string   `json:"scopes,omitempty"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+}
+
+// Create makes a new key for the user (an administrator, or the user),
+// with every scope the user's role allows.
 func (s *KeysService) Create(ctx context.Context, userID, name string) (*Key, error) {
-	body := struct {
-		Name string `json:"name,omitempty"`
-	}{name}
+	return s.CreateWith(ctx, userID, KeyOptions{Name: name})
+}
+
+// CreateWith makes a new key for the user with opts: a read-only key is
+// KeyOptions{Scopes: []string{ScopeJobsRead, ScopeRunsRead}}.
+func (s *KeysService) CreateWith(ctx context.Context, userID string, opts KeyOptions) (*Key, error) {
+	body := opts
 	var k Key
 	if err := s.c.do(ctx, call{method: http.MethodPost, path: path("/api/v1/users", userID, "keys"), body: body}, &k); err != nil {
 		return nil, err
