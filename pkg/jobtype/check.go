@@ -10,7 +10,10 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/outbound"
@@ -26,10 +29,12 @@ func hasControl(s string) bool { return strings.ContainsFunc(s, isControl) }
 // isControl reports whether r is an ASCII control character or DEL.
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
-// validHeader reports whether a header name and value can be sent: no
-// empty name, no blank, colon or line break in it, no line break in the value.
+// validHeader reports whether a header can be sent as given, by the rules the
+// HTTP client applies when it sends it: a name of token characters (RFC
+// 9110), a value without control bytes other than tab. A header the client
+// would refuse would fail every run, so it is refused at creation.
 func validHeader(k, v string) bool {
-	return k != "" && !strings.ContainsAny(k, "\r\n: ") && !strings.ContainsAny(v, "\r\n")
+	return httpguts.ValidHeaderFieldName(k) && httpguts.ValidHeaderFieldValue(v)
 }
 
 func decodeStrict(raw json.RawMessage, v any) error {
@@ -62,33 +67,44 @@ func CheckURL(field, raw string, targets outbound.Options) error {
 	if u.User != nil {
 		return invalid(field, "must not carry credentials; use headers")
 	}
+	if err := checkPort(u.Port()); err != nil {
+		return invalid(field, "%s", err)
+	}
 	if err := checkHost(u.Hostname(), targets); err != nil {
 		return invalid(field, "%s", err)
 	}
 	return nil
 }
 
-// checkHost refuses a host the worker could never be allowed to reach: an
-// address its guard denies, or localhost and its subdomains, which always
-// resolve to loopback (RFC 6761).
+// checkPort refuses a port no connection can use: the URL's port, if it has
+// one, must be 1 to 65535.
+func checkPort(p string) error {
+	if p == "" {
+		return nil
+	}
+	if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("has port %q; a port is 1 to 65535", p)
+	}
+	return nil
+}
+
+// checkHost refuses a host the worker could never be allowed to reach, read
+// as its dialer reads it (outbound.ParseHost): a host that is no valid name
+// or address; an address, in any spelling, that its guard denies; localhost
+// and its subdomains, which always resolve to loopback (RFC 6761). Any other
+// name is checked at connect time by the guard, since a name can resolve
+// differently later.
 func checkHost(host string, targets outbound.Options) error {
-	name := strings.ToLower(host)
-	addr, err := netip.ParseAddr(name)
+	h, err := outbound.ParseHost(host)
 	if err != nil {
-		if strings.ContainsAny(name, ":%") {
-			return fmt.Errorf("is not a valid IPv6 address")
-		}
-		// A name may end in the root's dot, and so may an IPv4 address
-		// written as one ("127.0.0.1.").
-		name = strings.TrimSuffix(name, ".")
-		switch a, err := netip.ParseAddr(name); {
-		case err == nil:
-			addr = a
-		case name == "localhost" || strings.HasSuffix(name, ".localhost"):
-			addr = netip.IPv6Loopback()
-		default:
+		return fmt.Errorf("has a host that %s", err)
+	}
+	addr := h.Addr
+	if !addr.IsValid() {
+		if h.Name != "localhost" && !strings.HasSuffix(h.Name, ".localhost") {
 			return nil
 		}
+		addr = netip.IPv6Loopback()
 	}
 	if err := outbound.Check(addr, targets); err != nil {
 		var denied *outbound.DeniedError

@@ -64,10 +64,8 @@ func checkBrokerURL(field, raw string, targets outbound.Options, schemes ...stri
 	if u.Hostname() == "" {
 		return nil, invalid(field, "must have a host")
 	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return nil, invalid(field, "has port %q; a port is 1 to 65535", p)
-		}
+	if err := checkPort(u.Port()); err != nil {
+		return nil, invalid(field, "%s", err)
 	}
 	if err := checkHost(u.Hostname(), targets); err != nil {
 		return nil, invalid(field, "%s", err)

@@ -107,7 +107,9 @@ func TestSQS(t *testing.T) {
 		guarded := jobtype.NewRegistry(jobtype.Deps{Client: outbound.NewClient(outbound.Options{}), Version: version})
 		out := execute(t, guarded, task(t, jobtype.TypeSQS, jobtype.SQSPayload{QueueURL: f.QueueURL("reminders"), MessageBody: json.RawMessage(`1`)}))
 		require.False(t, out.OK)
-		require.Contains(t, out.Error, "loopback")
+		require.Contains(t, out.Error, "target address not allowed")
+		require.NotContains(t, out.Error, "loopback")
+		require.NotContains(t, out.Error, "127.0.0.1")
 	})
 }
 

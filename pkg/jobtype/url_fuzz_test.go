@@ -4,8 +4,11 @@ import (
 	"errors"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/net/idna"
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobtype"
@@ -50,6 +53,9 @@ func FuzzCheckURL(f *testing.F) {
 		"http://example.com\r\n/", "ftp://example.com/", "file:///etc/passwd", "gopher://127.0.0.1:6379/_",
 		"javascript:alert(1)", "HtTp://example.com/", "https:example.com", "http:\\\\example.com\\",
 		"http://%zz/", "http://%/", "http://[%25]/", "http://[]/", "http://a:b:c/",
+		// Spellings the system resolver reads as an address.
+		"http://127。0。0。1/", "http://127．0．0．1/", "http://0xa9fea9fe/", "http://0x7f000001/",
+		"http://10.1/", "http://0x0a.1/", "http://012.0.0.1/", "http://1.2.3.4.5/", "http://host:99999/",
 	} {
 		f.Add(seed)
 	}
@@ -104,6 +110,50 @@ func FuzzCheckURL(f *testing.F) {
 			if name == "localhost" || strings.HasSuffix(name, ".localhost") {
 				t.Fatalf("accepted %q, which always means loopback", raw)
 			}
+			// What a resolver would connect to: the HTTP client maps a
+			// non-ASCII name with IDNA, and the system resolver reads every
+			// inet_aton spelling of an IPv4 address (read here, independently
+			// of the code under test, with strconv's base prefixes).
+			if ascii, ierr := idna.Lookup.ToASCII(host); ierr == nil {
+				name = strings.ToLower(strings.TrimSuffix(ascii, "."))
+			}
+			if addr, ok := atonOracle(name); ok {
+				if cerr := outbound.Check(addr, strict); cerr != nil {
+					t.Fatalf("accepted %q, which the dialer reads as %s, an address the guard denies", raw, addr)
+				}
+			}
 		}
 	})
+}
+
+// atonOracle reads name as inet_aton would: one to four numbers (decimal,
+// 0-led octal, 0x hex), the last filling the remaining bytes.
+func atonOracle(name string) (netip.Addr, bool) {
+	parts := strings.Split(name, ".")
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	var v uint64
+	for i, p := range parts {
+		lower := strings.ToLower(p)
+		if strings.Contains(p, "_") || strings.HasPrefix(lower, "0b") || strings.HasPrefix(lower, "0o") {
+			return netip.Addr{}, false // strconv's, not inet_aton's
+		}
+		n, err := strconv.ParseUint(p, 0, 32)
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		if i < len(parts)-1 {
+			if n > 255 {
+				return netip.Addr{}, false
+			}
+			v |= n << (8 * (3 - i))
+			continue
+		}
+		if n >= 1<<(8*(5-len(parts))) {
+			return netip.Addr{}, false
+		}
+		v |= n
+	}
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
 }

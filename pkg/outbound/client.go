@@ -1,6 +1,7 @@
 package outbound
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -92,7 +93,7 @@ func NewClient(opts Options) *http.Client {
 	}
 	tr := &http.Transport{
 		Proxy:                  nil,
-		DialContext:            dialer.DialContext,
+		DialContext:            canonicalDial(dialer),
 		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout:    tlsHandshakeTimeout,
 		ForceAttemptHTTP2:      true,
@@ -104,6 +105,19 @@ func NewClient(opts Options) *http.Client {
 		MaxResponseHeaderBytes: maxResponseHeaderBytes,
 	}
 	return &http.Client{Transport: tr, CheckRedirect: checkRedirect(opts.MaxRedirects)}
+}
+
+// canonicalDial dials an address spelled in any of inet_aton's forms
+// (127.1, 0x7f000001) as the address it spells, as ParseHost reads it at
+// creation, so that what was checked then is what the guard sees now,
+// whichever resolver the process uses. Names go to the resolver as they are.
+func canonicalDial(d *net.Dialer) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if host, port, err := net.SplitHostPort(addr); err == nil {
+			addr = net.JoinHostPort(DialHost(host), port)
+		}
+		return d.DialContext(ctx, network, addr)
+	}
 }
 
 // checkRedirect follows at most max redirects, and only to http or https. The

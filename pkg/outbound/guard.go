@@ -21,16 +21,18 @@ import (
 // which address was refused and why.
 var ErrDenied = errors.New("target address not allowed")
 
-// DeniedError is the guard's refusal of one address.
+// DeniedError is the guard's refusal of one address. Its text says only that
+// the target is not allowed: a run's error is read by the job's owner, who
+// must not learn from it what a name resolves to inside tock's network. The
+// fields are for the operator's logs and for the creation check, which
+// names the class of an address the user wrote themselves.
 type DeniedError struct {
 	Addr   netip.Addr
 	Reason string
 }
 
-// Error names the address and the class of range that denied it.
-func (e *DeniedError) Error() string {
-	return fmt.Sprintf("%s: %s (%s)", ErrDenied, e.Addr, e.Reason)
-}
+// Error is ErrDenied's text, naming neither the address nor its class.
+func (e *DeniedError) Error() string { return ErrDenied.Error() }
 
 // Unwrap makes every DeniedError an ErrDenied.
 func (e *DeniedError) Unwrap() error { return ErrDenied }

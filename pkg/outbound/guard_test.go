@@ -48,7 +48,7 @@ func TestCheck(t *testing.T) {
 			var de *outbound.DeniedError
 			require.ErrorAs(t, err, &de, tc.addr)
 			require.Equal(t, tc.reason, de.Reason, tc.addr)
-			require.Contains(t, err.Error(), tc.addr)
+			require.Equal(t, "target address not allowed", err.Error(), "a run's error names neither the address nor its class: "+tc.addr)
 		}
 	})
 
