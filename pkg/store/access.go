@@ -253,10 +253,12 @@ var ErrTooManyKeys = fmt.Errorf("%w: too many live keys", job.ErrConflict)
 
 const (
 	// lockUserKeysSQL locks the user's row, so that two creations cannot
-	// both pass the cap, and counts the user's live keys.
-	lockUserKeysSQL = `SELECT (SELECT count(*) FROM api_keys
-    WHERE user_id = u.id AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2))
-FROM users u WHERE u.id = $1 FOR UPDATE`
+	// both pass the cap; liveKeysSQL then counts the user's live keys in a
+	// statement of its own, whose snapshot, taken after the lock, sees a
+	// key the other creation committed while this one waited.
+	lockUserKeysSQL = `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`
+	liveKeysSQL     = `SELECT count(*) FROM api_keys
+WHERE user_id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2)`
 	insertKeySQL = `INSERT INTO api_keys (id, user_id, name, prefix, hash, created_at, scopes, expires_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 RETURNING ` + keyColumns
@@ -268,8 +270,11 @@ RETURNING ` + keyColumns
 func (s *Store) CreateKey(ctx context.Context, k *Key, hash []byte, maxLive int, a Audit) (*Key, error) {
 	var out *Key
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var live int
-		if err := tx.QueryRow(ctx, lockUserKeysSQL, k.UserID, k.CreatedAt).Scan(&live); err != nil {
+		var one, live int
+		if err := tx.QueryRow(ctx, lockUserKeysSQL, k.UserID).Scan(&one); err != nil {
+			return translate(err)
+		}
+		if err := tx.QueryRow(ctx, liveKeysSQL, k.UserID, k.CreatedAt).Scan(&live); err != nil {
 			return translate(err)
 		}
 		if maxLive > 0 && live >= maxLive {
