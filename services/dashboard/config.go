@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/netip"
 
 	"go.uber.org/zap/zapcore"
 
@@ -34,6 +35,9 @@ type Config struct {
 	Targets outbound.Options
 	// Quotas are every user's rate limits and cap on active jobs.
 	Quotas api.Quotas
+	// TrustedProxies (TOCK_TRUSTED_PROXIES) are the proxies whose
+	// X-Forwarded-For names the client.
+	TrustedProxies []netip.Prefix
 }
 
 // readConfig reads the settings and reports every problem at once. No error
@@ -62,6 +66,14 @@ func readConfig(e *config.Env) (Config, error) {
 			MaxKeys:               e.Int("TOCK_LIMIT_MAX_KEYS", api.DefaultQuotas.MaxKeys, 0, 1_000_000),
 			OnRedisDown:           e.String("TOCK_LIMITS_ON_REDIS_DOWN", api.LimitsAllow),
 		},
+	}
+	for _, v := range e.List("TOCK_TRUSTED_PROXIES") {
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			e.Check(fmt.Errorf("TOCK_TRUSTED_PROXIES: %q is not a CIDR such as 10.0.0.0/16", v))
+			continue
+		}
+		c.TrustedProxies = append(c.TrustedProxies, p)
 	}
 	if p := c.Quotas.OnRedisDown; p != api.LimitsAllow && p != api.LimitsDeny {
 		e.Check(fmt.Errorf("TOCK_LIMITS_ON_REDIS_DOWN=%q must be %s or %s", p, api.LimitsAllow, api.LimitsDeny))

@@ -51,6 +51,7 @@ func run(ctx context.Context) error {
 		MaxBatchBodyBytes: int64(cfg.MaxBatchBodyBytes),
 		Ready:             gate.Check,
 		Quotas:            &cfg.Quotas,
+		TrustedProxies:    cfg.TrustedProxies,
 		Metrics:           metrics.NewAPI(reg),
 		Tracer:            base.Tracing.Tracer("api"),
 	})

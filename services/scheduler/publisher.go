@@ -102,7 +102,7 @@ func (p *Publisher) trace(ctx context.Context, start time.Time, res queue.Publis
 		telemetry.Published.Int(res.Sent),
 		telemetry.Held.Int(res.Held)))
 	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
+		span.SetStatus(codes.Error, "publish failed") // no stored value in a span
 	}
 	span.End()
 }

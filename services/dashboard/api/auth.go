@@ -10,6 +10,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
@@ -25,8 +26,10 @@ type principal struct {
 	admin bool
 	// limits are the caller's own overrides of the global limits.
 	limits store.Limits
-	// scopes are what the credential may do (the admin token: everything).
-	scopes scopeSet
+	// scopes are what the credential may do (the admin token: everything),
+	// and expires when it stops (zero: never).
+	scopes  scopeSet
+	expires time.Time
 }
 
 // scope is the owner to filter queries by: an administrator sees every owner.
@@ -179,7 +182,8 @@ func (s *Server) keyPrincipal(ctx context.Context, token string, hash []byte) (*
 		}
 	}
 	scopes := keyScopes(&cred.Key, cred.User.Role)
-	return &principal{user: cred.User.ID, admin: scopes&canAdmin != 0, limits: cred.User.Limits, scopes: scopes}, nil
+	return &principal{user: cred.User.ID, admin: scopes&canAdmin != 0, limits: cred.User.Limits, scopes: scopes,
+		expires: cred.Key.ExpiresAt}, nil
 }
 
 func unauthorized(c *echo.Context) error {

@@ -68,6 +68,17 @@ func (s *Server) checkKeyRequest(req keyRequest, role string, p principal) ([]st
 		}
 		expires = t.UTC()
 	}
+	// A key cannot outlive the key that made it: without expires_at it
+	// ends with its creator, and a later one is refused.
+	if !p.expires.IsZero() {
+		switch {
+		case expires.IsZero():
+			expires = p.expires
+		case expires.After(p.expires):
+			return nil, time.Time{}, newError(http.StatusForbidden, CodeForbidden, "expires_at",
+				"your key expires at "+p.expires.Format(time.RFC3339)+", so a key it makes must expire no later")
+		}
+	}
 	return scopes, expires, nil
 }
 

@@ -118,8 +118,10 @@ type limiter struct {
 	missed   int
 	warnedAt time.Time
 
-	// blocked are the client addresses refused before any lookup.
-	blocked blockedAddrs
+	// blocked are the client addresses refused before any lookup, and
+	// clientAddr reads a request's (clientAddrFunc).
+	blocked    blockedAddrs
+	clientAddr echo.IPExtractor
 }
 
 // take takes n tokens from the bucket of key (a user id, or a client

@@ -87,12 +87,21 @@ func (set scopeSet) names() []string {
 // neededScope is the scope a route needs, from its path template and
 // method; 0 for the routes every credential may use (who am I, my keys).
 // The administrator's routes need the admin scope through adminOnly and
-// selfOrAdmin: a key without it is its user's, acting as a user.
+// selfOrAdmin: a key without it is its user's, acting as a user. A route
+// this does not know needs every scope a user can have, so that a route
+// added without a thought for scopes is closed to narrowed keys, not open.
 func neededScope(method, path string) scopeSet {
 	read := method == http.MethodGet || method == http.MethodHead
+	path = strings.ReplaceAll(path, `\`, "") // echo's template escapes the colon of /runs\:stats
 	switch {
-	case path == "/api/v1/me", path == "/api/v1/users/:id", path == "/api/v1/users/:id/keys" && read:
+	case path == "/api/v1/me", path == "/api/v1/users/:id" && read, path == "/api/v1/users/:id/keys" && read:
 		return 0
+	case path == "/api/v1/users", path == "/api/v1/users/:id/disable", path == "/api/v1/users/:id/enable",
+		path == "/api/v1/users/:id/erase", path == "/api/v1/users/:id/jobs", path == "/api/v1/audit",
+		path == "/api/v1/system":
+		return canAdmin // and adminOnly, which reads the same scope
+	case path == "/api/v1/users/:id" && !read:
+		return canAdmin
 	case path == "/api/v1/users/:id/keys", path == "/api/v1/keys/:id", path == "/api/v1/signing-secret":
 		return canJobsWrite
 	case path == "/api/v1/runs", path == "/api/v1/runs:stats", path == "/api/v1/jobs/:id/runs":
@@ -105,7 +114,7 @@ func neededScope(method, path string) scopeSet {
 		}
 		return canJobsWrite
 	}
-	return 0
+	return canJobsRead | canJobsWrite | canRunsRead
 }
 
 // requireScope refuses, with 403 naming the scope, a request the caller's

@@ -73,6 +73,8 @@ func TestScopedKeys(t *testing.T) {
 	writer := person{id: u.id, key: wo.Key}
 	e := requireError(t, b.as(t, writer, http.MethodGet, "/api/v1/jobs", nil), http.StatusForbidden, api.CodeForbidden)
 	require.Contains(t, e.Message, "jobs:read")
+	e = requireError(t, b.as(t, writer, http.MethodGet, "/api/v1/runs:stats", nil), http.StatusForbidden, api.CodeForbidden)
+	require.Contains(t, e.Message, "runs:read")
 	require.Equal(t, http.StatusCreated, b.as(t, writer, http.MethodPost, "/api/v1/jobs", job).Code)
 	_, e2, code := newKey(writer, map[string]any{"scopes": []string{"jobs:read"}})
 	require.Equal(t, http.StatusForbidden, code, "a key gives only scopes it has")
@@ -118,4 +120,26 @@ func TestScopedKeys(t *testing.T) {
 		require.NotEqual(t, created.ID, j.ID, "without the admin scope, only the administrator's own jobs")
 	}
 	require.Len(t, decode[api.JobList](t, b.as(t, a, http.MethodGet, "/api/v1/jobs", nil)).Jobs, 2, "with it, everyone's")
+}
+
+// TestKeyCannotOutliveItsMaker: a key made by an expiring key ends with it
+// at the latest.
+func TestKeyCannotOutliveItsMaker(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	u := b.user(t, "temp", "user", nil)
+	keys := "/api/v1/users/" + u.id.String() + "/keys"
+	ends := b.now.Add(time.Hour).Truncate(time.Second)
+	rec := b.as(t, u, http.MethodPost, keys, map[string]any{"expires_at": ends.Format(time.RFC3339)})
+	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+	temp := person{id: u.id, key: decode[api.Key](t, rec).Key}
+
+	rec = b.as(t, temp, http.MethodPost, keys, map[string]any{"name": "child"})
+	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+	require.True(t, ends.Equal(decode[api.Key](t, rec).ExpiresAt.Time), "without expires_at it ends with its maker")
+	e := requireError(t, b.as(t, temp, http.MethodPost, keys, map[string]any{"expires_at": ends.Add(time.Minute).Format(time.RFC3339)}),
+		http.StatusForbidden, api.CodeForbidden)
+	require.Equal(t, "expires_at", e.Field)
+	rec = b.as(t, temp, http.MethodPost, keys, map[string]any{"expires_at": ends.Add(-time.Minute).Format(time.RFC3339)})
+	require.Equal(t, http.StatusCreated, rec.Code, "earlier is fine")
 }

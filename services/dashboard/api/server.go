@@ -7,6 +7,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -68,6 +69,10 @@ type Deps struct {
 	Ready probe.Check
 	// Quotas are the per-user rate limits and cap; nil means DefaultQuotas.
 	Quotas *Quotas
+	// TrustedProxies are the proxies (a load balancer) whose
+	// X-Forwarded-For names the client, for the limit on failed
+	// authentication; none means every peer is the client.
+	TrustedProxies []netip.Prefix
 	// Metrics counts requests by route, method and code; nil counts nothing.
 	Metrics *metrics.API
 	// Tracer makes a span per request and per create; nil (tracing off)
@@ -148,7 +153,8 @@ func New(d Deps) *Server {
 		s.quotas = *d.Quotas
 	}
 	if s.redis != nil && s.queue != nil {
-		s.limiter = &limiter{rl: redis_rate.NewLimiter(s.redis), prefix: s.queue.Prefix(), log: s.log.Named("limits")}
+		s.limiter = &limiter{rl: redis_rate.NewLimiter(s.redis), prefix: s.queue.Prefix(), log: s.log.Named("limits"),
+			clientAddr: clientAddrFunc(d.TrustedProxies)}
 	}
 	if s.limits.MaxPayloadBytes <= 0 {
 		s.limits.MaxPayloadBytes = jobspec.DefaultLimits.MaxPayloadBytes

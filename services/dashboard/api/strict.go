@@ -1,7 +1,9 @@
 package api
 
 import (
+	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -25,11 +27,24 @@ func strictHeaders(r *http.Request) error {
 	return nil
 }
 
-// clientAddr is the address a request comes from, for the limit on failed
-// authentication: the peer's address, or, when the peer is a proxy on a
-// loopback, link-local or private address (a load balancer in the VPC), the
-// last address X-Forwarded-For names that is not one of those.
-var clientAddr = echo.ExtractIPFromXFFHeader()
+// clientAddrFunc returns how the address a request comes from is read, for
+// the limit on failed authentication: the peer's address, or, when the peer
+// is one of the trusted proxies (TOCK_TRUSTED_PROXIES, such as the load
+// balancer's subnets), the last address in X-Forwarded-For that is not a
+// trusted proxy. No range is trusted by default, not even loopback or
+// private ones: a client inside the network could otherwise name any
+// address, to escape the limit or to have another address blocked.
+func clientAddrFunc(trusted []netip.Prefix) echo.IPExtractor {
+	if len(trusted) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, p := range trusted {
+		p = p.Masked()
+		opts = append(opts, echo.TrustIPRange(&net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
+}
 
 // bucketAuthFailures is the per-address bucket of requests that carried no
 // valid credentials.
@@ -63,7 +78,7 @@ func (b *blockedAddrs) blocked(addr string, now time.Time) (time.Duration, bool)
 	return t.Sub(now), true
 }
 
-func (b *blockedAddrs) block(addr string, until time.Time) {
+func (b *blockedAddrs) block(addr string, now, until time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.until == nil {
@@ -71,7 +86,7 @@ func (b *blockedAddrs) block(addr string, until time.Time) {
 	}
 	if len(b.until) >= maxBlocked {
 		for a, t := range b.until {
-			if !until.After(t) || time.Until(t) <= 0 {
+			if !now.Before(t) {
 				delete(b.until, a)
 			}
 		}
@@ -96,7 +111,7 @@ func (s *Server) authGate(c *echo.Context) error {
 	if s.quotas.AuthFailuresPerMinute <= 0 || s.limiter == nil {
 		return nil
 	}
-	if retry, ok := s.limiter.blocked.blocked(clientAddr(c.Request()), s.clock()); ok {
+	if retry, ok := s.limiter.blocked.blocked(s.limiter.clientAddr(c.Request()), s.clock()); ok {
 		return tooManyFailures(c, retry)
 	}
 	return nil
@@ -112,7 +127,7 @@ func (s *Server) authFailed(c *echo.Context, answer func() error) error {
 	if q.AuthFailuresPerMinute <= 0 || s.limiter == nil {
 		return answer()
 	}
-	addr := clientAddr(c.Request())
+	addr := s.limiter.clientAddr(c.Request())
 	burst := q.AuthFailureBurst
 	if burst <= 0 {
 		burst = q.AuthFailuresPerMinute
@@ -129,7 +144,8 @@ func (s *Server) authFailed(c *echo.Context, answer func() error) error {
 		return answer()
 	}
 	retry := max(res.RetryAfter, time.Second)
-	s.limiter.blocked.block(addr, s.clock().Add(retry))
+	now := s.clock()
+	s.limiter.blocked.block(addr, now, now.Add(retry))
 	s.log.Info("auth_failures_limited", zap.String("addr", addr), zap.Duration("retry_after", retry))
 	return tooManyFailures(c, retry)
 }

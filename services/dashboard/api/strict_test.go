@@ -3,6 +3,7 @@ package api_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -54,7 +55,10 @@ func TestAuthFailuresPerAddress(t *testing.T) {
 	t.Parallel()
 	q := api.DefaultQuotas
 	q.AuthFailuresPerMinute, q.AuthFailureBurst = 60, 3
-	b := setup(t, func(d *api.Deps) { d.Quotas = &q })
+	b := setup(t, func(d *api.Deps) {
+		d.Quotas = &q
+		d.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}
+	})
 	from := func(addr, auth string) *httptest.ResponseRecorder {
 		req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/api/v1/me", nil)
 		req.RemoteAddr = addr + ":40000"
@@ -77,15 +81,21 @@ func TestAuthFailuresPerAddress(t *testing.T) {
 	require.Equal(t, http.StatusOK, from(other, "Bearer "+token).Code, "another address is served")
 	requireError(t, from(other, "Bearer nope"), http.StatusUnauthorized, api.CodeUnauthorized)
 
-	// A proxy on a private address speaks for its client through
-	// X-Forwarded-For; a public peer's X-Forwarded-For is not believed.
-	req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/api/v1/me", nil)
-	req.RemoteAddr = "10.0.0.5:40000"
-	req.Header.Set("X-Forwarded-For", attacker)
-	req.Header.Set("Authorization", "Bearer "+token)
-	rec = httptest.NewRecorder()
-	b.h.ServeHTTP(rec, req)
-	requireError(t, rec, http.StatusTooManyRequests, api.CodeRateLimited)
+	// A trusted proxy speaks for its client through X-Forwarded-For; any
+	// other peer's X-Forwarded-For is not believed, private or not, so it
+	// can neither escape the limit nor have another address blocked.
+	via := func(peer, xff string) int {
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/api/v1/me", nil)
+		req.RemoteAddr = peer + ":40000"
+		req.Header.Set("X-Forwarded-For", xff)
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		b.h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	require.Equal(t, http.StatusTooManyRequests, via("10.0.0.5", attacker), "the trusted proxy's client is blocked")
+	require.Equal(t, http.StatusOK, via("10.0.0.5", other), "another client of the proxy is not")
+	require.Equal(t, http.StatusOK, via("192.168.1.9", attacker), "an untrusted peer is judged by its own address")
 }
 
 // TestLimitsWhileRedisIsDown: by default a request whose limits cannot be
