@@ -176,11 +176,15 @@ of POST /api/v1/jobs (see docs/cli.md).`,
 				}
 			}
 			res.Changed = !dryRun && res.Created+res.Updated+res.Cancelled > 0
-			if err != nil {
+			if a.output == "json" {
+				// Scripts learn what was applied before a refusal too.
+				if perr := printJSON(a.out, res); perr != nil && err == nil {
+					err = perr
+				}
 				return err
 			}
-			if a.output == "json" {
-				return printJSON(a.out, res)
+			if err != nil {
+				return err
 			}
 			a.printSummary(res)
 			return nil

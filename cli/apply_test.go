@@ -178,3 +178,32 @@ func TestParseDuration(t *testing.T) {
 		require.Equal(t, want, d.String(), in)
 	}
 }
+
+// TestDiffHidesSecrets: a changed header value, Slack webhook URL or
+// credentialed broker URL shows as changed, never by value.
+func TestDiffHidesSecrets(t *testing.T) {
+	want := map[string]any{"type": "webhook", "payload": map[string]any{"url": "https://example.com/a",
+		"headers": map[string]any{"Authorization": "Bearer new-secret"}}}
+	have := map[string]any{"type": "webhook", "payload": map[string]any{"url": "https://example.com/b",
+		"headers": map[string]any{"Authorization": "Bearer old-secret"}}}
+	var text []string
+	for _, c := range diffJob(want, have) {
+		text = append(text, c.String())
+	}
+	all := strings.Join(text, "\n")
+	if !strings.Contains(all, "payload.headers.Authorization") || !strings.Contains(all, "example.com/b") {
+		t.Fatalf("the changes are not all listed:\n%s", all)
+	}
+	if strings.Contains(all, "secret") {
+		t.Fatalf("a header value was shown:\n%s", all)
+	}
+	for _, v := range []string{"amqp://user:pw@mq.example.com/", "https://hooks.slack.com/services/T/B/X"} {
+		field := "payload.url"
+		if strings.Contains(v, "slack") {
+			field = "payload.webhook_url"
+		}
+		if !secret(field, v) {
+			t.Fatalf("%s %s is not treated as a secret", field, v)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/url"
 	"reflect"
 	"slices"
 	"strconv"
@@ -122,6 +123,9 @@ func diffWhole(field string, w, h any, out []change) []change {
 	hm, hok := h.(map[string]any)
 	if !wok || !hok {
 		if !same(w, h) {
+			if secret(field, w) || secret(field, h) {
+				w, h = hidden(w), hidden(h)
+			}
 			out = append(out, change{field, h, w})
 		}
 		return out
@@ -278,4 +282,29 @@ func weekday(v any) any {
 		}
 	}
 	return s
+}
+
+// secret reports whether the value at field may hold a secret that a diff,
+// often printed in a CI log, must not show: a header value (an
+// Authorization, an API key), a Slack webhook URL (the URL is the
+// credential), or a URL carrying a user or password (a broker's).
+func secret(field string, v any) bool {
+	if strings.Contains(field, ".headers.") || strings.HasSuffix(field, "webhook_url") {
+		return true
+	}
+	s, ok := v.(string)
+	if !ok {
+		return false
+	}
+	u, err := url.Parse(s)
+	return err == nil && u.User != nil
+}
+
+// hidden stands for a secret value in a diff: the change shows, the value
+// does not.
+func hidden(v any) any {
+	if v == nil {
+		return nil
+	}
+	return "(hidden)"
 }

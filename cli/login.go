@@ -3,9 +3,11 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	tock "github.com/tockhq/tock/sdk/go"
 )
@@ -39,7 +41,17 @@ override the file.`,
 				}
 			}
 			if cfg.Token == "" {
-				if cfg.Token, err = ask("Token: "); err != nil {
+				if f, ok := a.in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+					// Typed at a terminal, the token is not echoed, so it
+					// stays out of the screen and its scrollback.
+					fmt.Fprint(a.errOut, "Token: ")
+					b, rerr := term.ReadPassword(int(f.Fd()))
+					fmt.Fprintln(a.errOut)
+					if rerr != nil {
+						return rerr
+					}
+					cfg.Token = strings.TrimSpace(string(b))
+				} else if cfg.Token, err = ask("Token: "); err != nil {
 					return err
 				}
 			}

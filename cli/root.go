@@ -180,7 +180,13 @@ func (a *app) client() (*tock.Client, error) {
 			return nil, err
 		}
 		url = first(url, a.getenv("TOCK_URL"), cfg.URL)
-		token = first(token, a.getenv("TOCK_TOKEN"), cfg.Token)
+		// The saved token goes only to the dashboard it was saved for: a
+		// --url or TOCK_URL naming another one needs its own token.
+		saved := ""
+		if strings.TrimSuffix(url, "/") == strings.TrimSuffix(cfg.URL, "/") {
+			saved = cfg.Token
+		}
+		token = first(token, a.getenv("TOCK_TOKEN"), saved)
 	}
 	if url == "" || token == "" {
 		return nil, errors.New("no dashboard to talk to: run tock login, or set TOCK_URL and TOCK_TOKEN")

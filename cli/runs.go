@@ -133,6 +133,9 @@ each run that appears, and again when its status changes (running, then
 completed or failed). It takes the filters of runs list.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if every <= 0 {
+				return usagef("--every must be positive, such as 1s")
+			}
 			f, err := r.filter(time.Now())
 			if err != nil {
 				return err
