@@ -242,6 +242,16 @@ func TestSDK(t *testing.T) {
 		require.True(t, tock.IsUnauthorized(err), "%v", err)
 	})
 
+	t.Run("RotateSigningSecret", func(t *testing.T) {
+		before, err := client.SigningSecret(ctx)
+		require.NoError(t, err)
+		after, err := client.RotateSigningSecret(ctx, 90*time.Minute)
+		require.NoError(t, err)
+		require.NotEqual(t, before.Secret, after.Secret)
+		require.NotNil(t, after.PreviousValidUntil)
+		require.WithinDuration(t, time.Now().Add(90*time.Minute), *after.PreviousValidUntil, time.Minute)
+	})
+
 	t.Run("ReadOnlyKey", func(t *testing.T) {
 		me, err := client.Me(ctx)
 		require.NoError(t, err)

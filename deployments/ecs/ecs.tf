@@ -19,6 +19,7 @@ locals {
   common_secrets = {
     TOCK_DATABASE_URL = aws_secretsmanager_secret.database_url.arn
     TOCK_REDIS_URL    = aws_secretsmanager_secret.redis_url.arn
+    TOCK_SECRET_KEY   = aws_secretsmanager_secret.secret_key.arn
   }
 
   services = {

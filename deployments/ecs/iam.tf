@@ -31,6 +31,7 @@ data "aws_iam_policy_document" "execution_secrets" {
       aws_secretsmanager_secret.database_url.arn,
       aws_secretsmanager_secret.redis_url.arn,
       aws_secretsmanager_secret.admin_token.arn,
+      aws_secretsmanager_secret.secret_key.arn,
     ], values(var.worker_secrets))
   }
 }

@@ -50,3 +50,19 @@ resource "aws_secretsmanager_secret_version" "admin_token" {
   secret_id     = aws_secretsmanager_secret.admin_token.id
   secret_string = random_password.admin_token.result
 }
+
+# The operator key that seals users' webhook signing secrets at rest
+# (AES-256-GCM). Rotating it: docs/operations.md.
+resource "random_bytes" "secret_key" {
+  length = 32
+}
+
+resource "aws_secretsmanager_secret" "secret_key" {
+  name_prefix = "${var.name}/secret-key-"
+  description = "TOCK_SECRET_KEY: seals users' webhook signing secrets at rest"
+}
+
+resource "aws_secretsmanager_secret_version" "secret_key" {
+  secret_id     = aws_secretsmanager_secret.secret_key.id
+  secret_string = random_bytes.secret_key.base64
+}

@@ -6,6 +6,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -56,6 +58,9 @@ type Cluster struct {
 	RedisPrefix string
 	APIURL      string
 	Token       string
+	// SecretKey is the operator key the services seal signing secrets
+	// under (TOCK_SECRET_KEY), as a production deployment sets one.
+	SecretKey string
 
 	mu    sync.Mutex
 	procs map[string]*Proc
@@ -108,7 +113,10 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		opts.StartupWait = 30 * time.Second
 	}
 	suffix := fmt.Sprintf("%d_%d", time.Now().UnixNano()%1e9, os.Getpid())
-	c := &Cluster{opts: opts, dbName: "tock_e2e_" + suffix, RedisPrefix: "tocke2e-" + suffix, Token: opts.AdminToken, procs: map[string]*Proc{}}
+	var key [32]byte
+	_, _ = rand.Read(key[:])
+	c := &Cluster{opts: opts, dbName: "tock_e2e_" + suffix, RedisPrefix: "tocke2e-" + suffix, Token: opts.AdminToken, procs: map[string]*Proc{},
+		SecretKey: base64.StdEncoding.EncodeToString(key[:])}
 	admin, err := pgx.Connect(ctx, opts.AdminURL)
 	if err != nil {
 		return nil, fmt.Errorf("connect to postgres: %w", err)
@@ -199,6 +207,7 @@ func (c *Cluster) StartProc(ctx context.Context, service, name string, extraEnv 
 		"TOCK_REDIS_URL="+c.opts.RedisURL,
 		"TOCK_REDIS_PREFIX="+c.RedisPrefix,
 		"TOCK_ADMIN_TOKEN="+c.Token,
+		"TOCK_SECRET_KEY="+c.SecretKey,
 		"TOCK_ALLOW_PRIVATE_TARGETS=true",
 		"TOCK_LOG_LEVEL=info",
 	)

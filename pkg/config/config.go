@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tockhq/tock/pkg/outbound"
+	"github.com/tockhq/tock/pkg/secretbox"
 )
 
 // Env reads variables through a lookup function (os.LookupEnv in main, a map
@@ -139,6 +140,8 @@ type Common struct {
 	Pprof bool
 	// Tracing is where the service sends its spans; zero is off.
 	Tracing Tracing
+	// Secrets seals users' signing secrets at rest (TOCK_SECRET_KEY).
+	Secrets *secretbox.Box
 }
 
 // Service names a tock service, for the defaults that differ between them.
@@ -174,6 +177,7 @@ func ReadCommon(e *Env, s Service) Common {
 		LogLevel:          e.String("TOCK_LOG_LEVEL", "info"),
 		Pprof:             e.Bool("TOCK_PPROF", false),
 		Tracing:           ReadTracing(e),
+		Secrets:           ReadSecrets(e),
 	}
 }
 

@@ -2,6 +2,8 @@ package config_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -48,6 +50,8 @@ func TestEnv(t *testing.T) {
 		e := config.FromMap(map[string]string{"TOCK_LOG_LEVEL": "   "})
 		got := config.ReadCommon(e, config.Worker)
 		require.NoError(t, e.Err())
+		require.False(t, got.Secrets.Encrypts())
+		got.Secrets = nil
 		require.Equal(t, config.Common{
 			DatabaseURL: "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable",
 			DBMaxConns:  6,
@@ -82,6 +86,8 @@ func TestEnv(t *testing.T) {
 			"TOCK_ADMIN_TOKEN":         "s3cret",
 		})
 		got := config.ReadCommon(e, config.Worker)
+		require.False(t, got.Secrets.Encrypts(), "no TOCK_SECRET_KEY: secrets are kept as they are")
+		got.Secrets = nil
 		require.Equal(t, config.Common{
 			DatabaseURL:       "postgres://db/tock",
 			DatabaseDirectURL: "postgres://db:5432/tock",
@@ -200,5 +206,36 @@ func TestReadTracing(t *testing.T) {
 				require.ErrorContains(t, e.Err(), tt.err)
 			}
 		})
+	}
+}
+
+// TestReadSecrets reads the operator key from the variable or a file, with
+// previous keys, and refuses a malformed or short one without quoting it.
+func TestReadSecrets(t *testing.T) {
+	t.Parallel()
+	k1 := "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="
+	k2 := "CQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQk="
+	file := filepath.Join(t.TempDir(), "key")
+	require.NoError(t, os.WriteFile(file, []byte(k1+"\n"), 0o600))
+	for name, env := range map[string]map[string]string{
+		"Variable": {"TOCK_SECRET_KEY": k1, "TOCK_SECRET_KEY_PREVIOUS": k2},
+		"File":     {"TOCK_SECRET_KEY_FILE": file},
+	} {
+		e := config.FromMap(env)
+		box := config.ReadSecrets(e)
+		require.NoError(t, e.Err(), name)
+		require.True(t, box.Encrypts(), name)
+	}
+	for name, env := range map[string]map[string]string{
+		"Short":       {"TOCK_SECRET_KEY": "c2hvcnQ="},
+		"NotBase64":   {"TOCK_SECRET_KEY": "not a key!"},
+		"Both":        {"TOCK_SECRET_KEY": k1, "TOCK_SECRET_KEY_FILE": file},
+		"NoFile":      {"TOCK_SECRET_KEY_FILE": "/nonexistent/key"},
+		"BadPrevious": {"TOCK_SECRET_KEY": k1, "TOCK_SECRET_KEY_PREVIOUS": "c2hvcnQ="},
+	} {
+		e := config.FromMap(env)
+		config.ReadSecrets(e)
+		require.Error(t, e.Err(), name)
+		require.NotContains(t, e.Err().Error(), k1, name)
 	}
 }

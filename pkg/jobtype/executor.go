@@ -25,6 +25,9 @@ type Task struct {
 	// SigningSecret is the owner's secret; webhook and ping requests carry
 	// X-Tock-Signature made with it (see Sign).
 	SigningSecret string
+	// PreviousSigningSecret, during the grace period of a rotation, signs
+	// too: the header carries v1=<current>,v1=<previous>.
+	PreviousSigningSecret string
 	// TraceParent and TraceState are the W3C trace context of the attempt's
 	// span, sent with tock's other headers (traceparent, tracestate) so the
 	// target's own trace continues it; empty when the worker does not

@@ -55,7 +55,7 @@ func userAgent(v string) string {
 // and its signature over body when the owner has a signing secret.
 func setTockHeaders(h http.Header, t Task, ua string, body []byte) {
 	if t.SigningSecret != "" {
-		h.Set(headerSignature, Sign(t.SigningSecret, time.Now(), body))
+		h.Set(headerSignature, Sign(t.SigningSecret, time.Now(), body, t.PreviousSigningSecret))
 	}
 	for k, v := range tockHeaders(t) {
 		h.Set(k, v)
@@ -148,13 +148,25 @@ const headerSignature = "X-Tock-Signature"
 // owner's signing secret>". A receiver recomputes the HMAC over the timestamp
 // and the raw body it received, compares in constant time, and refuses a
 // timestamp too far from its clock (docs/webhooks.md shows how).
-func Sign(secret string, t time.Time, body []byte) string {
+//
+// With more secrets (the previous one, during a rotation's grace period),
+// the header carries one v1 per secret, the current first:
+// "t=<ts>,v1=<current>,v1=<previous>"; a receiver accepts the request if any
+// v1 matches a secret it knows.
+func Sign(secret string, t time.Time, body []byte, more ...string) string {
 	ts := strconv.FormatInt(t.Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(ts))
-	mac.Write([]byte("."))
-	mac.Write(body)
-	return "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))
+	out := "t=" + ts
+	for _, s := range append([]string{secret}, more...) {
+		if s == "" {
+			continue
+		}
+		mac := hmac.New(sha256.New, []byte(s))
+		mac.Write([]byte(ts))
+		mac.Write([]byte("."))
+		mac.Write(body)
+		out += ",v1=" + hex.EncodeToString(mac.Sum(nil))
+	}
+	return out
 }
 
 // describe turns a request error into a short message for the run. It never

@@ -16,16 +16,18 @@ import (
 	"github.com/tockhq/tock/pkg/jobtype"
 )
 
-// verify checks an X-Tock-Signature the way docs/webhooks.md tells receivers to.
+// verify checks an X-Tock-Signature the way docs/webhooks.md tells receivers to:
+// any v1 may match (during a rotation, one per secret).
 func verify(secret, header string, body []byte, now time.Time) bool {
-	var ts, sig string
+	var ts string
+	var sigs []string
 	for _, part := range strings.Split(header, ",") {
 		k, v, _ := strings.Cut(part, "=")
 		switch k {
 		case "t":
 			ts = v
 		case "v1":
-			sig = v
+			sigs = append(sigs, v)
 		}
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
@@ -36,7 +38,12 @@ func verify(secret, header string, body []byte, now time.Time) bool {
 	mac.Write([]byte(ts + "."))
 	mac.Write(body)
 	want := hex.EncodeToString(mac.Sum(nil))
-	return hmac.Equal([]byte(want), []byte(sig))
+	for _, sig := range sigs {
+		if hmac.Equal([]byte(want), []byte(sig)) {
+			return true
+		}
+	}
+	return false
 }
 
 func TestSignature(t *testing.T) {
@@ -54,6 +61,20 @@ func TestSignature(t *testing.T) {
 		require.False(t, verify("another-owner", header, got.Body, time.Now()), "another secret does not verify")
 		require.False(t, verify("s3cret-of-owner", header, []byte(`{"order":43}`), time.Now()), "a changed body does not verify")
 		require.False(t, verify("s3cret-of-owner", header, got.Body, time.Now().Add(time.Hour)), "an old timestamp is refused")
+	})
+
+	t.Run("DuringARotationBothSecretsSign", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		tk := task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b.srv.URL, Body: json.RawMessage(`{"order":42}`)})
+		tk.SigningSecret, tk.PreviousSigningSecret = "new-secret", "old-secret"
+		require.True(t, execute(t, b.registry, tk).OK)
+		got := b.received()[0]
+		header := got.Header.Get("X-Tock-Signature")
+		require.Equal(t, 2, strings.Count(header, "v1="), header)
+		require.True(t, verify("new-secret", header, got.Body, time.Now()), "a receiver that switched verifies")
+		require.True(t, verify("old-secret", header, got.Body, time.Now()), "a receiver that has not yet verifies")
+		require.False(t, verify("other", header, got.Body, time.Now()))
 	})
 
 	t.Run("PingIsSignedOverAnEmptyBody", func(t *testing.T) {

@@ -52,7 +52,7 @@ func Open(ctx context.Context, name string, c config.Common, opts ...store.Optio
 		_ = log.Sync()
 		return nil, err
 	}
-	st, err := store.Open(ctx, c.DatabaseURL, int32(c.DBMaxConns), append(opts, store.DirectURL(c.DatabaseDirectURL))...)
+	st, err := store.Open(ctx, c.DatabaseURL, int32(c.DBMaxConns), append(opts, store.DirectURL(c.DatabaseDirectURL), store.Secrets(c.Secrets))...)
 	if err != nil {
 		_ = tracing.Shutdown(ctx)
 		_ = log.Sync()

@@ -75,7 +75,7 @@ func userShown(u *User) map[string]any {
 	return map[string]any{"name": u.Name, "role": u.Role, "limits": u.Limits, "disabled": !u.DisabledAt.IsZero()}
 }
 
-const insertUserSQL = `INSERT INTO users (id, name, role, created_at, limits) VALUES ($1, $2, $3, $4, $5)
+const insertUserSQL = `INSERT INTO users (id, name, role, created_at, limits, signing_secret) VALUES ($1, $2, $3, $4, $5, $6)
 RETURNING ` + userColumns
 
 // CreateUser stores a new user; u.ID and u.CreatedAt must be set.
@@ -84,10 +84,14 @@ func (s *Store) CreateUser(ctx context.Context, u *User, a Audit) (*User, error)
 	if err != nil {
 		return nil, fmt.Errorf("create user: %w", err)
 	}
+	secret, err := s.sealSecret(newSigningSecret(), u.ID)
+	if err != nil {
+		return nil, fmt.Errorf("create user: %w", err)
+	}
 	var out *User
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		if out, err = scanUser(tx.QueryRow(ctx, insertUserSQL, u.ID, u.Name, u.Role, u.CreatedAt, limits)); err != nil {
+		if out, err = scanUser(tx.QueryRow(ctx, insertUserSQL, u.ID, u.Name, u.Role, u.CreatedAt, limits, secret)); err != nil {
 			return translate(err)
 		}
 		return record(ctx, tx, a, u.CreatedAt, TargetUser, out.ID, userShown(out))

@@ -41,6 +41,9 @@ const (
 	ActionUserEnable  = "user.enable"
 	ActionKeyCreate   = "key.create"
 	ActionKeyRevoke   = "key.revoke"
+	// ActionSigningRotate: a user's webhook signing secret was replaced,
+	// the previous one kept for a grace period (never recorded by value).
+	ActionSigningRotate = "user.rotate_signing_secret"
 )
 
 // Target types of audit entries.

@@ -1,6 +1,12 @@
 package store
 
-import "github.com/tockhq/tock/pkg/job"
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/tockhq/tock/pkg/job"
+)
 
 // ClaimDueSQL lets the external tests EXPLAIN the loader's exact claim query.
 // They live in package store_test because testenv imports store: an internal
@@ -24,3 +30,17 @@ func SearchRunsSQL(st string) string { return runSearches[runQuery{walkOwner, jo
 
 // CountRunsSQL is an owner's count by status.
 func CountRunsSQL() string { return runCounts[GroupByStatus][0] }
+
+// StoredSecret is a user's signing secret as the table holds it.
+func (s *Store) StoredSecret(ctx context.Context, id uuid.UUID) (string, error) {
+	var v string
+	err := s.pool.QueryRow(ctx, `SELECT signing_secret FROM users WHERE id = $1`, id).Scan(&v)
+	return v, err
+}
+
+// SetStoredSecret writes a user's signing secret as given, as an older
+// release (or migration 004) left it.
+func (s *Store) SetStoredSecret(ctx context.Context, id uuid.UUID, v string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE users SET signing_secret = $2 WHERE id = $1`, id, v)
+	return err
+}

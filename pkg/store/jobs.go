@@ -662,12 +662,3 @@ func (s *Store) ReleaseClaim(ctx context.Context, ids ...uuid.UUID) error {
 	}
 	return nil
 }
-
-// SigningSecret returns the secret an owner's webhook deliveries are signed with.
-func (s *Store) SigningSecret(ctx context.Context, owner uuid.UUID) (string, error) {
-	var secret string
-	if err := s.pool.QueryRow(ctx, `SELECT signing_secret FROM users WHERE id = $1`, owner).Scan(&secret); err != nil {
-		return "", fmt.Errorf("signing secret of %s: %w", owner, translate(err))
-	}
-	return secret, nil
-}

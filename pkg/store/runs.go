@@ -34,8 +34,14 @@ type Started struct {
 	// LastAt is the final occurrence of a recurrence that has ended; zero
 	// while more may follow.
 	LastAt time.Time
-	// SigningSecret is the owner's secret for X-Tock-Signature.
+	// SigningSecret is the owner's secret for X-Tock-Signature, opened;
+	// SigningErr says why it could not be (its operator key is not held),
+	// and then the attempt must not be sent unsigned.
 	SigningSecret string
+	SigningErr    error
+	// PreviousSigningSecret is the owner's secret before a rotation, while
+	// its grace period lasts; deliveries are signed under both.
+	PreviousSigningSecret string
 	// History is which of the job's runs are kept; see Result.TrimHistory.
 	History job.History
 	// ExpiresAfter is how late the attempt may start; zero, any time.
@@ -146,7 +152,9 @@ const startRunsSQL = `WITH req AS (
 )
 SELECT s.job_id, s.scheduled_for, s.attempt, s.id, s.due_at, s.lease_until,
        l.owner_id, l.type, l.name, l.payload, l.timeout_ms, l.max_retries, l.schedule, l.generation, l.last_at,
-       coalesce(u.signing_secret, ''), coalesce(l.history, 'all'),
+       coalesce(u.signing_secret, ''),
+       CASE WHEN u.previous_signing_until > $6 THEN coalesce(u.previous_signing_secret, '') ELSE '' END,
+       coalesce(l.history, 'all'),
        coalesce(l.expires_after_ms, 0), coalesce(l.overlap, ''), l.notify, g.gate, coalesce(l.trace_parent, '')
 FROM (SELECT * FROM fresh UNION ALL SELECT * FROM takeover UNION ALL SELECT * FROM waiting) s
 JOIN live l ON l.id = s.job_id
@@ -195,7 +203,7 @@ func (s *Store) StartRuns(ctx context.Context, reqs []Start, now time.Time, leas
 		var expMS int64
 		var notify []byte
 		err := r.Scan(&st.Run.JobID, &st.Run.ScheduledFor, &attempt, &st.Run.ID, &st.Run.DueAt, &st.Run.LeaseUntil,
-			&st.Run.Owner, &st.Type, &st.Name, &st.Payload, &timeoutMS, &maxRetries, &st.Schedule, &st.Generation, &lastAt, &st.SigningSecret, &st.History,
+			&st.Run.Owner, &st.Type, &st.Name, &st.Payload, &timeoutMS, &maxRetries, &st.Schedule, &st.Generation, &lastAt, &st.SigningSecret, &st.PreviousSigningSecret, &st.History,
 			&expMS, &st.Overlap, &notify, &st.Gate, &st.TraceParent)
 		if err != nil {
 			return st, err
@@ -204,6 +212,10 @@ func (s *Store) StartRuns(ctx context.Context, reqs []Start, now time.Time, leas
 			if err := json.Unmarshal(notify, &st.Notify); err != nil {
 				return st, fmt.Errorf("notify of job %s: %w", st.Run.JobID, err)
 			}
+		}
+		st.SigningSecret, st.SigningErr = s.openSecret(st.SigningSecret, st.Run.Owner)
+		if st.SigningErr == nil {
+			st.PreviousSigningSecret, st.SigningErr = s.openSecret(st.PreviousSigningSecret, st.Run.Owner)
 		}
 		st.ExpiresAfter = time.Duration(expMS) * time.Millisecond
 		if lastAt != nil {

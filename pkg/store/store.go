@@ -20,6 +20,7 @@ import (
 	pgxuuid "github.com/vgarvardt/pgx-google-uuid/v5"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/secretbox"
 )
 
 //go:embed migrations/*.sql
@@ -31,14 +32,18 @@ type Store struct {
 	// direct reaches Postgres itself, for the migrations; empty means the
 	// pool's URL.
 	direct string
+	// secrets seals users' signing secrets at rest and opens them; nil
+	// stores them as they are.
+	secrets *secretbox.Box
 }
 
 // Option adjusts what Open makes.
 type Option func(*options)
 
 type options struct {
-	pool   *pgxpool.Config
-	direct string
+	pool    *pgxpool.Config
+	direct  string
+	secrets *secretbox.Box
 }
 
 // DirectURL is where Migrate connects when the pool's URL goes through a
@@ -47,6 +52,12 @@ type options struct {
 // pool's URL.
 func DirectURL(url string) Option {
 	return func(o *options) { o.direct = url }
+}
+
+// Secrets seals users' signing secrets under the operator key of box
+// (TOCK_SECRET_KEY), and opens what earlier keys sealed.
+func Secrets(box *secretbox.Box) Option {
+	return func(o *options) { o.secrets = box }
 }
 
 // GenericPlans makes every connection plan its prepared statements once,
@@ -103,7 +114,7 @@ func Open(ctx context.Context, url string, maxConns int32, opts ...Option) (*Sto
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	return &Store{pool: pool, direct: o.direct}, nil
+	return &Store{pool: pool, direct: o.direct, secrets: o.secrets}, nil
 }
 
 // Close releases every connection.

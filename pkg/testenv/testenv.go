@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,20 +85,37 @@ func SchemaURL(t testing.TB) string {
 	return withSearchPath(t, schema)
 }
 
+// storeURLs is the schema URL of each store Store handed out.
+var storeURLs sync.Map
+
+// URLOf is the Postgres URL (its schema included) of a store Store made,
+// for a test that opens a second store on the same data.
+func URLOf(t testing.TB, st *store.Store) string {
+	t.Helper()
+	u, ok := storeURLs.Load(st)
+	if !ok {
+		t.Fatal("URLOf: not a store of testenv.Store")
+	}
+	return u.(string)
+}
+
 // Store returns a migrated store in a schema of t's own. The schema comes
 // from a pool of this test binary's migrated schemas and goes back to it, reset
 // to its freshly migrated state, when t ends: migrating a new schema costs
 // hundreds of milliseconds under a lock every migrator in the database shares,
-// so every package's tests would otherwise queue behind each other's.
-func Store(t testing.TB) *store.Store {
+// so every package's tests would otherwise queue behind each other's. opts
+// adjust the store (store.Secrets).
+func Store(t testing.TB, opts ...store.Option) *store.Store {
 	t.Helper()
 	ctx := context.Background()
 	s := schemas.take(t)
-	st, err := store.Open(ctx, s.url, 8)
+	st, err := store.Open(ctx, s.url, 8, opts...)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
+	storeURLs.Store(st, s.url)
 	t.Cleanup(func() {
+		storeURLs.Delete(st)
 		st.Close()
 		schemas.give(s)
 	})

@@ -27,6 +27,13 @@ if [ -z "${TOCK_ADMIN_TOKEN:-}" ]; then
   export TOCK_ADMIN_TOKEN
 fi
 
+# The operator key that seals users' webhook signing secrets at rest.
+if [ -z "${TOCK_SECRET_KEY:-}${TOCK_SECRET_KEY_FILE:-}" ]; then
+  [ -s .run/secret-key ] || { head -c 32 /dev/urandom | base64 > .run/secret-key; chmod 600 .run/secret-key; }
+  TOCK_SECRET_KEY_FILE=$PWD/.run/secret-key
+  export TOCK_SECRET_KEY_FILE
+fi
+
 pids=()
 stopped=0
 # stop ends the services once, however the script ends: Ctrl-C or TERM is

@@ -23,12 +23,30 @@ type SigningSecret struct {
 	Secret string `json:"secret"`
 	Header string `json:"header"`
 	Scheme string `json:"scheme"`
+	// PreviousValidUntil, after a rotation, is until when deliveries are
+	// signed under the previous secret too; nil when they are not.
+	PreviousValidUntil *time.Time `json:"previous_valid_until"`
 }
 
 // SigningSecret returns the caller's webhook signing secret.
 func (c *Client) SigningSecret(ctx context.Context) (*SigningSecret, error) {
 	var s SigningSecret
 	if err := c.do(ctx, call{method: http.MethodGet, path: "/api/v1/signing-secret"}, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// RotateSigningSecret replaces the caller's signing secret; the previous one
+// keeps signing for grace (0: not at all; the server's default, 24h, when
+// grace is negative). Retried safely: it carries an Idempotency-Key.
+func (c *Client) RotateSigningSecret(ctx context.Context, grace time.Duration) (*SigningSecret, error) {
+	body := map[string]string{}
+	if grace >= 0 {
+		body["grace"] = grace.String()
+	}
+	var s SigningSecret
+	if err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/signing-secret:rotate", body: body, create: true}, &s); err != nil {
 		return nil, err
 	}
 	return &s, nil

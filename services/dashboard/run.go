@@ -15,6 +15,7 @@ import (
 	"github.com/tockhq/tock/pkg/metrics"
 	"github.com/tockhq/tock/pkg/probe"
 	"github.com/tockhq/tock/pkg/service"
+	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/dashboard/api"
 )
 
@@ -88,6 +89,7 @@ func run(ctx context.Context) error {
 		})
 		if err == nil {
 			gate.Open()
+			reseal(ctx, log, st, cfg.Secrets.Encrypts())
 		}
 	}()
 	log.Info("dashboard_started", zap.String("addr", ln.Addr().String()), zap.String("metrics_addr", cfg.MetricsAddr),
@@ -119,4 +121,24 @@ func run(ctx context.Context) error {
 	_ = ms.Shutdown(sctx)
 	log.Info("dashboard_stopped")
 	return nil
+}
+
+// reseal seals, under the current operator key, every signing secret stored
+// in plain text or under a previous key, after the migrations. Without a key
+// it says, once, that the secrets are stored as they are.
+func reseal(ctx context.Context, log *zap.Logger, st *store.Store, encrypts bool) {
+	if !encrypts {
+		log.Warn("signing_secrets_not_encrypted", zap.String("fix", "set TOCK_SECRET_KEY (openssl rand -base64 32) on the dashboard and the workers"))
+		return
+	}
+	n, skipped, err := st.ResealSecrets(ctx)
+	switch {
+	case err != nil:
+		log.Error("reseal_secrets_failed", zap.Int("resealed", n), zap.Error(err))
+	case skipped > 0:
+		log.Error("reseal_secrets_incomplete", zap.Int("resealed", n), zap.Int("unopenable", skipped),
+			zap.String("fix", "add the key that sealed them to TOCK_SECRET_KEY_PREVIOUS"))
+	case n > 0:
+		log.Info("secrets_resealed", zap.Int("resealed", n))
+	}
 }

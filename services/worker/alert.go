@@ -84,6 +84,11 @@ func (c *Consumer) sendAlert(st store.Started, e job.NotifyEvent, res store.Resu
 		c.Metrics.Alerts.WithLabelValues(string(e), "failed").Inc()
 		return
 	}
+	if st.SigningErr != nil {
+		c.Log.Error("alert_not_signed", zap.String("job_id", st.Run.JobID.String()), zap.String("event", string(e)), zap.Error(st.SigningErr))
+		c.Metrics.Alerts.WithLabelValues(string(e), "failed").Inc()
+		return
+	}
 	select {
 	case c.alerts <- struct{}{}:
 	default:
@@ -94,7 +99,7 @@ func (c *Consumer) sendAlert(st store.Started, e job.NotifyEvent, res store.Resu
 	task := jobtype.Task{JobID: st.Run.JobID, Owner: st.Run.Owner, Name: st.Name, Type: t,
 		ScheduledFor: st.Run.ScheduledFor, Attempt: st.Run.Attempt,
 		Key: "alert/" + string(e) + "/" + st.Run.ID.String(), Payload: payload, Timeout: alertTimeout,
-		SigningSecret: st.SigningSecret}
+		SigningSecret: st.SigningSecret, PreviousSigningSecret: st.PreviousSigningSecret}
 	go func() {
 		defer func() { <-c.alerts }()
 		ctx, cancel := context.WithTimeout(context.Background(), alertTimeout)

@@ -233,7 +233,7 @@ func (c *Consumer) execute(ctx context.Context, m queue.Message, st store.Starte
 	task := jobtype.Task{
 		JobID: st.Run.JobID, Owner: st.Run.Owner, Name: st.Name, Type: st.Type,
 		ScheduledFor: st.Run.ScheduledFor, Attempt: st.Run.Attempt,
-		Key: m.Occurrence.Key(), Payload: st.Payload, Timeout: st.Timeout, SigningSecret: st.SigningSecret,
+		Key: m.Occurrence.Key(), Payload: st.Payload, Timeout: st.Timeout, SigningSecret: st.SigningSecret, PreviousSigningSecret: st.PreviousSigningSecret,
 	}
 	sctx := ctx
 	var span trace.Span
@@ -245,7 +245,15 @@ func (c *Consumer) execute(ctx context.Context, m queue.Message, st store.Starte
 	at := &attempt{job: st.Run.JobID, owner: st.Run.Owner, started: st.Run.StartedAt, stop: stop}
 	c.attempts.add(at)
 	tctx, cancel := context.WithTimeout(actx, st.Timeout)
-	out := c.Runner.Execute(tctx, task)
+	var out jobtype.Outcome
+	if st.SigningErr != nil {
+		// Never sent unsigned: the attempt fails, and is retried, until a
+		// worker with the operator key runs it.
+		c.Log.Error("signing_secret_unavailable", zap.String("job_id", st.Run.JobID.String()), zap.Error(st.SigningErr))
+		out = jobtype.Outcome{Error: "the worker cannot open the signing secret: it lacks the operator key (TOCK_SECRET_KEY)"}
+	} else {
+		out = c.Runner.Execute(tctx, task)
+	}
 	cancel()
 	c.attempts.remove(at)
 	var aborted *abortedError

@@ -102,7 +102,8 @@ func neededScope(method, path string) scopeSet {
 		return canAdmin // and adminOnly, which reads the same scope
 	case path == "/api/v1/users/:id" && !read:
 		return canAdmin
-	case path == "/api/v1/users/:id/keys", path == "/api/v1/keys/:id", path == "/api/v1/signing-secret":
+	case path == "/api/v1/users/:id/keys", path == "/api/v1/keys/:id", path == "/api/v1/signing-secret",
+		path == "/api/v1/signing-secret:rotate":
 		return canJobsWrite
 	case path == "/api/v1/runs", path == "/api/v1/runs:stats", path == "/api/v1/jobs/:id/runs":
 		return canRunsRead

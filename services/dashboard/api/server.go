@@ -210,6 +210,7 @@ func (s *Server) routes() *echo.Echo {
 	v1.GET(strings.TrimPrefix(runStatsRoute, "/api/v1"), s.runStats)
 	v1.POST("/schedules/preview", s.previewSchedule)
 	v1.GET("/signing-secret", s.signingSecret)
+	v1.POST(strings.TrimPrefix(rotateRoute, "/api/v1"), s.rotateSigningSecret, s.idempotent)
 
 	v1.GET("/me", s.me)
 	v1.POST("/users", s.createUser, adminOnly)
