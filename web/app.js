@@ -209,6 +209,12 @@ function localInput(d) {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
 }
 
+// can reports whether the signed-in key has a scope (GET /api/v1/me lists
+// them); isAdmin whether it acts as an administrator, which needs the admin
+// role and, for a narrowed key, the admin scope.
+function can(scope) { return !me || !me.scopes || me.scopes.includes(scope); }
+function isAdmin() { return !!me && me.role === 'admin' && can('admin'); }
+
 function badge(status) { return h('span', {class: 'badge st-' + status}, status.replace('_', ' ')); }
 
 function errorBox(err) { return h('p', {class: 'error', role: 'alert'}, errorText(err)); }
@@ -258,8 +264,8 @@ async function route() {
   const top = document.getElementById('top');
   top.hidden = !me || hash.startsWith('#/signin');
   if (me) {
-    document.getElementById('whoami').textContent = `${me.name} (${me.role})`;
-    for (const id of ['nav-system', 'nav-users', 'nav-audit']) document.getElementById(id).hidden = me.role !== 'admin';
+    document.getElementById('whoami').textContent = `${me.name} (${me.role}${can('jobs:write') ? '' : ', read-only key'})`;
+    for (const id of ['nav-system', 'nav-users', 'nav-audit']) document.getElementById(id).hidden = !isAdmin();
   }
   for (const a of document.querySelectorAll('[data-nav]')) {
     const on = hash.startsWith('#/' + a.dataset.nav);
@@ -365,7 +371,7 @@ function labelParams(text) {
 
 async function jobsPage() {
   const q = query();
-  const admin = me.role === 'admin';
+  const admin = isAdmin();
   const params = new URLSearchParams();
   for (const k of ['q', 'status', 'type', 'owner', 'cursor']) if (q.get(k)) params.set(k, q.get(k));
   for (const l of labelParams(q.get('label'))) params.append('label', l);
@@ -490,7 +496,7 @@ async function jobsPage() {
 
 async function runsPage() {
   const q = query();
-  const admin = me.role === 'admin';
+  const admin = isAdmin();
   const params = new URLSearchParams();
   for (const k of ['status', 'type', 'job', 'q', 'owner', 'cursor']) if (q.get(k)) params.set(k, q.get(k));
   for (const k of ['since', 'until']) if (q.get(k)) params.set(k, new Date(q.get(k)).toISOString());
@@ -644,7 +650,7 @@ function detailView(j, next, runs, ctl) {
 // job as it was (a PATCH sends only what changed).
 async function formPage(id) {
   const j = id ? await api('GET', '/api/v1/jobs/' + id) : null;
-  const admin = me.role === 'admin';
+  const admin = isAdmin();
   const sched = (j && j.schedule) || {};
   const recurring = !!(j && j.schedule);
 
@@ -923,19 +929,30 @@ function showFieldError(form, err, general) {
 
 async function keysPage() {
   const q = query();
-  const admin = me.role === 'admin';
+  const admin = isAdmin();
   const users = admin ? (await api('GET', '/api/v1/users?limit=500')).users : [me];
   const userID = q.get('user') || me.id;
   const view = h('div', {id: 'keys-view'});
   const msg = h('div', {role: 'status', id: 'key-msg'});
   const nameIn = h('input', {id: 'key-name', placeholder: 'what the key is for', 'aria-label': 'key name'});
+  const scopesIn = h('select', {id: 'key-scopes', 'aria-label': 'what the key may do'},
+    h('option', {value: ''}, 'everything the user may do'),
+    h('option', {value: 'jobs:read,runs:read'}, 'read only (jobs and runs)'),
+    h('option', {value: 'jobs:read,jobs:write'}, 'jobs, no runs'));
+  const expiryIn = h('select', {id: 'key-expiry', 'aria-label': 'when the key expires'},
+    [['', 'never expires'], ['1', 'expires in 1 day'], ['30', 'in 30 days'], ['90', 'in 90 days'], ['365', 'in a year']]
+      .map(([v, t]) => h('option', {value: v}, t)));
+  const now = Date.now();
   const draw = async () => {
     const keys = (await api('GET', `/api/v1/users/${userID}/keys`)).keys;
     morph(view, [h('table', {id: 'keys'},
-      h('thead', null, h('tr', null, ['Name', 'Prefix', 'Created', 'Last used', 'State', ''].map((t) => h('th', null, t)))),
+      h('thead', null, h('tr', null, ['Name', 'Prefix', 'Scopes', 'Created', 'Last used', 'Expires', 'State', ''].map((t) => h('th', null, t)))),
       h('tbody', {'data-morph': 'children'}, keys.length ? keys.map((k) => h('tr', {'data-id': k.id},
-        h('td', null, k.name || '—'), h('td', {class: 'id'}, k.prefix), h('td', null, fmtTime(k.created_at)), h('td', null, fmtTime(k.last_used_at)),
-        h('td', null, k.revoked_at ? badge('cancelled') : badge('scheduled')),
+        h('td', null, k.name || '—'), h('td', {class: 'id'}, k.prefix),
+        h('td', {class: 'scopes'}, k.all_scopes ? 'all' : (k.scopes || []).join(', ')),
+        h('td', null, fmtTime(k.created_at)), h('td', null, fmtTime(k.last_used_at)), h('td', null, k.expires_at ? fmtTime(k.expires_at) : 'never'),
+        h('td', null, k.revoked_at ? h('span', {class: 'badge st-cancelled'}, 'revoked')
+          : (k.expires_at && Date.parse(k.expires_at) <= now ? h('span', {class: 'badge st-expired'}, 'expired') : h('span', {class: 'badge st-scheduled'}, 'live'))),
         h('td', null, k.revoked_at ? '' : h('button', {type: 'button', class: 'danger revoke', id: 'revoke-' + k.id, onclick: async () => {
           if (!await confirmDialog('Revoke this key?', `${k.name || k.prefix}: every client using it is refused from now on.`, 'Revoke')) return;
           try {
@@ -945,19 +962,22 @@ async function keysPage() {
           } catch (e) {
             msg.replaceChildren(errorBox(e));
           }
-        }}, 'Revoke')))) : h('tr', null, h('td', {colspan: 6, class: 'empty'}, 'No keys.'))))]);
+        }}, 'Revoke')))) : h('tr', null, h('td', {colspan: 8, class: 'empty'}, 'No keys.'))))]);
   };
   const create = h('form', {class: 'filters', id: 'key-form', onsubmit: async (ev) => {
     ev.preventDefault();
     try {
-      const k = await api('POST', `/api/v1/users/${userID}/keys`, {name: nameIn.value.trim()});
+      const body = {name: nameIn.value.trim()};
+      if (scopesIn.value) body.scopes = scopesIn.value.split(',');
+      if (expiryIn.value) body.expires_at = new Date(Date.now() + Number(expiryIn.value) * 86400000).toISOString();
+      const k = await api('POST', `/api/v1/users/${userID}/keys`, body);
       nameIn.value = '';
       msg.replaceChildren(h('div', {class: 'new-key'}, h('p', null, 'The new key, shown this once: copy it now.'), h('code', {id: 'new-key'}, k.key)));
       await draw();
     } catch (e) {
       msg.replaceChildren(errorBox(e));
     }
-  }}, nameIn, h('button', {type: 'submit', id: 'create-key', class: 'primary'}, 'Create key'));
+  }}, nameIn, scopesIn, expiryIn, h('button', {type: 'submit', id: 'create-key', class: 'primary'}, 'Create key'));
   const picker = admin ? h('label', {class: 'inline'}, 'User ', h('select', {id: 'key-user', onchange: (ev) => go('#/keys', {user: ev.target.value})},
     users.map((u) => h('option', {value: u.id, selected: u.id === userID}, u.name)))) : null;
   await draw();

@@ -435,6 +435,40 @@ func TestDashboard(t *testing.T) {
 		}
 	})
 
+	t.Run("CreateAReadOnlyExpiringKey", func(t *testing.T) {
+		var key string
+		within(t, ctx, 20*time.Second,
+			page(base, "#/keys"),
+			chromedp.WaitVisible(chromedp.CSS("#key-form")),
+			setField("#key-name", "wall screen"),
+			chromedp.SetValue(chromedp.CSS("#key-scopes"), "jobs:read,runs:read"),
+			chromedp.SetValue(chromedp.CSS("#key-expiry"), "30"),
+			chromedp.Click(chromedp.CSS("#create-key")),
+			chromedp.WaitVisible(chromedp.CSS("#new-key")),
+			eval(`document.getElementById('new-key').textContent`, &key),
+		)
+		probe := &cluster.API{Base: api.Base, Token: key, HTTP: api.HTTP}
+		var me struct{ Scopes []string }
+		if code, err := probe.Do(t.Context(), "GET", "/api/v1/me", nil, &me); err != nil || code != 200 {
+			t.Fatalf("the new key answers %d, %v", code, err)
+		}
+		if strings.Join(me.Scopes, ",") != "jobs:read,runs:read" {
+			t.Fatalf("the key's scopes are %v", me.Scopes)
+		}
+		if code, _ := probe.Do(t.Context(), "POST", "/api/v1/jobs", map[string]any{"name": "x", "type": "ping", "delay": "1h",
+			"payload": map[string]any{"url": "https://example.com/"}}, nil); code != 403 {
+			t.Fatalf("a read-only key's create answers %d, not 403", code)
+		}
+		var shown string
+		within(t, ctx, 10*time.Second,
+			chromedp.WaitVisible(chromedp.CSS("#keys tbody tr td.scopes")),
+			eval(`[...document.querySelectorAll('#keys td.scopes')].map(td => td.textContent).join('|')`, &shown),
+		)
+		if !strings.Contains(shown, "jobs:read, runs:read") {
+			t.Fatalf("the keys table shows scopes %q", shown)
+		}
+	})
+
 	t.Run("NarrowScreen", func(t *testing.T) {
 		for _, route := range []string{"#/jobs", "#/runs", "#/new"} {
 			var scroll, width int
