@@ -23,6 +23,10 @@ func TestCheckURLReadsHostsAsTheDialerDoes(t *testing.T) {
 		"http://127.000.000.001/", "http://0/", "http://127。0。0。1/", "http://127．0．0．1/",
 		"http://0xa9fea9fe/latest/meta-data/", "http://169.254.169.254./", "http://[::ffff:7f00:1]/",
 		"http://ｌｏｃａｌｈｏｓｔ/", "https://10.1/", "http://0x0a.0x01.0x02.0x03/",
+		// Every inet_aton spelling of 127.0.0.1 and of 169.254.169.254.
+		"http://127.0.1/", "http://0x7f.1/", "http://0x7f.0.0x1/", "http://017700000001/",
+		"http://2852039166/", "http://0xa9fea9fe/", "http://0xa9.0xfe.0xa9.0xfe/", "http://169.254.43518/",
+		"http://169.16689662/", "http://0251.0376.0251.0376/", "http://0251.0xfe.43518/", "http://169.254.169.254/",
 	} {
 		err := jobtype.CheckURL("payload.url", raw, strict)
 		require.Error(t, err, raw)

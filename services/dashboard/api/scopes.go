@@ -125,6 +125,9 @@ func requireScope(c *echo.Context, p principal) error {
 	if need == 0 || p.scopes&need == need {
 		return nil
 	}
+	if need == canAdmin {
+		return newError(http.StatusForbidden, CodeForbidden, "", "this needs an administrator (a key with the admin scope)")
+	}
 	return newError(http.StatusForbidden, CodeForbidden, "",
 		"this key lacks the "+strings.Join(need.names(), ", ")+" scope")
 }

@@ -1,7 +1,10 @@
 package api_test
 
 import (
+	"encoding/json"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,4 +145,67 @@ func TestKeyCannotOutliveItsMaker(t *testing.T) {
 	require.Equal(t, "expires_at", e.Field)
 	rec = b.as(t, temp, http.MethodPost, keys, map[string]any{"expires_at": ends.Add(-time.Minute).Format(time.RFC3339)})
 	require.Equal(t, http.StatusCreated, rec.Code, "earlier is fine")
+}
+
+// TestReadOnlyKeyOnEveryRoute walks every operation openapi.json documents:
+// a read-only key (jobs:read, runs:read) is refused with 403 on each one
+// that changes something, before it reads or changes anything, and is not
+// refused by scope on the reads. Administrators' routes answer 403 too (the
+// key's user is no administrator).
+func TestReadOnlyKeyOnEveryRoute(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	u := b.user(t, "reader", "user", nil)
+	rec := b.as(t, u, http.MethodPost, "/api/v1/users/"+u.id.String()+"/keys", map[string]any{"scopes": []string{"jobs:read", "runs:read"}})
+	require.Equal(t, http.StatusCreated, rec.Code)
+	reader := person{id: u.id, key: decode[api.Key](t, rec).Key}
+	job := decode[api.Job](t, b.as(t, u, http.MethodPost, "/api/v1/jobs",
+		map[string]any{"name": "x", "type": "ping", "delay": "1h", "payload": map[string]any{"url": "https://example.com/"}}))
+
+	raw, err := api.OpenAPIDocument()
+	require.NoError(t, err)
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	writes, reads := 0, 0
+	for path, ops := range doc.Paths {
+		if !strings.HasPrefix(path, "/api/v1/") || path == "/api/v1/openapi.json" || path == "/api/v1/job-types" {
+			continue
+		}
+		concrete := strings.NewReplacer("{id}", job.ID.String(), "{key}", "some-key").Replace(path)
+		if strings.HasPrefix(path, "/api/v1/users/{id}") {
+			concrete = strings.Replace(path, "{id}", u.id.String(), 1)
+		}
+		for method := range ops {
+			method = strings.ToUpper(method)
+			if !slices.Contains([]string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}, method) {
+				continue // "parameters" and the like
+			}
+			rec := b.as(t, reader, method, concrete, map[string]any{})
+			if method == http.MethodGet && path == "/api/v1/signing-secret" {
+				// The secret signs as the user: a read-only key does not get it.
+				require.Equal(t, http.StatusForbidden, rec.Code)
+				continue
+			}
+			if method == http.MethodGet {
+				reads++
+				if rec.Code == http.StatusForbidden {
+					require.NotContains(t, rec.Body.String(), "lacks the", "%s %s: a read refused by scope", method, path)
+					require.Contains(t, rec.Body.String(), "needs an administrator", "%s %s", method, path)
+				}
+				continue
+			}
+			writes++
+			if path == "/api/v1/schedules/preview" {
+				require.NotEqual(t, http.StatusForbidden, rec.Code, "a preview reads")
+				continue
+			}
+			require.Equal(t, http.StatusForbidden, rec.Code, "%s %s: %s", method, path, rec.Body.String())
+		}
+	}
+	require.Greater(t, writes, 20)
+	require.GreaterOrEqual(t, reads, 15)
+	require.EqualValues(t, "scheduled", decode[api.Job](t, b.do(t, http.MethodGet, "/api/v1/jobs/"+job.ID.String(), nil)).Status,
+		"the job is as it was")
 }

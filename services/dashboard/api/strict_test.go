@@ -122,3 +122,31 @@ func TestLimitsWhileRedisIsDown(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthLimitBeforeAnyLookup: once an address has spent its failures, a
+// key-shaped token from it is refused without a Postgres query. The store
+// here answers nothing (every query fails, 503), so a 429 rather than a 503
+// shows that no query was made, and a fresh address's 503 that one would be.
+func TestAuthLimitBeforeAnyLookup(t *testing.T) {
+	t.Parallel()
+	q := api.DefaultQuotas
+	q.AuthFailuresPerMinute, q.AuthFailureBurst = 60, 2
+	b := setup(t, func(d *api.Deps) { d.Quotas = &q; d.Store = deadStore(t) })
+	from := func(addr, auth string) *httptest.ResponseRecorder {
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/api/v1/jobs", nil)
+		req.RemoteAddr = addr + ":40000"
+		req.Header.Set("Authorization", auth)
+		rec := httptest.NewRecorder()
+		b.h.ServeHTTP(rec, req)
+		return rec
+	}
+	const keyShaped = "Bearer tock_aaaaaaaaaaaaa_guess"
+	requireError(t, from("198.51.100.1", keyShaped), http.StatusServiceUnavailable, api.CodeUnavailable)
+	for range 2 {
+		requireError(t, from("198.51.100.2", "Bearer not-a-key"), http.StatusUnauthorized, api.CodeUnauthorized)
+	}
+	requireError(t, from("198.51.100.2", "Bearer not-a-key"), http.StatusTooManyRequests, api.CodeRateLimited)
+	for range 5 {
+		requireError(t, from("198.51.100.2", keyShaped), http.StatusTooManyRequests, api.CodeRateLimited)
+	}
+}
