@@ -183,10 +183,11 @@ func (l *Jobs) removeStale(ctx context.Context, occ job.Occurrence) {
 
 // Trigger runs a scheduled job of owner's once more, at now, in addition to
 // its schedule: one extra occurrence under the job's current generation and
-// priority, with an idempotency key of its own. Nothing is committed before
-// Redis: the occurrence is put in the due set, and once it is there it will
-// run, so the audit entry written after it is logged, not returned, when it
-// fails. A job that is not scheduled is job.ErrConflict.
+// priority, with an idempotency key of its own. Its audit entry and the
+// occurrence go together: the entry is inserted, the occurrence put in the
+// due set, and only then the entry committed, so a failure to queue leaves
+// no entry and a failure to write the entry queues nothing. A job that is
+// not scheduled is job.ErrConflict.
 func (l *Jobs) Trigger(ctx context.Context, owner, id uuid.UUID, now time.Time, a store.Audit) (job.Occurrence, error) {
 	j, err := l.store.GetJob(ctx, owner, id)
 	if err != nil {
@@ -196,13 +197,13 @@ func (l *Jobs) Trigger(ctx context.Context, owner, id uuid.UUID, now time.Time, 
 		return job.Occurrence{}, fmt.Errorf("%w: a %s job cannot be triggered; only a scheduled one can", job.ErrConflict, j.Status)
 	}
 	occ := j.Occurrence(now)
-	if err := l.queue.Enqueue(ctx, []queue.Entry{{Occurrence: occ, DueAt: now}}); err != nil {
-		return job.Occurrence{}, fmt.Errorf("trigger job %s: %w", j.ID, err)
-	}
 	change, _ := json.Marshal(map[string]any{"scheduled_for": now, "idempotency_key": occ.Key()})
 	entry := store.AuditEntry{At: now, Actor: a.Actor, Action: a.Action, TargetType: store.TargetJob, TargetID: j.ID, Change: change}
-	if err := l.store.RecordAudit(context.WithoutCancel(ctx), entry); err != nil {
-		l.log.Error("audit_failed", zap.String("action", entry.Action), zap.Stringer("job_id", j.ID), zap.Error(err))
+	err = l.store.RecordAuditAround(ctx, entry, func(ctx context.Context) error {
+		return l.queue.Enqueue(ctx, []queue.Entry{{Occurrence: occ, DueAt: now}})
+	})
+	if err != nil {
+		return job.Occurrence{}, fmt.Errorf("trigger job %s: %w", j.ID, err)
 	}
 	return occ, nil
 }

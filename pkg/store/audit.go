@@ -106,6 +106,22 @@ func (s *Store) RecordAudit(ctx context.Context, e AuditEntry) error {
 	return nil
 }
 
+// RecordAuditAround writes an audit entry in a transaction around then:
+// the entry commits only if then succeeds, and then runs only once the
+// entry is written. Trigger uses it to put its occurrence in Redis between
+// the entry's insert and its commit, so an occurrence is never queued
+// without its entry being on its way, nor an entry kept for an occurrence
+// that was not queued.
+func (s *Store) RecordAuditAround(ctx context.Context, e AuditEntry, then func(context.Context) error) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, insertAuditSQL, e.At, e.Actor, e.Action, e.TargetType, e.TargetID, nullJSONObject(e.Change)); err != nil {
+			return fmt.Errorf("audit %s: %w", e.Action, translate(err))
+		}
+		return then(ctx)
+	})
+	return err
+}
+
 func nullJSONObject(b json.RawMessage) []byte {
 	if len(b) == 0 {
 		return []byte("{}")

@@ -64,6 +64,12 @@ func TestAutoPause(t *testing.T) {
 	again, err := b.st.AutoPause(b.ctx, []uuid.UUID{failing.ID}, 5, b.now)
 	require.NoError(t, err)
 	require.Empty(t, again, "a paused job is not paused twice")
+
+	entries := b.auditLog(t, store.AuditFilter{Target: failing.ID, Action: store.ActionJobPause})
+	require.Len(t, entries, 1, "the pause is audited once, with it")
+	require.Equal(t, store.TockActor, entries[0].Actor)
+	require.Contains(t, string(entries[0].Change), "last 5 occurrences failed permanently")
+	require.Empty(t, b.auditLog(t, store.AuditFilter{Target: recovering.ID, Action: store.ActionJobPause}))
 }
 
 func TestClaimDueRecurring(t *testing.T) {

@@ -442,23 +442,34 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]job.Run, error) {
 // permanently_failed (an occurrence's final attempt is its last row that is
 // completed or permanently_failed; failed attempts that were retried and
 // skipped occurrences do not count).
-const autoPauseSQL = `UPDATE jobs j SET status = 'paused', generation = j.generation + 1, paused_reason = $3, updated_at = $4
-WHERE j.id = ANY($1) AND j.status = 'scheduled' AND j.schedule IS NOT NULL
-  AND (SELECT count(*) FILTER (WHERE last.status = 'permanently_failed') FROM (
-        SELECT r.status FROM job_runs r
-        WHERE r.job_id = j.id AND r.status IN ('completed', 'permanently_failed')
-        ORDER BY r.scheduled_for DESC, r.attempt DESC
-        LIMIT $2) last) = $2
-RETURNING j.id`
+const autoPauseSQL = `WITH paused AS (
+    UPDATE jobs j SET status = 'paused', generation = j.generation + 1, paused_reason = $3, updated_at = $4
+    WHERE j.id = ANY($1) AND j.status = 'scheduled' AND j.schedule IS NOT NULL
+      AND (SELECT count(*) FILTER (WHERE last.status = 'permanently_failed') FROM (
+            SELECT r.status FROM job_runs r
+            WHERE r.job_id = j.id AND r.status IN ('completed', 'permanently_failed')
+            ORDER BY r.scheduled_for DESC, r.attempt DESC
+            LIMIT $2) last) = $2
+    RETURNING j.id
+), logged AS (
+    INSERT INTO audit_log (at, actor_id, action, target_type, target_id, change)
+    SELECT $4, $5, 'job.pause', 'job', id, jsonb_build_object('reason', $3::text, 'by', 'tock') FROM paused
+)
+SELECT id FROM paused`
+
+// TockActor is the audit log's actor for what tock does on its own (the
+// worker's auto-pause): the nil UUID, which no user has.
+var TockActor = uuid.Nil
 
 // AutoPause pauses those of the given recurring jobs whose last n occurrences
 // all failed permanently, saying so in paused_reason, and returns their ids.
+// Each pause is audited (job.pause by TockActor) in the same statement.
 func (s *Store) AutoPause(ctx context.Context, ids []uuid.UUID, n int, now time.Time) ([]uuid.UUID, error) {
 	if len(ids) == 0 || n <= 0 {
 		return nil, nil
 	}
 	reason := fmt.Sprintf("paused by tock: the last %d occurrences failed permanently", n)
-	rows, err := s.pool.Query(ctx, autoPauseSQL, ids, n, reason, now)
+	rows, err := s.pool.Query(ctx, autoPauseSQL, ids, n, reason, now, TockActor)
 	if err != nil {
 		return nil, fmt.Errorf("auto-pause: %w", translate(err))
 	}

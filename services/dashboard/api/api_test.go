@@ -525,6 +525,15 @@ func TestCancelJob(t *testing.T) {
 		requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/nope", nil), http.StatusNotFound, api.CodeNotFound)
 	})
 
+	t.Run("RedisDownTriggerLeavesNoAuditEntry", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, func(d *api.Deps) { d.Queue = queue.New(deadRedis(t), "unused", 1) })
+		j := b.create(t, "trigger me", b.now.Add(time.Hour))
+		requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs/"+j.ID.String()+"/trigger", nil), http.StatusServiceUnavailable, api.CodeUnavailable)
+		audit := decode[api.AuditList](t, b.do(t, http.MethodGet, "/api/v1/audit?action=job.trigger", nil))
+		require.Empty(t, audit.Entries, "no occurrence was queued, so no trigger is recorded")
+	})
+
 	t.Run("RedisDownStillCancels", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, func(d *api.Deps) { d.Queue = queue.New(deadRedis(t), "unused", 1) })
