@@ -20,8 +20,11 @@ build:
 	@echo "built bin/dashboard bin/scheduler bin/worker bin/tock"
 
 ## run: start Postgres and Redis if needed, then all three services
+# At a terminal, the script runs as a job of its own (bash -m), which Ctrl-C
+# reaches and make does not: the script stops the services once and exits
+# 0, and make with it, instead of make dying of the signal (exit 130).
 run: build
-	@bash scripts/dev/run.sh
+	@if [ -t 0 ]; then bash -m -c 'bash scripts/dev/run.sh; exit $$?'; else bash scripts/dev/run.sh; fi
 
 ## test: gofmt, go vet, then every module's tests (unit, integration, end-to-end)
 test: lint
