@@ -239,7 +239,16 @@ const routes = [
   [/^#\/jobs(\?.*)?$/, jobsPage],
 ];
 
+// routeSeq counts navigations: a page still loading when the next one
+// starts must not mount over it (alive).
+let routeSeq = 0;
+
+// alive, called first thing in a page, tells later whether that page is
+// still the one shown.
+function alive() { const s = routeSeq; return () => s === routeSeq; }
+
 async function route() {
+  const seq = ++routeSeq;
   timers.forEach(clearInterval);
   timers = [];
   const hash = location.hash || '#/jobs';
@@ -272,13 +281,14 @@ async function route() {
     a.classList.toggle('active', on);
     if (on) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
+  if (seq !== routeSeq) return; // another navigation started meanwhile
   for (const [re, page] of routes) {
     const m = hash.match(re);
     if (m) {
       try {
         await page(m);
       } catch (e) {
-        if (e.status !== 401) mount(errorBox(e));
+        if (e.status !== 401 && seq === routeSeq) mount(errorBox(e));
       }
       return;
     }
@@ -329,6 +339,7 @@ function pageSize(q, id) {
 // ---- sign-in
 
 function signinPage() {
+  const live = alive();
   const q = query();
   const next = q.get('next') && q.get('next').startsWith('#/') && !q.get('next').startsWith('#/signin') ? q.get('next') : '#/jobs';
   const failed = q.has('failed');
@@ -353,7 +364,7 @@ function signinPage() {
   msg,
   h('button', {type: 'submit', id: 'signin'}, 'Sign in'),
   h('p', {class: 'hint'}, 'The key is kept in an HttpOnly cookie for this browser session and never in page storage.'));
-  mount(form);
+  live() && mount(form);
   input.focus();
 }
 
@@ -370,6 +381,7 @@ function labelParams(text) {
 }
 
 async function jobsPage() {
+  const live = alive();
   const q = query();
   const admin = isAdmin();
   const params = new URLSearchParams();
@@ -487,7 +499,7 @@ async function jobsPage() {
     morph(pagerBox, [pager('#/jobs', q, list.next_cursor), pageSize(q, 'page-size')]);
   };
   await draw();
-  mount(h('div', {class: 'bar'}, h('h1', null, 'Jobs'), h('a', {href: '#/new', class: 'button primary'}, 'New job')),
+  live() && mount(h('div', {class: 'bar'}, h('h1', null, 'Jobs'), h('a', {href: '#/new', class: 'button primary'}, 'New job')),
     totals, filters, bulkBar, msg, wrap(table), pagerBox);
   every(5000, draw);
 }
@@ -495,6 +507,7 @@ async function jobsPage() {
 // ---- runs across jobs
 
 async function runsPage() {
+  const live = alive();
   const q = query();
   const admin = isAdmin();
   const params = new URLSearchParams();
@@ -540,16 +553,17 @@ async function runsPage() {
     morph(pagerBox, [pager('#/runs', q, list.next_cursor), pageSize(q, 'run-page-size')]);
   };
   await draw();
-  mount(h('div', {class: 'bar'}, h('h1', null, 'Runs')), filters, wrap(table), pagerBox);
+  live() && mount(h('div', {class: 'bar'}, h('h1', null, 'Runs')), filters, wrap(table), pagerBox);
   if (!q.get('cursor')) every(5000, draw);
 }
 
 // ---- job detail
 
 async function detailPage(id) {
+  const live = alive();
   const view = h('div', {id: 'detail'});
   const msg = h('p', {class: 'error', role: 'alert', id: 'detail-error', hidden: true});
-  mount(msg, view);
+  live() && mount(msg, view);
   const runCursors = [''];   // the cursor of each run page reached, for Newer/Older
   const show = (e) => { msg.textContent = errorText(e); msg.hidden = false; };
   const act = async (method, path, body) => {
@@ -649,6 +663,7 @@ function detailView(j, next, runs, ctl) {
 // The form's fields, read into a job body (a POST's) or compared against the
 // job as it was (a PATCH sends only what changed).
 async function formPage(id) {
+  const live = alive();
   const j = id ? await api('GET', '/api/v1/jobs/' + id) : null;
   const admin = isAdmin();
   const sched = (j && j.schedule) || {};
@@ -900,7 +915,7 @@ async function formPage(id) {
   general,
   h('div', {class: 'actions'}, h('button', {type: 'submit', id: 'save', class: 'primary'}, j ? 'Save' : 'Create job'),
     h('a', {href: j ? '#/jobs/' + j.id : '#/jobs', class: 'button'}, 'Back')));
-  mount(form);
+  live() && mount(form);
   refreshPreview();
 }
 
@@ -928,6 +943,7 @@ function showFieldError(form, err, general) {
 // ---- API keys
 
 async function keysPage() {
+  const live = alive();
   const q = query();
   const admin = isAdmin();
   const users = admin ? (await api('GET', '/api/v1/users?limit=500')).users : [me];
@@ -981,12 +997,13 @@ async function keysPage() {
   const picker = admin ? h('label', {class: 'inline'}, 'User ', h('select', {id: 'key-user', onchange: (ev) => go('#/keys', {user: ev.target.value})},
     users.map((u) => h('option', {value: u.id, selected: u.id === userID}, u.name)))) : null;
   await draw();
-  mount(h('div', {class: 'bar'}, h('h1', null, 'API keys'), picker), create, msg, wrap(view));
+  live() && mount(h('div', {class: 'bar'}, h('h1', null, 'API keys'), picker), create, msg, wrap(view));
 }
 
 // ---- users (administrators)
 
 async function usersPage() {
+  const live = alive();
   const view = h('div', {id: 'users-view'});
   const msg = h('div', {role: 'status', id: 'user-msg'});
   const act = async (f) => {
@@ -1037,12 +1054,13 @@ async function usersPage() {
     });
   }}, nameIn, role, h('button', {type: 'submit', id: 'create-user', class: 'primary'}, 'Create user'));
   await draw();
-  mount(h('div', {class: 'bar'}, h('h1', null, 'Users')), create, msg, wrap(view));
+  live() && mount(h('div', {class: 'bar'}, h('h1', null, 'Users')), create, msg, wrap(view));
 }
 
 // ---- audit log (administrators)
 
 async function auditPage() {
+  const live = alive();
   const q = query();
   const params = new URLSearchParams();
   for (const k of ['action', 'actor', 'target', 'cursor']) if (q.get(k)) params.set(k, q.get(k));
@@ -1061,14 +1079,15 @@ async function auditPage() {
     h('tbody', null, list.entries.length ? list.entries.map((e) => h('tr', null, h('td', null, fmtTime(e.at)), h('td', {class: 'id'}, e.actor),
       h('td', null, e.action), h('td', null, e.target_type, ' ', h('span', {class: 'id'}, e.target_id)),
       h('td', {class: 'output'}, short(JSON.stringify(e.change), 300)))) : h('tr', null, h('td', {colspan: 5, class: 'empty'}, 'No entries match.'))));
-  mount(h('div', {class: 'bar'}, h('h1', null, 'Audit log')), filters, wrap(table), pager('#/audit', q, list.next_cursor), pageSize(q, 'audit-page-size'));
+  live() && mount(h('div', {class: 'bar'}, h('h1', null, 'Audit log')), filters, wrap(table), pager('#/audit', q, list.next_cursor), pageSize(q, 'audit-page-size'));
 }
 
 // ---- system (administrators)
 
 async function systemPage() {
+  const live = alive();
   const view = h('div', {id: 'system'});
-  mount(h('h1', null, 'System'), view);
+  live() && mount(h('h1', null, 'System'), view);
   const draw = async () => morph(view, systemView(await api('GET', '/api/v1/system')));
   await draw();
   every(5000, draw);
