@@ -27,10 +27,15 @@ if [ -z "${TOCK_ADMIN_TOKEN:-}" ]; then
   export TOCK_ADMIN_TOKEN
 fi
 
-# The operator key that seals users' webhook signing secrets at rest.
+# The operator key that seals users' webhook signing secrets at rest. It
+# belongs with the database, which every checkout on this machine shares, so
+# it is kept per machine, not per checkout: a second clone must open what
+# the first one sealed.
 if [ -z "${TOCK_SECRET_KEY:-}${TOCK_SECRET_KEY_FILE:-}" ]; then
-  [ -s .run/secret-key ] || { head -c 32 /dev/urandom | base64 > .run/secret-key; chmod 600 .run/secret-key; }
-  TOCK_SECRET_KEY_FILE=$PWD/.run/secret-key
+  keydir="${XDG_STATE_HOME:-$HOME/.local/state}/tock"
+  mkdir -p "$keydir" && chmod 700 "$keydir"
+  [ -s "$keydir/dev-secret-key" ] || { (umask 077; head -c 32 /dev/urandom | base64 > "$keydir/dev-secret-key"); }
+  TOCK_SECRET_KEY_FILE="$keydir/dev-secret-key"
   export TOCK_SECRET_KEY_FILE
 fi
 
