@@ -111,7 +111,7 @@ func (s *Server) authGate(c *echo.Context) error {
 	if s.quotas.AuthFailuresPerMinute <= 0 || s.limiter == nil {
 		return nil
 	}
-	if retry, ok := s.limiter.blocked.blocked(s.limiter.clientAddr(c.Request()), s.clock()); ok {
+	if retry, ok := s.limiter.blocked.blocked(addrKey(s.limiter.clientAddr(c.Request())), s.clock()); ok {
 		return tooManyFailures(c, retry)
 	}
 	return nil
@@ -127,7 +127,7 @@ func (s *Server) authFailed(c *echo.Context, answer func() error) error {
 	if q.AuthFailuresPerMinute <= 0 || s.limiter == nil {
 		return answer()
 	}
-	addr := s.limiter.clientAddr(c.Request())
+	addr := addrKey(s.limiter.clientAddr(c.Request()))
 	burst := q.AuthFailureBurst
 	if burst <= 0 {
 		burst = q.AuthFailuresPerMinute
@@ -148,4 +148,19 @@ func (s *Server) authFailed(c *echo.Context, answer func() error) error {
 	s.limiter.blocked.block(addr, now, now.Add(retry))
 	s.log.Info("auth_failures_limited", zap.String("addr", addr), zap.Duration("retry_after", retry))
 	return tooManyFailures(c, retry)
+}
+
+// addrKey is the bucket a client address counts in: an IPv4 address alone,
+// an IPv6 address by its /64, which one subscriber usually holds whole (a
+// limit per IPv6 address would let one client rotate through 2^64 of them).
+func addrKey(addr string) string {
+	a, err := netip.ParseAddr(addr)
+	if err != nil || !a.Is6() || a.Is4In6() {
+		if err == nil {
+			return a.Unmap().String()
+		}
+		return addr
+	}
+	p, _ := a.WithZone("").Prefix(64)
+	return p.String()
 }

@@ -79,6 +79,13 @@ func TestAuthFailuresPerAddress(t *testing.T) {
 	requireError(t, from(attacker, "Bearer "+token), http.StatusTooManyRequests, api.CodeRateLimited)
 
 	require.Equal(t, http.StatusOK, from(other, "Bearer "+token).Code, "another address is served")
+
+	// IPv6 counts by /64: rotating through one's own prefix does not escape.
+	for _, a := range []string{"[2001:db8:1:2::1]", "[2001:db8:1:2::2]", "[2001:db8:1:2:ffff::9]"} {
+		requireError(t, from(a, "Bearer nope"), http.StatusUnauthorized, api.CodeUnauthorized)
+	}
+	requireError(t, from("[2001:db8:1:2::abcd]", "Bearer nope"), http.StatusTooManyRequests, api.CodeRateLimited)
+	require.Equal(t, http.StatusOK, from("[2001:db8:1:3::1]", "Bearer "+token).Code, "another /64 is served")
 	requireError(t, from(other, "Bearer nope"), http.StatusUnauthorized, api.CodeUnauthorized)
 
 	// A trusted proxy speaks for its client through X-Forwarded-For; any
