@@ -163,6 +163,22 @@ func (s *Server) revokeKey(c *echo.Context) error {
 		return errKeyNotFound
 	}
 	p := caller(c)
+	if !p.admin {
+		// A narrowed key may not revoke a broader one of its user's: it
+		// could otherwise take away the keys that can undo what it does.
+		keys, err := s.store.ListKeys(c.Request().Context(), p.user)
+		if err != nil {
+			return dependency(err)
+		}
+		for _, k := range keys {
+			if k.ID == id {
+				if extra := keyScopes(k, store.RoleUser) &^ p.scopes; extra != 0 {
+					return newError(http.StatusForbidden, CodeForbidden, "",
+						"that key has "+strings.Join(extra.names(), ", ")+", which your key lacks, so your key cannot revoke it")
+				}
+			}
+		}
+	}
 	_, err = s.store.RevokeKey(c.Request().Context(), p.scope(), id, s.now(), p.audit(store.ActionKeyRevoke))
 	if errors.Is(err, job.ErrNotFound) {
 		return errKeyNotFound

@@ -99,6 +99,17 @@ func TestScopedKeys(t *testing.T) {
 		require.Equal(t, tt.field, e.Field, "%v", tt.body)
 	}
 
+	// A narrowed key cannot revoke a broader one.
+	var full api.Key
+	for _, k := range decode[api.KeyList](t, b.as(t, u, http.MethodGet, keys, nil)).Keys {
+		if k.AllScopes {
+			full = k
+		}
+	}
+	e = requireError(t, b.as(t, writer, http.MethodDelete, "/api/v1/keys/"+full.ID.String(), nil), http.StatusForbidden, api.CodeForbidden)
+	require.Contains(t, e.Message, "jobs:read")
+	require.Equal(t, http.StatusOK, b.as(t, u, http.MethodGet, "/api/v1/me", nil).Code, "the broader key still works")
+
 	// The fourth live key is the last; an expired one no longer counts.
 	soon, _, code := newKey(u, map[string]any{"expires_at": b.now.Add(time.Hour).Format(time.RFC3339)})
 	require.Equal(t, http.StatusCreated, code)
