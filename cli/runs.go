@@ -130,7 +130,9 @@ func (a *app) runsTailCmd() *cobra.Command {
 		Short: "Print runs as they start and finish, until Ctrl-C",
 		Long: `tail asks for the newest runs every second (GET /api/v1/runs) and prints
 each run that appears, and again when its status changes (running, then
-completed or failed). It takes the filters of runs list.`,
+completed or failed). When more than a page (200) came since the last
+look, it follows the pages back, up to 2,000 runs, and says so beyond.
+It takes the filters of runs list.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if every <= 0 {
@@ -174,10 +176,28 @@ func (a *app) tail(ctx context.Context, c *tock.Client, f tock.RunFilter, every 
 		case err != nil:
 			return err
 		}
-		now := make(map[string]string, len(page.Runs))
+		runs := page.Runs
+		// More than a page may have come since the last look: follow the
+		// pages back until one holds a run already seen, up to a bound.
+		for pages := 1; round > 0 && page.NextCursor != "" && !anySeen(page.Runs, seen); pages++ {
+			if pages == maxTailPages {
+				fmt.Fprintf(a.errOut, "tock: more than %d new runs since the last look; the older ones are not shown\n", len(runs))
+				break
+			}
+			g := f
+			g.Cursor = page.NextCursor
+			if page, err = c.Runs.List(ctx, g); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			runs = append(runs, page.Runs...)
+		}
+		now := make(map[string]string, len(runs))
 		// Oldest first, so the output reads in time order.
-		for i := len(page.Runs) - 1; i >= 0; i-- {
-			run := page.Runs[i]
+		for i := len(runs) - 1; i >= 0; i-- {
+			run := runs[i]
 			now[run.ID] = run.Status
 			if round == 0 || seen[run.ID] == run.Status {
 				continue
@@ -200,6 +220,19 @@ func (a *app) tail(ctx context.Context, c *tock.Client, f tock.RunFilter, every 
 		case <-tick.C:
 		}
 	}
+}
+
+// maxTailPages bounds how many pages one look of tail follows back.
+const maxTailPages = 10
+
+// anySeen reports whether any of runs was seen at the last look.
+func anySeen(runs []tock.Run, seen map[string]string) bool {
+	for _, r := range runs {
+		if _, ok := seen[r.ID]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *app) previewCmd() *cobra.Command {
