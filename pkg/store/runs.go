@@ -247,10 +247,10 @@ JOIN job_runs jr ON jr.job_id = r.job_id AND jr.scheduled_for = r.scheduled_for 
 LEFT JOIN jobs j ON j.id = r.job_id
 WHERE jr.scheduled_for = ANY($2)`
 
-// RunStates returns the recorded state of each attempt that has a run row,
-// keyed by the occurrence's member. An attempt absent from the map has no row:
-// its job is no longer scheduled, so it must not run.
-func (s *Store) RunStates(ctx context.Context, occs []job.Occurrence) (map[string]RunState, error) {
+// attemptArrays spreads occs into the column arrays the run statements
+// take (job ids, scheduled times, attempts) and maps each attempt's run key
+// back to its member.
+func attemptArrays(occs []job.Occurrence) ([]uuid.UUID, []time.Time, []int16, map[string]string) {
 	jobIDs := make([]uuid.UUID, len(occs))
 	sched := make([]time.Time, len(occs))
 	attempts := make([]int16, len(occs))
@@ -259,6 +259,14 @@ func (s *Store) RunStates(ctx context.Context, occs []job.Occurrence) (map[strin
 		jobIDs[i], sched[i], attempts[i] = o.JobID, o.ScheduledFor, int16(o.Attempt)
 		members[runKey(o.JobID, o.ScheduledFor, o.Attempt)] = o.Member()
 	}
+	return jobIDs, sched, attempts, members
+}
+
+// RunStates returns the recorded state of each attempt that has a run row,
+// keyed by the occurrence's member. An attempt absent from the map has no row:
+// its job is no longer scheduled, so it must not run.
+func (s *Store) RunStates(ctx context.Context, occs []job.Occurrence) (map[string]RunState, error) {
+	jobIDs, sched, attempts, members := attemptArrays(occs)
 	rows, err := s.pool.Query(ctx, runStatesSQL, jobIDs, sched, attempts)
 	if err != nil {
 		return nil, fmt.Errorf("run states: %w", translate(err))
@@ -558,14 +566,7 @@ FROM unnest($1::uuid[], $2::timestamptz[], $3::smallint[]) AS r(job_id, schedule
 // absent when there was none. A failure alert's "recovered" is a completed
 // attempt whose previous one failed.
 func (s *Store) PreviousOutcomes(ctx context.Context, occs []job.Occurrence) (map[string]job.RunStatus, error) {
-	jobIDs := make([]uuid.UUID, len(occs))
-	sched := make([]time.Time, len(occs))
-	attempts := make([]int16, len(occs))
-	members := make(map[string]string, len(occs))
-	for i, o := range occs {
-		jobIDs[i], sched[i], attempts[i] = o.JobID, o.ScheduledFor, int16(o.Attempt)
-		members[runKey(o.JobID, o.ScheduledFor, o.Attempt)] = o.Member()
-	}
+	jobIDs, sched, attempts, members := attemptArrays(occs)
 	rows, err := s.pool.Query(ctx, previousOutcomesSQL, jobIDs, sched, attempts)
 	if err != nil {
 		return nil, fmt.Errorf("previous outcomes: %w", translate(err))
