@@ -108,6 +108,21 @@ func (e *Env) List(name string) []string {
 	return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
+// Prefixes returns the variable's comma- or space-separated CIDRs; each
+// one that is not a CIDR is a problem, named with example as a model.
+func (e *Env) Prefixes(name, example string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, v := range e.List(name) {
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			e.Check(fmt.Errorf("%s: %q is not a CIDR such as %s", name, v, example))
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 // Check records err, if not nil, as a configuration problem.
 func (e *Env) Check(err error) {
 	if err != nil {
@@ -266,14 +281,7 @@ func ReadScheduling(e *Env) Scheduling {
 // refuse, so both must read the same variables.
 func ReadTargets(e *Env) outbound.Options {
 	o := outbound.Options{AllowPrivate: e.Bool("TOCK_ALLOW_PRIVATE_TARGETS", false)}
-	for _, s := range e.List("TOCK_ALLOWED_TARGET_CIDRS") {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			e.Check(fmt.Errorf("TOCK_ALLOWED_TARGET_CIDRS: %q is not a CIDR such as 10.1.0.0/16", s))
-			continue
-		}
-		o.AllowCIDRs = append(o.AllowCIDRs, p)
-	}
+	o.AllowCIDRs = e.Prefixes("TOCK_ALLOWED_TARGET_CIDRS", "10.1.0.0/16")
 	for _, h := range e.List("TOCK_SQS_HOSTS") {
 		if strings.ContainsAny(h, "/@ ") {
 			e.Check(fmt.Errorf("TOCK_SQS_HOSTS: %q is not a host or host:port such as elasticmq:9324", h))

@@ -67,14 +67,7 @@ func readConfig(e *config.Env) (Config, error) {
 			OnRedisDown:           e.String("TOCK_LIMITS_ON_REDIS_DOWN", api.LimitsAllow),
 		},
 	}
-	for _, v := range e.List("TOCK_TRUSTED_PROXIES") {
-		p, err := netip.ParsePrefix(v)
-		if err != nil {
-			e.Check(fmt.Errorf("TOCK_TRUSTED_PROXIES: %q is not a CIDR such as 10.0.0.0/16", v))
-			continue
-		}
-		c.TrustedProxies = append(c.TrustedProxies, p)
-	}
+	c.TrustedProxies = e.Prefixes("TOCK_TRUSTED_PROXIES", "10.0.0.0/16")
 	if p := c.Quotas.OnRedisDown; p != api.LimitsAllow && p != api.LimitsDeny {
 		e.Check(fmt.Errorf("TOCK_LIMITS_ON_REDIS_DOWN=%q must be %s or %s", p, api.LimitsAllow, api.LimitsDeny))
 	}
