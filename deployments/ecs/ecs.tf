@@ -31,6 +31,9 @@ locals {
       env = {
         TOCK_HTTP_ADDR    = "0.0.0.0:8080"
         TOCK_METRICS_ADDR = "0.0.0.0:9090"
+        # The ALB's X-Forwarded-For names the client, for the limit on
+        # failed authentication; without it every client is the ALB.
+        TOCK_TRUSTED_PROXIES = var.vpc_cidr
       }
       secrets = { TOCK_ADMIN_TOKEN = aws_secretsmanager_secret.admin_token.arn }
     }

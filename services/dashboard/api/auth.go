@@ -105,9 +105,6 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if err := strictHeaders(r); err != nil {
 			return err
 		}
-		if err := s.authGate(c); err != nil {
-			return err
-		}
 		refuse := func() error { return s.authFailed(c, func() error { return unauthorized(c) }) }
 		var token string
 		if h := r.Header.Get("Authorization"); h != "" {
@@ -124,6 +121,9 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				return refuse()
 			}
 			token = t
+		}
+		if err := s.authGate(c, token); err != nil {
+			return err
 		}
 		p, err := s.credential(r.Context(), token)
 		if err != nil {
@@ -154,7 +154,11 @@ func (s *Server) credential(ctx context.Context, token string) (*principal, erro
 	if len(s.token) > 0 && subtle.ConstantTimeCompare(got[:], admin[:]) == 1 {
 		return &principal{user: store.BootstrapAdmin, admin: true, scopes: roleScopes(store.RoleAdmin)}, nil
 	}
-	return s.keyPrincipal(ctx, token, got[:])
+	p, err := s.keyPrincipal(ctx, token, got[:])
+	if p != nil && s.limiter != nil {
+		s.limiter.good.add(got, s.clock())
+	}
+	return p, err
 }
 
 // keyPrincipal authenticates an API key: nil if it is not one, unknown,

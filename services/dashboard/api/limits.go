@@ -122,6 +122,8 @@ type limiter struct {
 	// clientAddr reads a request's (clientAddrFunc).
 	blocked    blockedAddrs
 	clientAddr echo.IPExtractor
+	// good are the tokens that authenticated lately (authGate).
+	good goodTokens
 }
 
 // take takes n tokens from the bucket of key (a user id, or a client

@@ -77,9 +77,6 @@ func (s *Server) signIn(c *echo.Context) error {
 	if err := strictHeaders(r); err != nil {
 		return err
 	}
-	if err := s.authGate(c); err != nil {
-		return err
-	}
 	form := !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")
 	var key string
 	if form {
@@ -94,6 +91,9 @@ func (s *Server) signIn(c *echo.Context) error {
 		key = body.Key
 	}
 	key = strings.TrimSpace(key)
+	if err := s.authGate(c, key); err != nil {
+		return err
+	}
 	p, err := s.credential(r.Context(), key)
 	if err != nil {
 		return err

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
 	"net"
 	"net/http"
 	"net/netip"
@@ -106,15 +108,67 @@ func tooManyFailures(c *echo.Context, retry time.Duration) error {
 }
 
 // authGate refuses, before any credential is looked up, a request from an
-// address that has spent its budget of failed authentications.
-func (s *Server) authGate(c *echo.Context) error {
+// address that has spent its budget of failed authentications, unless its
+// token is one that authenticated lately (or the admin token): the clients
+// that share an address with a careless or hostile one (behind a NAT, or a
+// proxy not named in TOCK_TRUSTED_PROXIES) keep working, while guesses,
+// which no recent success vouches for, cost nothing.
+func (s *Server) authGate(c *echo.Context, token string) error {
 	if s.quotas.AuthFailuresPerMinute <= 0 || s.limiter == nil {
 		return nil
 	}
-	if retry, ok := s.limiter.blocked.blocked(addrKey(s.limiter.clientAddr(c.Request())), s.clock()); ok {
-		return tooManyFailures(c, retry)
+	now := s.clock()
+	retry, ok := s.limiter.blocked.blocked(addrKey(s.limiter.clientAddr(c.Request())), now)
+	if !ok {
+		return nil
 	}
-	return nil
+	sum := sha256.Sum256([]byte(token))
+	admin := sha256.Sum256(s.token)
+	if len(s.token) > 0 && subtle.ConstantTimeCompare(sum[:], admin[:]) == 1 || s.limiter.good.has(sum, now) {
+		return nil
+	}
+	return tooManyFailures(c, retry)
+}
+
+// goodTokens remembers, by SHA-256, the tokens that authenticated within
+// goodFor, so that a blocked address's known clients still get through.
+type goodTokens struct {
+	mu   sync.Mutex
+	seen map[[32]byte]time.Time
+}
+
+// goodFor is how long a success vouches for a token, and maxGood bounds the
+// memory (beyond it, stale entries go; if none is stale, the new one is not
+// kept and its client merely waits out a block like the rest).
+const (
+	goodFor = 10 * time.Minute
+	maxGood = 100_000
+)
+
+func (g *goodTokens) add(sum [32]byte, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.seen == nil {
+		g.seen = map[[32]byte]time.Time{}
+	}
+	if _, ok := g.seen[sum]; !ok && len(g.seen) >= maxGood {
+		for k, t := range g.seen {
+			if now.Sub(t) >= goodFor {
+				delete(g.seen, k)
+			}
+		}
+		if len(g.seen) >= maxGood {
+			return
+		}
+	}
+	g.seen[sum] = now
+}
+
+func (g *goodTokens) has(sum [32]byte, now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t, ok := g.seen[sum]
+	return ok && now.Sub(t) < goodFor
 }
 
 // authFailed counts one request without valid credentials against its
