@@ -247,7 +247,13 @@ type Message struct {
 	ID         string
 	Occurrence job.Occurrence
 	DueAt      time.Time
-	// Err is set when the entry cannot be decoded: a poison entry.
+	// Deliveries is how many times the group has handed the entry to a
+	// consumer, this time included: 1 when Read, more when Reclaimed (0 when
+	// it was acknowledged between the claim and the count). An entry
+	// delivered again and again never reached an outcome.
+	Deliveries int
+	// Err is set when the entry cannot be decoded (a poison entry), or by
+	// the worker to say why it sets a decoded entry aside (SetAside).
 	Err error
 	Raw map[string]any
 }
@@ -292,14 +298,19 @@ func (q *Shard) Read(ctx context.Context, consumer string, count int, block time
 	var out []Message
 	for _, s := range res {
 		for _, x := range s.Messages {
-			out = append(out, q.decode(x))
+			m := q.decode(x)
+			m.Deliveries = 1
+			out = append(out, m)
 		}
 	}
 	return out, nil
 }
 
 // Reclaim takes over up to count entries that other consumers left pending for
-// longer than minIdle: their worker died or stalled.
+// longer than minIdle: their worker died or stalled, or Postgres refused to
+// start them, or their attempt still runs. Each comes with its delivery
+// count, read in one more round trip (XAUTOCLAIM does not return it), so
+// that the worker can tell an entry that never reaches an outcome.
 func (q *Shard) Reclaim(ctx context.Context, consumer string, minIdle time.Duration, count int) ([]Message, error) {
 	msgs, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
 		Stream: q.keys.Ready(), Group: Group, Consumer: consumer, MinIdle: minIdle, Start: "0-0", Count: int64(count),
@@ -310,9 +321,26 @@ func (q *Shard) Reclaim(ctx context.Context, consumer string, minIdle time.Durat
 		}
 		return nil, fmt.Errorf("reclaim pending: %w", err)
 	}
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	pipe := q.rdb.Pipeline()
+	counts := make([]*redis.XPendingExtCmd, len(msgs))
+	for i, x := range msgs {
+		counts[i] = pipe.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: q.keys.Ready(), Group: Group, Start: x.ID, End: x.ID, Count: 1})
+	}
+	// An error here leaves the entries pending, now this consumer's: they
+	// are reclaimed again after minIdle.
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("reclaim pending: delivery counts: %w", err)
+	}
 	out := make([]Message, 0, len(msgs))
-	for _, x := range msgs {
-		out = append(out, q.decode(x))
+	for i, x := range msgs {
+		m := q.decode(x)
+		if p := counts[i].Val(); len(p) == 1 && p[0].ID == x.ID {
+			m.Deliveries = int(p[0].RetryCount)
+		}
+		out = append(out, m)
 	}
 	return out, nil
 }
@@ -380,7 +408,9 @@ func (q *Shard) settle(ctx context.Context, pipe redis.Pipeliner, ids []string, 
 }
 
 // SetAside moves poison entries to the dead stream and acknowledges them, so a
-// message nobody can decode is kept for people to read but never retried.
+// message nobody can decode, or one dead-lettered after too many deliveries,
+// is kept for people to read but never retried. The dead entry holds the
+// original's id, fields (prefixed f_), Err as "error" and its deliveries.
 func (q *Shard) SetAside(ctx context.Context, msgs []Message) error {
 	if len(msgs) == 0 {
 		return nil
@@ -392,6 +422,9 @@ func (q *Shard) SetAside(ctx context.Context, msgs []Message) error {
 		vals := map[string]any{"id": m.ID}
 		if m.Err != nil {
 			vals["error"] = m.Err.Error()
+		}
+		if m.Deliveries > 0 {
+			vals["deliveries"] = m.Deliveries
 		}
 		for k, v := range m.Raw {
 			vals["f_"+k] = v

@@ -540,6 +540,39 @@ func TestReclaim(t *testing.T) {
 		})
 	})
 
+	// The worker dead-letters an entry delivered too often; the count comes
+	// from XPENDING, which miniredis answers as Redis does, so both run it.
+	t.Run("CountsDeliveries", func(t *testing.T) {
+		t.Parallel()
+		onBothRedis(t, func(t *testing.T, b *bundle) {
+			first, second := occ(base.Add(-2*time.Second), 0), occ(base.Add(-time.Second), 0)
+			b.enqueue(t, first, second)
+			msgs := b.publishAndRead(t, "w1", 2)
+			for _, m := range msgs {
+				require.Equal(t, 1, m.Deliveries, "read fresh: its first delivery")
+			}
+
+			for want := 2; want <= 3; want++ {
+				got, err := b.q.Reclaim(b.ctx, "w2", 0, 10)
+				require.NoError(t, err)
+				require.Len(t, got, 2)
+				for _, m := range got {
+					require.Equal(t, want, m.Deliveries, "entry %s", m.ID)
+				}
+			}
+
+			// A count set by hand, as after many reclaims.
+			require.NoError(t, b.rdb.Do(b.ctx, "XCLAIM", b.keys.Ready(), queue.Group, "w3", 0, msgs[1].ID, "RETRYCOUNT", 41).Err())
+			require.NoError(t, b.q.Settle(b.ctx, []string{msgs[0].ID}, nil))
+			got, err := b.q.Reclaim(b.ctx, "w2", 0, 10)
+			require.NoError(t, err)
+			require.Len(t, got, 1, "an acknowledged entry is not reclaimed")
+			require.Equal(t, msgs[1].ID, got[0].ID)
+			require.Equal(t, second, got[0].Occurrence)
+			require.Equal(t, 42, got[0].Deliveries)
+		})
+	})
+
 	t.Run("RecreatesLostGroup", func(t *testing.T) {
 		t.Parallel()
 		onBothRedis(t, func(t *testing.T, b *bundle) {
@@ -577,6 +610,7 @@ func TestSetAside(t *testing.T) {
 			require.Equal(t, "not-a-member", dead[0].Values["f_m"])
 			require.Equal(t, "123", dead[0].Values["f_d"])
 			require.Contains(t, dead[0].Values["error"], "parse member")
+			require.Equal(t, "1", dead[0].Values["deliveries"])
 
 			st, err := b.q.Stats(b.ctx)
 			require.NoError(t, err)
