@@ -16,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -43,6 +44,9 @@ type Jobs struct {
 	// whether an occurrence already late runs, as the loader would.
 	misfire time.Duration
 	log     *zap.Logger
+	// claimedBy is this dashboard's process number, recorded on the jobs it
+	// stores claimed (store.Create.ClaimedBy); zero until it beats in Redis.
+	claimedBy atomic.Int32
 }
 
 // New returns Jobs over st and q, planning horizon ahead with the loader's
@@ -50,6 +54,13 @@ type Jobs struct {
 func New(st *store.Store, q *queue.Queue, horizon, misfire time.Duration, log *zap.Logger) *Jobs {
 	return &Jobs{store: st, queue: q, horizon: horizon, misfire: misfire, log: log}
 }
+
+// ClaimAs records n, this process's number, on the one-off jobs Create
+// stores claimed from now on. The process must already beat under n
+// (queue.Shard.DashboardBeat): should it die between a commit and the ZADD
+// that follows, the scheduler's leader re-adds its claims as soon as the
+// beat expires. Zero stops recording.
+func (l *Jobs) ClaimAs(n int32) { l.claimedBy.Store(n) }
 
 // AfterCommit is the context of a change's Redis half: it outlives the
 // request, within afterCommitTimeout. The API's other after-commit calls
@@ -74,6 +85,9 @@ func (l *Jobs) Create(ctx context.Context, jobs []*job.Job, now time.Time, c sto
 			j.DueAt = time.Time{} // stored claimed: enqueued below
 			soon = append(soon, j)
 		}
+	}
+	if len(soon) > 0 {
+		c.ClaimedBy = l.claimedBy.Load()
 	}
 	if err := l.store.CreateJobs(ctx, jobs, c); err != nil {
 		return err

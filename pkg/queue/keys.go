@@ -156,8 +156,18 @@ func (k Keys) LoaderHolder() string { return k.key("loader-holder") }
 
 // Marker exists while Redis still holds what tock put there; its absence tells
 // the reconciler that Redis lost its data (FLUSHALL, a restart without
-// persistence) and the window must be rebuilt from Postgres.
+// persistence) and the window must be rebuilt from Postgres. Its value is the
+// load mark (store.LoadMark) of the last claim written to it: a value below
+// the committed mark tells that Redis lost a claim's writes but kept the
+// marker (a failover to a replica that lagged).
 func (k Keys) Marker() string { return k.key("marker") }
+
+// Dashboards is the set of live dashboards' process numbers (home shard),
+// each with a beat key, DashboardBeat, that expires when it stops beating.
+func (k Keys) Dashboards() string { return k.key("dashboards") }
+
+// DashboardBeat is the key that lives while dashboard n beats.
+func (k Keys) DashboardBeat(n int32) string { return k.key("dashboard:" + strconv.Itoa(int(n))) }
 
 // RateKey is the key of one user's rate-limit bucket ("requests", "jobs").
 // It belongs to no shard: each limiter call is a script on this one key, so it

@@ -79,6 +79,25 @@ func (r *Queue) Enqueue(ctx context.Context, entries []Entry) error {
 	return nil
 }
 
+// EnqueueMarked adds entries as Enqueue does and, in the same round trip,
+// raises every shard's marker to mark (the load mark of the claim that
+// hands them over; see Keys.Marker): a shard that later holds less lost
+// these writes.
+func (r *Queue) EnqueueMarked(ctx context.Context, entries []Entry, mark int64) error {
+	pipe := r.rdb.Pipeline()
+	for i, part := range r.split(entries) {
+		r.shards[i].zadd(ctx, pipe, part)
+	}
+	for _, q := range r.shards {
+		// EVAL, not EVALSHA: in a pipeline a NOSCRIPT could not be retried.
+		raiseMarkerScript.Eval(ctx, pipe, []string{q.keys.Marker()}, mark)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("enqueue %d occurrences: %w", len(entries), err)
+	}
+	return nil
+}
+
 func (r *Queue) split(entries []Entry) map[int][]Entry {
 	parts := make(map[int][]Entry, len(r.shards))
 	for _, e := range entries {
@@ -220,10 +239,11 @@ func (r *Queue) Stats(ctx context.Context) (Stats, error) {
 	return st, nil
 }
 
-// Intact reports whether every shard still holds its marker.
-func (r *Queue) Intact(ctx context.Context) (bool, error) {
+// Intact reports whether every shard still holds its marker, at mark or
+// above (see Shard.Intact).
+func (r *Queue) Intact(ctx context.Context, mark int64) (bool, error) {
 	for _, q := range r.shards {
-		ok, err := q.Intact(ctx)
+		ok, err := q.Intact(ctx, mark)
 		if err != nil || !ok {
 			return false, err
 		}
@@ -231,10 +251,10 @@ func (r *Queue) Intact(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// MarkIntact sets every shard's marker.
-func (r *Queue) MarkIntact(ctx context.Context) error {
+// MarkIntact sets every shard's marker to mark.
+func (r *Queue) MarkIntact(ctx context.Context, mark int64) error {
 	for _, q := range r.shards {
-		if err := q.MarkIntact(ctx); err != nil {
+		if err := q.MarkIntact(ctx, mark); err != nil {
 			return err
 		}
 	}

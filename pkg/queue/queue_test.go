@@ -181,17 +181,71 @@ func TestQueueOfShards(t *testing.T) {
 		t.Parallel()
 		onBothRedisQueue(t, 3, func(t *testing.T, r *queue.Queue, rdb redis.UniversalClient) {
 			ctx := t.Context()
-			ok, err := r.Intact(ctx)
+			ok, err := r.Intact(ctx, 0)
 			require.NoError(t, err)
 			require.False(t, ok)
-			require.NoError(t, r.MarkIntact(ctx))
-			ok, err = r.Intact(ctx)
+			require.NoError(t, r.MarkIntact(ctx, 7))
+			ok, err = r.Intact(ctx, 7)
 			require.NoError(t, err)
 			require.True(t, ok)
 			require.NoError(t, rdb.Del(ctx, r.Shard(2).Keys().Marker()).Err())
-			ok, err = r.Intact(ctx)
+			ok, err = r.Intact(ctx, 7)
 			require.NoError(t, err)
 			require.False(t, ok, "one shard lost its data")
+		})
+	})
+
+	// A claim's writes carry its load mark to every shard: a shard restored
+	// from before the claim (a failover to a lagging replica) holds a lower
+	// mark than Postgres committed, and is not intact, though its marker is
+	// there.
+	t.Run("MarksEveryShardWithTheClaim", func(t *testing.T) {
+		t.Parallel()
+		onBothRedisQueue(t, 3, func(t *testing.T, r *queue.Queue, rdb redis.UniversalClient) {
+			ctx := t.Context()
+			occ := job.Occurrence{JobID: job.NewID(), ScheduledFor: time.UnixMilli(1_700_000_000_000).UTC(), Attempt: 1}
+			require.NoError(t, r.EnqueueMarked(ctx, queue.AsScheduled([]job.Occurrence{occ}), 3))
+			ok, err := r.Intact(ctx, 0)
+			require.NoError(t, err)
+			require.False(t, ok, "a claim does not create a marker that Redis lost: the leader must rebuild first")
+
+			require.NoError(t, r.MarkIntact(ctx, 3))
+			require.NoError(t, r.EnqueueMarked(ctx, queue.AsScheduled([]job.Occurrence{occ}), 4))
+			ok, err = r.Intact(ctx, 4)
+			require.NoError(t, err)
+			require.True(t, ok, "every shard carries the mark, the shards without entries too")
+			require.NoError(t, r.EnqueueMarked(ctx, queue.AsScheduled([]job.Occurrence{occ}), 2))
+			ok, err = r.Intact(ctx, 4)
+			require.NoError(t, err)
+			require.True(t, ok, "a lower mark (a stale leader's) never lowers the marker")
+
+			require.NoError(t, rdb.Set(ctx, r.Shard(1).Keys().Marker(), 3, 0).Err())
+			ok, err = r.Intact(ctx, 4)
+			require.NoError(t, err)
+			require.False(t, ok, "shard 1 lost the last claim's writes")
+		})
+	})
+
+	t.Run("FindsDashboardsThatStoppedBeating", func(t *testing.T) {
+		t.Parallel()
+		onBothRedisQueue(t, 1, func(t *testing.T, r *queue.Queue, rdb redis.UniversalClient) {
+			ctx := t.Context()
+			home := r.Home()
+			dead, err := home.DeadDashboards(ctx)
+			require.NoError(t, err)
+			require.Empty(t, dead)
+			require.NoError(t, home.DashboardBeat(ctx, 1, time.Minute))
+			require.NoError(t, home.DashboardBeat(ctx, 2, time.Minute))
+			require.NoError(t, home.DashboardBeat(ctx, 3, time.Minute))
+			require.NoError(t, rdb.Del(ctx, home.Keys().DashboardBeat(2)).Err()) // its beat expired
+			require.NoError(t, home.DashboardGone(ctx, 3))                       // stopped cleanly
+			dead, err = home.DeadDashboards(ctx)
+			require.NoError(t, err)
+			require.Equal(t, []int32{2}, dead)
+			require.NoError(t, home.DashboardGone(ctx, 2))
+			dead, err = home.DeadDashboards(ctx)
+			require.NoError(t, err)
+			require.Empty(t, dead)
 		})
 	})
 }

@@ -482,19 +482,37 @@ func Connect(url string, cluster bool, addrs []string) (redis.UniversalClient, e
 	return redis.NewClusterClient(opt), nil
 }
 
-// Intact reports whether the marker is present: false after Redis lost its data.
-func (q *Shard) Intact(ctx context.Context) (bool, error) {
-	n, err := q.rdb.Exists(ctx, q.keys.Marker()).Result()
+// Intact reports whether the marker is present and holds at least mark:
+// false after Redis lost its data, or lost a claim's writes that Postgres
+// committed (its marker is older than mark).
+func (q *Shard) Intact(ctx context.Context, mark int64) (bool, error) {
+	v, err := q.rdb.Get(ctx, q.keys.Marker()).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("check marker: %w", err)
 	}
-	return n == 1, nil
+	held, err := strconv.ParseInt(v, 10, 64)
+	return err == nil && held >= mark, nil
 }
 
-// MarkIntact sets the marker, once what Redis should hold has been rebuilt.
-func (q *Shard) MarkIntact(ctx context.Context) error {
-	if err := q.rdb.Set(ctx, q.keys.Marker(), "1", 0).Err(); err != nil {
+// MarkIntact sets the marker to mark, once what Redis should hold has been
+// rebuilt.
+func (q *Shard) MarkIntact(ctx context.Context, mark int64) error {
+	if err := q.rdb.Set(ctx, q.keys.Marker(), mark, 0).Err(); err != nil {
 		return fmt.Errorf("set marker: %w", err)
 	}
 	return nil
 }
+
+// raiseMarkerScript raises the marker to ARGV[1], only if it exists: a
+// missing marker must stay missing until the leader has rebuilt what Redis
+// lost, and a lower mark must never replace a higher one.
+var raiseMarkerScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and (tonumber(v) or 0) < tonumber(ARGV[1]) then
+  redis.call('SET', KEYS[1], ARGV[1])
+end
+return 0
+`)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -172,4 +173,65 @@ func (q *Shard) Pool(ctx context.Context, now time.Time, fresh time.Duration) (s
 		return 0, 0, fmt.Errorf("worker pool: %w", err)
 	}
 	return int(res[0]), int(res[1]), nil
+}
+
+// DashboardBeat records in the home shard that dashboard n (its process
+// number) is alive for ttl more. The dashboard claims one-off jobs and adds
+// them to the due set after its commit; once its beat expires, the leader
+// re-adds what it left out (DeadDashboards).
+func (q *Shard) DashboardBeat(ctx context.Context, n int32, ttl time.Duration) error {
+	pipe := q.rdb.TxPipeline()
+	pipe.SAdd(ctx, q.keys.Dashboards(), n)
+	pipe.Set(ctx, q.keys.DashboardBeat(n), 1, ttl)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("dashboard heartbeat %d: %w", n, err)
+	}
+	return nil
+}
+
+// DashboardGone forgets dashboard n: it stopped after its last request, or
+// the leader re-added what it left out.
+func (q *Shard) DashboardGone(ctx context.Context, n int32) error {
+	pipe := q.rdb.TxPipeline()
+	pipe.SRem(ctx, q.keys.Dashboards(), n)
+	pipe.Del(ctx, q.keys.DashboardBeat(n))
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("forget dashboard %d: %w", n, err)
+	}
+	return nil
+}
+
+// DeadDashboards lists the dashboards that registered and stopped beating
+// without saying they stopped: they may have died between committing claims
+// and adding them to the due set. Two round trips, the second only when
+// any dashboard is registered.
+func (q *Shard) DeadDashboards(ctx context.Context) ([]int32, error) {
+	members, err := q.rdb.SMembers(ctx, q.keys.Dashboards()).Result()
+	if err != nil || len(members) == 0 {
+		if err != nil {
+			err = fmt.Errorf("list dashboards: %w", err)
+		}
+		return nil, err
+	}
+	ns := make([]int32, 0, len(members))
+	pipe := q.rdb.Pipeline()
+	beats := make([]*redis.IntCmd, 0, len(members))
+	for _, m := range members {
+		n, err := strconv.ParseInt(m, 10, 32)
+		if err != nil {
+			continue // not ours; left alone
+		}
+		ns = append(ns, int32(n))
+		beats = append(beats, pipe.Exists(ctx, q.keys.DashboardBeat(int32(n))))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("check dashboards: %w", err)
+	}
+	var dead []int32
+	for i, b := range beats {
+		if b.Val() == 0 {
+			dead = append(dead, ns[i])
+		}
+	}
+	return dead, nil
 }

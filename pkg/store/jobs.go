@@ -78,15 +78,25 @@ func nullTime(t time.Time) *time.Time {
 var jobCopyColumns = []string{"id", "owner_id", "due_hour", "type", "status", "priority", "max_retries",
 	"timeout_ms", "run_at", "due_at", "created_at", "updated_at", "name", "payload",
 	"generation", "occurrences", "timezone", "last_at", "schedule", "per_hour", "retention_ms", "history", "labels", "key",
-	"expires_after_ms", "overlap", "notify", "trace_parent"}
+	"expires_after_ms", "overlap", "notify", "trace_parent", "claimed_by"}
 
-func jobRow(j *job.Job) []any {
+func jobRow(j *job.Job, claimedBy int32) []any {
 	return []any{j.ID, j.Owner, dueHour(j.DueAt), string(j.Type), string(j.Status), int16(j.Priority),
 		int16(j.MaxRetries), int32(j.Timeout / time.Millisecond), nullTime(j.RunAt), nullTime(j.DueAt),
 		j.CreatedAt, j.UpdatedAt, j.Name, []byte(j.Payload),
 		int32(j.Generation), int32(j.Occurrences), nullString(j.Timezone), nullTime(j.LastAt), nullJSON(j.Schedule), perHour(j),
 		retentionMS(j.Retention), historyColumn(j.History), labelsColumn(j.Labels), nullKey(j.Key),
-		retentionMS(j.ExpiresAfter), nullOverlap(j.Overlap), notifyColumn(j.Notify), nullText(j.TraceParent)}
+		retentionMS(j.ExpiresAfter), nullOverlap(j.Overlap), notifyColumn(j.Notify), nullText(j.TraceParent),
+		claimer(j, claimedBy)}
+}
+
+// claimer is the claimed_by column: the dashboard's number on a one-off job
+// it stores claimed (no due_at: it adds the job to Redis itself), else NULL.
+func claimer(j *job.Job, claimedBy int32) *int32 {
+	if claimedBy == 0 || j.Recurring() || !j.DueAt.IsZero() || j.RunAt.IsZero() {
+		return nil
+	}
+	return &claimedBy
 }
 
 func nullKey(k string) *string {
@@ -277,6 +287,12 @@ type Create struct {
 	// recurring jobs may have together (job.Job.PerHour), the new ones
 	// included; 0 means no cap. It is checked as MaxActive is.
 	MaxPerHour int
+	// ClaimedBy is the process number (ProcessNumber) of the dashboard that
+	// stores one-off jobs claimed and adds them to the due set after the
+	// commit; it is recorded on those jobs, so that the leader can re-add
+	// them at once should that dashboard die in between (OrphanedClaims).
+	// Zero records nothing.
+	ClaimedBy int32
 }
 
 // QuotaError refuses jobs that would take their owner past Create.MaxActive.
@@ -313,7 +329,7 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 			return err
 		}
 		if len(jobs) == 1 {
-			if _, err := tx.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28)`, jobRow(jobs[0])...); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29)`, jobRow(jobs[0], c.ClaimedBy)...); err != nil {
 				return fmt.Errorf("insert job: %w", translate(err))
 			}
 			j := jobs[0]
@@ -323,7 +339,7 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 			return record(ctx, tx, c.Audit, j.CreatedAt, TargetJob, j.ID, jobCreated(j))
 		}
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{"jobs"}, jobCopyColumns, pgx.CopyFromSlice(len(jobs), func(i int) ([]any, error) {
-			return jobRow(jobs[i]), nil
+			return jobRow(jobs[i], c.ClaimedBy), nil
 		}))
 		if err != nil {
 			return fmt.Errorf("copy jobs: %w", translate(err))
@@ -406,7 +422,7 @@ func checkRate(ctx context.Context, tx pgx.Tx, owner, except uuid.UUID, adding, 
 
 const jobCopyColumnList = `id, owner_id, due_hour, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload,
     generation, occurrences, timezone, last_at, schedule, per_hour, retention_ms, history, labels, key,
-    expires_after_ms, overlap, notify, trace_parent`
+    expires_after_ms, overlap, notify, trace_parent, claimed_by`
 
 // AnyOwner passed as an owner lets an administrator's query see every owner's jobs.
 var AnyOwner = uuid.Nil

@@ -141,7 +141,12 @@ type claimRow struct {
 // if the commit fails after enqueue succeeded, the next round claims and
 // enqueues the same members again, which Redis absorbs (ZADD of an existing
 // member) and workers deduplicate by run key.
-func (s *Store) ClaimDue(ctx context.Context, w Window, enqueue func(context.Context, []job.Occurrence) error) (Claimed, error) {
+//
+// A claim that hands anything to enqueue first raises the load mark
+// (tock_marks) in its transaction and passes the new value along, for
+// enqueue to write beside the occurrences: a Redis that later holds a lower
+// mark than the committed one lost a claim's writes (see LoadMark).
+func (s *Store) ClaimDue(ctx context.Context, w Window, enqueue func(ctx context.Context, occs []job.Occurrence, mark int64) error) (Claimed, error) {
 	lower := w.Since
 	if lower.IsZero() {
 		lower = time.Unix(0, 0)
@@ -153,7 +158,13 @@ func (s *Store) ClaimDue(ctx context.Context, w Window, enqueue func(context.Con
 			if err != nil {
 				return err
 			}
-			out, err = s.plan(ctx, tx, rows, w, enqueue)
+			out, err = s.plan(ctx, tx, rows, w, func(ctx context.Context, occs []job.Occurrence) error {
+				var mark int64
+				if err := tx.QueryRow(ctx, raiseLoadMarkSQL).Scan(&mark); err != nil {
+					return err
+				}
+				return enqueue(ctx, occs, mark)
+			})
 			return err
 		})
 	})

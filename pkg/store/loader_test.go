@@ -135,7 +135,7 @@ func TestClaimDue(t *testing.T) {
 		b.create(t, j)
 		boom := errors.New("redis down")
 		var offered []job.Occurrence
-		n, err := claimDue(b.st, b.ctx, utc(13, 55), utc(14, 5), 10, b.now, func(_ context.Context, occs []job.Occurrence) error {
+		n, err := claimDue(b.st, b.ctx, utc(13, 55), utc(14, 5), 10, b.now, func(_ context.Context, occs []job.Occurrence, _ int64) error {
 			offered = occs
 			return boom
 		})
@@ -152,7 +152,7 @@ func TestClaimDue(t *testing.T) {
 	t.Run("NothingDueSkipsEnqueue", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		n, err := claimDue(b.st, b.ctx, utc(13, 55), utc(14, 5), 10, b.now, func(context.Context, []job.Occurrence) error {
+		n, err := claimDue(b.st, b.ctx, utc(13, 55), utc(14, 5), 10, b.now, func(context.Context, []job.Occurrence, int64) error {
 			t.Error("enqueue called with nothing to enqueue")
 			return nil
 		})
@@ -183,7 +183,7 @@ func TestClaimDue(t *testing.T) {
 				<-start
 				for {
 					var batch []job.Occurrence
-					n, err := claimDue(b.st, b.ctx, utc(13, 55), utc(14, 5), 37, b.now, func(_ context.Context, occs []job.Occurrence) error {
+					n, err := claimDue(b.st, b.ctx, utc(13, 55), utc(14, 5), 37, b.now, func(_ context.Context, occs []job.Occurrence, _ int64) error {
 						batch = occs
 						return nil
 					})

@@ -83,7 +83,10 @@ func TestClaimDueRecurring(t *testing.T) {
 	var planned []job.Occurrence
 	until := b.now.Add(5 * time.Minute)
 	c, err := b.st.ClaimDue(b.ctx, store.Window{Until: until, Limit: 10, Now: b.now, MisfireThreshold: time.Minute},
-		func(_ context.Context, occs []job.Occurrence) error { planned = append(planned, occs...); return nil })
+		func(_ context.Context, occs []job.Occurrence, _ int64) error {
+			planned = append(planned, occs...)
+			return nil
+		})
 	require.NoError(t, err)
 	require.Equal(t, 1, c.Jobs)
 
@@ -110,7 +113,7 @@ func TestClaimDueRecurring(t *testing.T) {
 
 	// A second claim of the same window finds nothing left to do.
 	again, err := b.st.ClaimDue(b.ctx, store.Window{Until: until, Limit: 10, Now: b.now, MisfireThreshold: time.Minute},
-		func(context.Context, []job.Occurrence) error { return nil })
+		func(context.Context, []job.Occurrence, int64) error { return nil })
 	require.NoError(t, err)
 	require.Zero(t, again.Jobs)
 }
@@ -148,7 +151,7 @@ func TestClaimDueBacklog(t *testing.T) {
 	until := now.Add(10 * time.Second)
 	w := store.Window{Until: until, Limit: 10, Now: now, MisfireThreshold: time.Minute}
 	planned := map[uuid.UUID][]time.Time{}
-	enqueue := func(_ context.Context, occs []job.Occurrence) error {
+	enqueue := func(_ context.Context, occs []job.Occurrence, _ int64) error {
 		for _, o := range occs {
 			planned[o.JobID] = append(planned[o.JobID], o.ScheduledFor)
 		}

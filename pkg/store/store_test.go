@@ -58,7 +58,7 @@ func (b *bundle) create(t *testing.T, jobs ...*job.Job) {
 func (b *bundle) claim(t *testing.T, since, until time.Time, limit int) []job.Occurrence {
 	t.Helper()
 	var got []job.Occurrence
-	n, err := claimDue(b.st, b.ctx, since, until, limit, b.now, func(_ context.Context, occs []job.Occurrence) error {
+	n, err := claimDue(b.st, b.ctx, since, until, limit, b.now, func(_ context.Context, occs []job.Occurrence, _ int64) error {
 		got = append(got, occs...)
 		return nil
 	})
@@ -125,7 +125,7 @@ func firstAttempt(j *job.Job) job.Occurrence {
 // claimDue runs one loader claim with the default misfire threshold and
 // returns how many jobs it claimed.
 func claimDue(st *store.Store, ctx context.Context, since, until time.Time, limit int, now time.Time,
-	enqueue func(context.Context, []job.Occurrence) error) (int, error) {
+	enqueue func(context.Context, []job.Occurrence, int64) error) (int, error) {
 	c, err := st.ClaimDue(ctx, store.Window{Since: since, Until: until, Limit: limit, Now: now,
 		MisfireThreshold: time.Minute}, enqueue)
 	return c.Jobs, err

@@ -73,6 +73,11 @@ func run(ctx context.Context) error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          zap.NewStdLog(log.Named("http_server")),
 	}
+	// The beat lives until every request has ended (stopBeat, below), not
+	// just until ctx ends.
+	beatCtx, endBeat := context.WithCancel(context.WithoutCancel(ctx))
+	defer endBeat()
+	stopBeat := beat(beatCtx, log, st, q.Home(), gate.Check, srv.ClaimAs)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	merrc := make(chan error, 1)
@@ -114,6 +119,10 @@ func run(ctx context.Context) error {
 		log.Warn("drain_timed_out", zap.Error(err))
 		_ = hs.Close()
 	}
+	// Every request has ended: none of this dashboard's claims awaits its
+	// ZADD any more.
+	endBeat()
+	stopBeat()
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve http: %w", err)
 	}

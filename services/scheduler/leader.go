@@ -36,6 +36,10 @@ type Leader struct {
 	// watermark is the lower bound of the next loader window: everything due
 	// before it was claimed by an earlier round of this leadership.
 	watermark time.Time
+	// mark is the load mark (store.LoadMark) this leader last read or
+	// wrote: every shard's marker must hold at least as much, or Redis lost
+	// writes that Postgres committed.
+	mark int64
 	// leading is true while this instance holds the loader lock.
 	leading atomic.Bool
 	// stepped is raised when leadership is gained or lost and after each
@@ -124,6 +128,8 @@ func (l *Leader) lead(parent context.Context, lock *redislock.Lock) {
 	defer retain.Stop()
 	analyze := time.NewTicker(analyzeInterval)
 	defer analyze.Stop()
+	orphans := time.NewTicker(dashboardCheck)
+	defer orphans.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -139,6 +145,8 @@ func (l *Leader) lead(parent context.Context, lock *redislock.Lock) {
 			l.retain(ctx)
 		case <-analyze.C:
 			l.analyze(ctx)
+		case <-orphans.C:
+			l.adoptOrphans(ctx)
 		}
 	}
 }

@@ -329,7 +329,7 @@ func TestRebuild(t *testing.T) {
 		require.True(t, b.scheduled(t, firstAttempt(soon)), "a claimed job due later is put back")
 		require.True(t, b.scheduled(t, firstAttempt(failing).Next()), "a lost retry is put back")
 		require.Len(t, logs.FilterMessage("redis_rebuilt").All(), 1)
-		intact, err := b.q.Intact(b.ctx)
+		intact, err := b.q.Intact(b.ctx, 0)
 		require.NoError(t, err)
 		require.True(t, intact, "the marker is set once the rebuild worked")
 

@@ -23,10 +23,16 @@ func (l *Leader) load(ctx context.Context) {
 	defer l.stepped.Signal()
 	start := l.clock()
 	until := start.Add(l.cfg.Horizon)
+	// One GET per shard a round: a Redis that lost the last claims' writes
+	// (its marker is gone, or older than this leader's last claim) is
+	// rebuilt now rather than at the next reconcile.
+	if intact, err := l.queue.Intact(ctx, l.mark); err == nil && !intact {
+		l.rebuild(ctx, start)
+	}
 	var r round
 	for ctx.Err() == nil {
 		c, err := l.store.ClaimDue(ctx, store.Window{Since: l.watermark, Until: until, Limit: l.cfg.LoadBatch,
-			Now: l.clock(), MisfireThreshold: l.cfg.MisfireThreshold}, l.enqueue)
+			Now: l.clock(), MisfireThreshold: l.cfg.MisfireThreshold}, l.claim)
 		if err != nil {
 			if ctx.Err() == nil {
 				l.log.Warn("load_failed", zap.Error(err))
@@ -58,6 +64,17 @@ func (l *Leader) load(ctx context.Context) {
 
 func (l *Leader) enqueue(ctx context.Context, occs []job.Occurrence) error {
 	return l.queue.Enqueue(ctx, queue.AsScheduled(occs))
+}
+
+// claim hands a claim's occurrences to Redis with the claim's load mark.
+// The mark is this leader's as soon as Redis holds it: should the commit
+// then fail, the markers are ahead of Postgres, which is no loss.
+func (l *Leader) claim(ctx context.Context, occs []job.Occurrence, mark int64) error {
+	if err := l.queue.EnqueueMarked(ctx, queue.AsScheduled(occs), mark); err != nil {
+		return err
+	}
+	l.mark = max(l.mark, mark)
+	return nil
 }
 
 // round is what one loader round did.

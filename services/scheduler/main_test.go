@@ -52,7 +52,7 @@ func setup(t *testing.T) *bundle {
 	b.st = testenv.Store(t)
 	// Redis starts out holding what tock put there; TestRebuild removes the
 	// marker to stand for a Redis that lost its data.
-	if err := b.q.MarkIntact(b.ctx); err != nil {
+	if err := b.q.MarkIntact(b.ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 	return b

@@ -20,10 +20,18 @@ func (l *Leader) reconcile(ctx context.Context) {
 	if err := l.queue.EnsureGroup(ctx); err != nil {
 		l.log.Warn("reconcile_group_failed", zap.Error(err))
 	}
-	if intact, err := l.queue.Intact(ctx); err != nil {
+	// The markers must hold the committed load mark: a missing marker is a
+	// Redis that lost everything, a lower one a Redis that lost the last
+	// claims' writes (a failover to a lagging replica). Either is rebuilt.
+	if mark, err := l.store.LoadMark(ctx); err != nil {
 		l.log.Warn("reconcile_marker_failed", zap.Error(err))
-	} else if !intact {
-		l.rebuild(ctx, now)
+	} else {
+		l.mark = max(l.mark, mark)
+		if intact, err := l.queue.Intact(ctx, l.mark); err != nil {
+			l.log.Warn("reconcile_marker_failed", zap.Error(err))
+		} else if !intact {
+			l.rebuild(ctx, now)
+		}
 	}
 	// The counts of attempts in flight that fair dispatch holds owners and
 	// hosts to are kept exactly by the scripts; recounting them from the
@@ -96,6 +104,13 @@ func (l *Leader) reconcile(ctx context.Context) {
 func (l *Leader) rebuild(ctx context.Context, now time.Time) {
 	l.log.Info("redis_marker_missing_rebuilding")
 	start := l.clock()
+	// Read first: this leader makes no claim until the rebuild is done, so
+	// what it rebuilds covers every claim up to this mark.
+	mark, err := l.store.LoadMark(ctx)
+	if err != nil {
+		l.log.Warn("rebuild_failed", zap.Error(err))
+		return
+	}
 	moved, err := l.store.RewindRecurring(ctx, now.Add(-l.cfg.Horizon), now)
 	if err != nil {
 		l.log.Warn("rebuild_failed", zap.Error(err))
@@ -126,10 +141,11 @@ func (l *Leader) rebuild(ctx context.Context, now time.Time) {
 		l.log.Warn("rebuild_failed", zap.Error(err))
 		return
 	}
-	if err := l.queue.MarkIntact(ctx); err != nil {
+	if err := l.queue.MarkIntact(ctx, mark); err != nil {
 		l.log.Warn("rebuild_failed", zap.Error(err))
 		return
 	}
+	l.mark = max(l.mark, mark)
 	// A first start also finds no marker; only a rebuild that put something
 	// back means Redis had lost data.
 	log := l.log.Info

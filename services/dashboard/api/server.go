@@ -166,6 +166,10 @@ func New(d Deps) *Server {
 // Handler returns the API as an http.Handler, for an http.Server or httptest.
 func (s *Server) Handler() http.Handler { return s.echo }
 
+// ClaimAs makes the jobs the server stores claimed carry n, the dashboard's
+// process number (lifecycle.Jobs.ClaimAs).
+func (s *Server) ClaimAs(n int32) { s.jobs.ClaimAs(n) }
+
 func (s *Server) routes() *echo.Echo {
 	e := echo.NewWithConfig(echo.Config{
 		Logger:           newSlogLogger(s.log.Named("echo")),
