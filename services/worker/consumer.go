@@ -28,9 +28,10 @@ type Runner interface {
 // slot first.
 //
 // Per batch it makes one Postgres round trip to start the attempts
-// (store.StartRuns) and, through the recorder, one to record their outcomes
-// (store.FinishRuns, a group commit) and one Redis round trip to schedule
-// retries and acknowledge (queue.Settle).
+// (store.StartRuns; a batch whose data Postgres refuses is halved until
+// only the refused entries are left out) and, through the recorder, one to
+// record their outcomes (store.FinishRuns, a group commit) and one Redis
+// round trip to schedule retries and acknowledge (queue.Settle).
 type Consumer struct {
 	Store  *store.Store
 	Queue  *queue.Queue

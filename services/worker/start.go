@@ -28,48 +28,57 @@ import (
 // pending); the attempts it starts run under execCtx, which outlives ctx by
 // the grace period.
 func (c *Consumer) handle(ctx, execCtx context.Context, q *queue.Shard, msgs []queue.Message, running *sync.WaitGroup) {
-	var poison []queue.Message
+	var aside []queue.Message
+	seen := make(map[string]bool, len(msgs))
 	byMember := make(map[string]queue.Message, len(msgs))
 	starts := make([]store.Start, 0, len(msgs))
 	for _, m := range msgs {
 		if m.Err != nil {
-			poison = append(poison, m)
+			aside = append(aside, m)
 			continue
 		}
 		member := attemptKey(m.Occurrence)
-		if _, dup := byMember[member]; dup {
+		if seen[member] {
 			// The same attempt twice in one batch (a re-add after a fault):
 			// run it once, acknowledge the copy with the outcome of the first.
-			poison = append(poison, m)
+			aside = append(aside, m)
 			continue
 		}
+		seen[member] = true
 		byMember[member] = m
 		starts = append(starts, store.Start{Occurrence: m.Occurrence, DueAt: m.DueAt})
 	}
-	if len(poison) > 0 {
-		c.slots.give(len(poison))
-		c.setAside(ctx, q, poison)
+	if len(aside) > 0 {
+		c.slots.give(len(aside))
+		c.setAside(ctx, q, aside)
 	}
-	if len(starts) == 0 {
-		return
+	if len(starts) > 0 {
+		c.start(ctx, execCtx, q, byMember, starts, running)
 	}
+}
+
+// start starts the attempts of byMember's entries (starts) in one
+// statement, or, if Postgres refuses the batch's data, in halves until only
+// the entries it refuses are left out: those stay pending, to be reclaimed
+// after the visibility timeout, while the rest of the batch starts at once. It runs what started and settles
+// what may not run.
+func (c *Consumer) start(ctx, execCtx context.Context, q *queue.Shard, byMember map[string]queue.Message, starts []store.Start, running *sync.WaitGroup) {
+	refused := 0
 	// The clock is read on every try: a start retried through an outage must
 	// not write a lease that expired while it waited, or another worker would
 	// take the attempt over at once.
-	var now time.Time
-	started, err := retryPG(ctx, c.Log, func() ([]store.Started, error) {
-		now = c.Clock()
-		return c.Store.StartRuns(ctx, starts, now, c.LeaseMargin)
+	started, tried := bisect(ctx, c.Log, starts, func(part []store.Start) ([]store.Started, error) {
+		return c.Store.StartRuns(ctx, part, c.Clock(), c.LeaseMargin)
+	}, func(s store.Start, err error) {
+		key := attemptKey(s.Occurrence)
+		m := byMember[key]
+		delete(byMember, key)
+		refused++
+		c.Log.Error("start_refused", zap.String("job_id", s.Occurrence.JobID.String()),
+			zap.Time("scheduled_for", s.Occurrence.ScheduledFor), zap.Int("attempt", s.Occurrence.Attempt),
+			zap.Int("deliveries", m.Deliveries), zap.String("code", pgCode(err)))
 	})
-	if err != nil {
-		// ctx ended, or Postgres refused the batch's data: leave the entries
-		// pending; they are reclaimed after the visibility timeout.
-		if ctx.Err() == nil {
-			c.Log.Error("start_runs_refused", zap.Int("entries", len(starts)), zap.Error(err))
-		}
-		c.slots.give(len(starts))
-		return
-	}
+	c.slots.give(refused)
 	for _, st := range started {
 		key := attemptKey(job.Occurrence{JobID: st.Run.JobID, ScheduledFor: st.Run.ScheduledFor,
 			Attempt: st.Run.Attempt, Generation: st.Generation})
@@ -81,6 +90,8 @@ func (c *Consumer) handle(ctx, execCtx context.Context, q *queue.Shard, msgs []q
 			continue
 		}
 		delete(byMember, key)
+		// Its part of the batch started at this instant (StartRuns sets it).
+		now := st.Run.StartedAt
 		if st.Gate == store.GateWait {
 			// buffer_one: an earlier occurrence still runs. Not started;
 			// back in the due set shortly, its place in the buffer kept.
@@ -121,10 +132,16 @@ func (c *Consumer) handle(ctx, execCtx context.Context, q *queue.Shard, msgs []q
 			c.execute(execCtx, m, st)
 		}()
 	}
-	if len(byMember) > 0 {
-		c.slots.give(len(byMember))
-		c.resolve(ctx, q, byMember)
+	if len(byMember) == 0 {
+		return
 	}
+	c.slots.give(len(byMember))
+	if !tried {
+		// ctx ended before every part was tried: leave the rest pending;
+		// they are reclaimed after the visibility timeout.
+		return
+	}
+	c.resolve(ctx, q, byMember)
 }
 
 // attemptKey names one attempt of one occurrence under one generation,
