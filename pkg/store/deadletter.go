@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -87,7 +88,7 @@ const deadLetterSQL = `WITH req AS (
     WHERE j.id = d.job_id AND j.due_hour = -1 AND j.status = 'scheduled'
       AND (j.run_at = d.scheduled_for OR j.last_at = d.scheduled_for)
 )
-SELECT d.job_id, d.scheduled_for, d.attempt, w.recurring
+SELECT d.job_id, d.scheduled_for, d.attempt, w.generation, w.recurring
 FROM done d
 JOIN want w ON w.job_id = d.job_id AND w.scheduled_for = d.scheduled_for AND w.attempt = d.attempt`
 
@@ -108,7 +109,7 @@ func (s *Store) DeadLetter(ctx context.Context, reqs []DeadLetter, now time.Time
 		o := r.Occurrence
 		occs[i], dues[i], reasons[i] = o, r.DueAt, r.Reason
 		gens[i], runIDs[i] = int32(o.Generation), job.NewID()
-		byKey[runKey(o.JobID, o.ScheduledFor, o.Attempt)] = o
+		byKey[deadKey(o.JobID, o.ScheduledFor, o.Attempt, o.Generation)] = o
 	}
 	jobIDs, sched, attempts, _ := attemptArrays(occs)
 	rows, err := s.pool.Query(ctx, deadLetterSQL, jobIDs, sched, attempts, dues, gens, reasons, runIDs, now)
@@ -119,13 +120,20 @@ func (s *Store) DeadLetter(ctx context.Context, reqs []DeadLetter, now time.Time
 		var id uuid.UUID
 		var at time.Time
 		var attempt int16
+		var gen int32
 		var d DeadLettered
-		err := r.Scan(&id, &at, &attempt, &d.Recurring)
-		d.Occurrence = byKey[runKey(id, at.UTC(), int(attempt))]
+		err := r.Scan(&id, &at, &attempt, &gen, &d.Recurring)
+		d.Occurrence = byKey[deadKey(id, at.UTC(), int(attempt), int(gen))]
 		return d, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dead-letter runs: %w", translate(err))
 	}
 	return done, nil
+}
+
+// deadKey names an attempt under one generation: two entries of one
+// attempt, one planned under a generation the job has left, are told apart.
+func deadKey(id uuid.UUID, at time.Time, attempt, gen int) string {
+	return runKey(id, at, attempt) + "/" + strconv.Itoa(gen)
 }

@@ -129,6 +129,10 @@ func TestDeadLetter(t *testing.T) {
 		require.Zero(t, b.runCount(t, edited))
 		require.Equal(t, job.StatusCancelled, b.job(t, cancelled.ID).Status)
 		require.Equal(t, job.StatusScheduled, b.job(t, edited.ID).Status)
+
+		// The current generation's copy, beside the stale one, is the one ended.
+		done := b.deadLetter(t, b.now.Add(time.Minute), stale, occs[1])
+		require.Equal(t, []store.DeadLettered{{Occurrence: occs[1]}}, done)
 	})
 
 	t.Run("LeavesRecurringJobScheduledAndLetsGoOfItsHold", func(t *testing.T) {
