@@ -55,6 +55,9 @@ type Worker struct {
 	// Reclaimed counts stream entries taken over from a consumer that left
 	// them pending past the visibility timeout.
 	Reclaimed prometheus.Counter
+	// DeadLettered counts stream entries moved to the dead stream after more
+	// than TOCK_MAX_DELIVERIES deliveries without an outcome.
+	DeadLettered prometheus.Counter
 	// Alerts counts failure alerts (a job's notify) by event and outcome:
 	// sent, failed, or dropped when too many were in flight.
 	Alerts *prometheus.CounterVec
@@ -81,12 +84,16 @@ func NewWorker(reg prometheus.Registerer) *Worker {
 			Name: "tock_reclaimed_total",
 			Help: "Stream entries reclaimed from consumers that left them pending past the visibility timeout.",
 		}),
+		DeadLettered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tock_dead_lettered_total",
+			Help: "Stream entries dead-lettered after more than TOCK_MAX_DELIVERIES deliveries without an outcome.",
+		}),
 	}
 	w.Alerts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tock_alerts_total",
 		Help: "Failure alerts by event and outcome (sent, failed, dropped).",
 	}, []string{"event", "outcome"})
-	reg.MustRegister(w.Lateness, w.Runs, w.Duration, w.Reclaimed, w.Alerts)
+	reg.MustRegister(w.Lateness, w.Runs, w.Duration, w.Reclaimed, w.DeadLettered, w.Alerts)
 	return w
 }
 

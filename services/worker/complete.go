@@ -154,19 +154,22 @@ func (c *Consumer) observe(batch []result, results []store.Result) {
 }
 
 // autoPause pauses the recurring jobs of this batch whose last occurrences
-// all failed permanently, and returns them. A failure here only delays it
-// to the next failure.
+// all failed permanently, and returns them.
 func (c *Consumer) autoPause(ctx context.Context, batch []result, results []store.Result) []uuid.UUID {
-	if c.AutoPauseAfter <= 0 {
-		return nil
-	}
 	var ids []uuid.UUID
 	for i, r := range batch {
 		if results[i].Status == job.RunPermanentlyFailed && len(r.started.Schedule) > 0 {
 			ids = append(ids, r.started.Run.JobID)
 		}
 	}
-	if len(ids) == 0 {
+	return c.pause(ctx, ids)
+}
+
+// pause pauses those of the recurring jobs ids, each of which just had an
+// occurrence fail permanently, whose last AutoPauseAfter occurrences all
+// did, and returns them. A failure here only delays it to the next failure.
+func (c *Consumer) pause(ctx context.Context, ids []uuid.UUID) []uuid.UUID {
+	if c.AutoPauseAfter <= 0 || len(ids) == 0 {
 		return nil
 	}
 	paused, err := c.Store.AutoPause(ctx, ids, c.AutoPauseAfter, c.Clock())

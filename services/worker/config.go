@@ -38,6 +38,9 @@ type Config struct {
 	// starts late, as the loader does (the worker has no use for the horizon).
 	config.Scheduling
 	AutoPause int
+	// MaxDeliveries: an entry delivered more often than this without an
+	// outcome is dead-lettered instead of started again.
+	MaxDeliveries int
 	// SMTP is the relay of email jobs; without TOCK_SMTP_HOST email jobs fail
 	// saying so. Its String leaves the password out.
 	SMTP jobtype.EmailConfig
@@ -76,6 +79,9 @@ func readConfig(e *config.Env) (Config, error) {
 	if c.Block < time.Millisecond || c.Block > time.Minute {
 		e.Check(fmt.Errorf("TOCK_WORKER_BLOCK=%s must be from 1ms to 1m", c.Block))
 	}
+	// At least 1: 0 would dead-letter every entry reclaimed. A worker that
+	// means never says so with a large number.
+	c.MaxDeliveries = e.Int("TOCK_MAX_DELIVERIES", 10, 1, 1_000_000)
 	c.SMTP = readSMTP(e)
 	if c.Batch > c.Concurrency {
 		c.Batch = c.Concurrency

@@ -18,6 +18,18 @@ func TestReadConfig(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, DefaultConcurrency, c.Concurrency)
 		require.Equal(t, time.Second, c.Block)
+		require.Equal(t, 10, c.MaxDeliveries)
+	})
+
+	t.Run("RefusesMaxDeliveriesBelowOne", func(t *testing.T) {
+		t.Parallel()
+		for _, v := range []string{"0", "-1", "ten"} {
+			_, err := readConfig(config.FromMap(map[string]string{"TOCK_MAX_DELIVERIES": v}))
+			require.ErrorContains(t, err, `TOCK_MAX_DELIVERIES="`+v+`" must be an integer from 1 to 1000000`)
+		}
+		c, err := readConfig(config.FromMap(map[string]string{"TOCK_MAX_DELIVERIES": "3"}))
+		require.NoError(t, err)
+		require.Equal(t, 3, c.MaxDeliveries)
 	})
 
 	t.Run("RefusesABlockRedisWouldReadAsForever", func(t *testing.T) {

@@ -54,6 +54,10 @@ type Consumer struct {
 	// AutoPauseAfter pauses a recurring job whose last this many occurrences
 	// all failed permanently; 0 never does.
 	AutoPauseAfter int
+	// MaxDeliveries: an entry delivered more often than this without an
+	// outcome (Postgres refused to start it, or its worker died each time)
+	// is dead-lettered instead of started again; 0 never dead-letters.
+	MaxDeliveries int
 	// Metrics receives each attempt's lateness when it starts and its outcome
 	// once recorded.
 	Metrics *metrics.Worker

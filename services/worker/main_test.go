@@ -71,7 +71,7 @@ func (b *bundle) consumer(r Runner, mods ...func(*Consumer)) *Consumer {
 	c := &Consumer{
 		Store: b.st, Queue: b.queue, Runner: r, Log: b.log, Clock: time.Now,
 		Name: "consumer-" + job.NewID().String()[24:], Concurrency: 4, Batch: 4, Block: 50 * time.Millisecond,
-		Visibility: 30 * time.Second, LeaseMargin: time.Second,
+		Visibility: 30 * time.Second, LeaseMargin: time.Second, MaxDeliveries: 10,
 		BackoffBase: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond, Grace: 5 * time.Second,
 		Metrics: metrics.NewWorker(prometheus.NewRegistry()),
 		settled: b.settledSignal,

@@ -71,8 +71,8 @@ func run(ctx context.Context) error {
 		Store: st, Queue: q, Runner: runner, Log: log.Named("consumer"), Clock: time.Now,
 		Name: name, Concurrency: cfg.Concurrency, Batch: cfg.Batch, Block: cfg.Block, Visibility: cfg.Visibility,
 		LeaseMargin: cfg.LeaseMargin, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Grace: cfg.Grace,
-		MisfireThreshold: cfg.MisfireThreshold, AutoPauseAfter: cfg.AutoPause, Metrics: metrics.NewWorker(reg),
-		Tracer: base.Tracing.Tracer("worker"),
+		MisfireThreshold: cfg.MisfireThreshold, AutoPauseAfter: cfg.AutoPause, MaxDeliveries: cfg.MaxDeliveries,
+		Metrics: metrics.NewWorker(reg), Tracer: base.Tracing.Tracer("worker"),
 	}
 
 	var wg sync.WaitGroup

@@ -26,9 +26,10 @@ import (
 // handle starts a batch of entries, each holding one slot. Its Postgres and
 // Redis calls end with ctx (fetching stops at shutdown, leaving entries
 // pending); the attempts it starts run under execCtx, which outlives ctx by
-// the grace period.
+// the grace period. An entry delivered more than MaxDeliveries times is not
+// started again but dead-lettered.
 func (c *Consumer) handle(ctx, execCtx context.Context, q *queue.Shard, msgs []queue.Message, running *sync.WaitGroup) {
-	var aside []queue.Message
+	var aside, overdue []queue.Message
 	seen := make(map[string]bool, len(msgs))
 	byMember := make(map[string]queue.Message, len(msgs))
 	starts := make([]store.Start, 0, len(msgs))
@@ -45,6 +46,10 @@ func (c *Consumer) handle(ctx, execCtx context.Context, q *queue.Shard, msgs []q
 			continue
 		}
 		seen[member] = true
+		if c.MaxDeliveries > 0 && m.Deliveries > c.MaxDeliveries {
+			overdue = append(overdue, m)
+			continue
+		}
 		byMember[member] = m
 		starts = append(starts, store.Start{Occurrence: m.Occurrence, DueAt: m.DueAt})
 	}
@@ -55,12 +60,17 @@ func (c *Consumer) handle(ctx, execCtx context.Context, q *queue.Shard, msgs []q
 	if len(starts) > 0 {
 		c.start(ctx, execCtx, q, byMember, starts, running)
 	}
+	if len(overdue) > 0 {
+		c.slots.give(len(overdue))
+		c.deadLetter(ctx, q, overdue)
+	}
 }
 
 // start starts the attempts of byMember's entries (starts) in one
 // statement, or, if Postgres refuses the batch's data, in halves until only
 // the entries it refuses are left out: those stay pending, to be reclaimed
-// after the visibility timeout, while the rest of the batch starts at once. It runs what started and settles
+// after the visibility timeout and, delivered too often, dead-lettered, while
+// the rest of the batch starts at once. It runs what started and settles
 // what may not run.
 func (c *Consumer) start(ctx, execCtx context.Context, q *queue.Shard, byMember map[string]queue.Message, starts []store.Start, running *sync.WaitGroup) {
 	refused := 0

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/testenv"
+)
+
+// refuseStarts makes Postgres refuse, for real, to start any attempt of job
+// id: a trigger raises invalid_parameter_value (22023, bad data: a
+// permanent error to the worker) when its running row is inserted. A row
+// trigger on the partitioned job_runs reaches every partition. It is dropped
+// when t ends, before the test's schema goes back to the pool.
+func (b *bundle) refuseStarts(t *testing.T, id uuid.UUID) {
+	t.Helper()
+	name := "refuse_" + strings.ReplaceAll(id.String(), "-", "")
+	pool := b.st.Pool()
+	_, err := pool.Exec(b.ctx, fmt.Sprintf(`CREATE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'refused by the test' USING ERRCODE = '22023';
+END $$`, name))
+	require.NoError(t, err)
+	_, err = pool.Exec(b.ctx, fmt.Sprintf(`CREATE TRIGGER %s BEFORE INSERT ON job_runs FOR EACH ROW
+WHEN (NEW.job_id = '%s' AND NEW.status = 'running') EXECUTE FUNCTION %s()`, name, id, name))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_, _ = pool.Exec(ctx, fmt.Sprintf(`DROP TRIGGER IF EXISTS %s ON job_runs`, name))
+		_, _ = pool.Exec(ctx, fmt.Sprintf(`DROP FUNCTION IF EXISTS %s()`, name))
+	})
+}
+
+// deliveries is how many times the group has delivered the entry of o's
+// stream entry, 0 when it is not pending.
+func (b *bundle) deliveries(t *testing.T, o job.Occurrence) int {
+	t.Helper()
+	ps, err := b.rdb.XPendingExt(b.ctx, &redis.XPendingExtArgs{Stream: b.keys.Ready(), Group: queue.Group, Start: "-", End: "+", Count: 100}).Result()
+	require.NoError(t, err)
+	for _, p := range ps {
+		xs, err := b.rdb.XRange(b.ctx, b.keys.Ready(), p.ID, p.ID).Result()
+		require.NoError(t, err)
+		if len(xs) == 1 && xs[0].Values["m"] == o.Member() {
+			return int(p.RetryCount)
+		}
+	}
+	return 0
+}
+
+func TestConsumerPoison(t *testing.T) {
+	t.Parallel()
+
+	// batchOf creates n claimed jobs of which the first is refused by
+	// Postgres, publishes them, and returns the poison and the others.
+	batchOf := func(t *testing.T, b *bundle, n int) (*job.Job, []*job.Job) {
+		t.Helper()
+		jobs := make([]*job.Job, n)
+		for i := range jobs {
+			jobs[i] = b.claimedJob()
+		}
+		b.refuseStarts(t, jobs[0].ID)
+		b.create(t, jobs...)
+		require.Equal(t, n, b.publish(t))
+		return jobs[0], jobs[1:]
+	}
+	allFinished := func(t *testing.T, b *bundle, jobs []*job.Job) bool {
+		for _, j := range jobs {
+			if b.finished(t, j) == "" {
+				return false
+			}
+		}
+		return true
+	}
+
+	t.Run("StartsTheRestOfABatchPostgresRefuses", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		poison, good := batchOf(t, b, 16)
+
+		// A visibility timeout longer than the test: whatever runs, runs
+		// from the first read of the one batch, not from a reclaim.
+		r := newRunner()
+		c := b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch, c.Visibility, c.MaxDeliveries = 16, 16, time.Minute, 3 })
+		began := time.Now()
+		testenv.GoRun(t, c.Run)
+		b.untilSettled(t, 10*time.Second, func() bool { return allFinished(t, b, good) && b.streamLen(t) == 1 },
+			"the entries read with the poison did not all run")
+		t.Logf("the %d other entries of the batch ran within %s", len(good), time.Since(began).Round(time.Millisecond))
+
+		require.Equal(t, len(good), r.calls(), "every other entry of the batch ran, once")
+		for _, task := range r.seen() {
+			require.NotEqual(t, poison.ID, task.JobID)
+		}
+		for _, j := range good {
+			require.Equal(t, job.StatusCompleted, b.job(t, j.ID).Status)
+		}
+		require.Zero(t, testutil.ToFloat64(c.Metrics.Reclaimed))
+		require.EqualValues(t, 1, b.pending(t), "the refused entry stays pending, to be reclaimed")
+		require.Empty(t, b.runs(t, poison.ID))
+		require.Equal(t, job.StatusScheduled, b.job(t, poison.ID).Status)
+
+		lines := b.logs.FilterMessage("start_refused").AllUntimed()
+		require.Len(t, lines, 1, "the refused entry is logged once")
+		f := lines[0].ContextMap()
+		require.Equal(t, poison.ID.String(), f["job_id"])
+		require.Equal(t, "22023", f["code"])
+		require.EqualValues(t, 1, f["deliveries"])
+		require.NotContains(t, fmt.Sprint(f), "refused by the test", "the message, which may quote data, is not logged")
+	})
+
+	t.Run("DeadLettersEntryDeliveredMoreThanMaxDeliveries", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		poison, good := batchOf(t, b, 4)
+		first := firstAttempt(poison)
+
+		r := newRunner()
+		c := b.consumer(r, func(c *Consumer) { c.Visibility, c.MaxDeliveries = time.Second, 3 })
+		testenv.GoRun(t, c.Run)
+		b.untilSettled(t, 20*time.Second, func() bool { return b.finished(t, poison) != "" && b.settled(t) },
+			"the poison entry was not dead-lettered")
+
+		require.Equal(t, job.StatusPermanentlyFailed, b.job(t, poison.ID).Status)
+		want := "dead-lettered: delivered 4 times without an outcome (TOCK_MAX_DELIVERIES is 3): " +
+			"Postgres refused to start it or its worker died each time; see the workers' logs"
+		runs := b.runs(t, poison.ID)
+		require.Len(t, runs, 1)
+		require.Equal(t, job.RunPermanentlyFailed, runs[0].Status)
+		require.Equal(t, want, runs[0].Error)
+		require.Equal(t, 1, runs[0].Attempt)
+		require.True(t, runs[0].FinishedAt.Equal(runs[0].StartedAt))
+
+		dead := b.entries(t, b.keys.Dead())
+		require.Len(t, dead, 1)
+		require.Equal(t, first.Member(), dead[0].Values["f_m"])
+		require.Equal(t, want, dead[0].Values["error"])
+		require.Equal(t, "4", dead[0].Values["deliveries"])
+		require.Zero(t, b.pending(t), "acknowledged")
+
+		require.Len(t, b.logs.FilterMessage("start_refused").AllUntimed(), 3, "refused on each of its 3 deliveries")
+		lines := b.logs.FilterMessage("entry_dead_lettered").AllUntimed()
+		require.Len(t, lines, 1)
+		f := lines[0].ContextMap()
+		require.Equal(t, poison.ID.String(), f["job_id"])
+		require.EqualValues(t, 1, f["attempt"])
+		require.EqualValues(t, 4, f["deliveries"])
+		require.Equal(t, 1.0, testutil.ToFloat64(c.Metrics.DeadLettered))
+
+		for _, task := range r.seen() {
+			require.NotEqual(t, poison.ID, task.JobID, "the poison never ran")
+		}
+		require.Len(t, r.seen(), len(good))
+		for _, j := range good {
+			require.Equal(t, job.StatusCompleted, b.job(t, j.ID).Status)
+		}
+	})
+
+	t.Run("LeavesLongAttemptWithALiveLeasePending", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// A long attempt: its lease outlives many visibility timeouts, so its
+		// entry is reclaimed again and again while it runs.
+		j := b.claimedJob(func(j *job.Job) { j.Timeout = time.Minute })
+		b.create(t, j)
+		b.publish(t)
+		o := firstAttempt(j)
+
+		r := holding()
+		c := b.consumer(r, func(c *Consumer) { c.Visibility, c.MaxDeliveries = time.Second, 2 })
+		testenv.GoRun(t, c.Run)
+		testenv.WaitUntil(t, 20*time.Second, func() bool { return b.deliveries(t, o) >= 5 },
+			"the entry of the running attempt was not reclaimed past MaxDeliveries")
+
+		runs := b.runs(t, j.ID)
+		require.Len(t, runs, 1)
+		require.Equal(t, job.RunRunning, runs[0].Status, "not dead-lettered: its worker holds the lease")
+		require.Equal(t, 1, r.calls())
+		require.Empty(t, b.entries(t, b.keys.Dead()))
+
+		r.let(t, 1)
+		b.untilSettled(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the attempt did not finish")
+		require.Equal(t, job.StatusCompleted, b.job(t, j.ID).Status)
+		runs = b.runs(t, j.ID)
+		require.Len(t, runs, 1)
+		require.Equal(t, job.RunCompleted, runs[0].Status)
+		require.Empty(t, b.entries(t, b.keys.Dead()))
+		require.Zero(t, b.logs.FilterMessage("entry_dead_lettered").Len())
+		require.Zero(t, testutil.ToFloat64(c.Metrics.DeadLettered))
+	})
+
+	t.Run("DeadLettersAttemptWhoseWorkersKeptDying", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.claimedJob(func(j *job.Job) { j.Timeout = 100 * time.Millisecond })
+		b.create(t, j)
+		b.publish(t)
+		o := firstAttempt(j)
+		// A worker started it, died, and so did those that took it over:
+		// the run is running past its lease, the entry delivered 5 times.
+		dead := b.start(t, time.Now(), 0, o)
+		xs, err := b.rdb.XReadGroup(b.ctx, &redis.XReadGroupArgs{
+			Group: queue.Group, Consumer: "dead", Streams: []string{b.keys.Ready(), ">"}, Count: 10, Block: -1,
+		}).Result()
+		require.NoError(t, err)
+		require.NoError(t, b.rdb.Do(b.ctx, "XCLAIM", b.keys.Ready(), queue.Group, "dead", 0, xs[0].Messages[0].ID, "RETRYCOUNT", 5).Err())
+
+		r := newRunner()
+		c := b.consumer(r, func(c *Consumer) { c.Visibility, c.MaxDeliveries = time.Second, 3 })
+		testenv.GoRun(t, c.Run)
+		b.untilSettled(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the entry was not dead-lettered")
+
+		require.Zero(t, r.calls(), "not taken over once more")
+		require.Equal(t, job.StatusPermanentlyFailed, b.job(t, j.ID).Status)
+		runs := b.runs(t, j.ID)
+		require.Len(t, runs, 1)
+		require.Equal(t, dead[0].Run.ID, runs[0].ID, "the running row ends")
+		require.Equal(t, job.RunPermanentlyFailed, runs[0].Status)
+		require.Contains(t, runs[0].Error, "dead-lettered: delivered 6 times without an outcome (TOCK_MAX_DELIVERIES is 3)")
+		require.Len(t, b.entries(t, b.keys.Dead()), 1)
+	})
+}
