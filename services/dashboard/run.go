@@ -73,11 +73,12 @@ func run(ctx context.Context) error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          zap.NewStdLog(log.Named("http_server")),
 	}
-	// The beat lives until every request has ended (stopBeat, below), not
+	// The beat lives until every request has ended (beats.stop, below), not
 	// just until ctx ends.
+	beats := newBeater(log, st, q.Home(), srv.ClaimAs)
 	beatCtx, endBeat := context.WithCancel(context.WithoutCancel(ctx))
 	defer endBeat()
-	stopBeat := beat(beatCtx, log, st, q.Home(), gate.Check, srv.ClaimAs)
+	go beats.run(beatCtx)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	merrc := make(chan error, 1)
@@ -93,6 +94,7 @@ func run(ctx context.Context) error {
 			return err
 		})
 		if err == nil {
+			beats.start(ctx)
 			gate.Open()
 			reseal(ctx, log, st, cfg.Secrets.Encrypts())
 		}
@@ -122,7 +124,7 @@ func run(ctx context.Context) error {
 	// Every request has ended: none of this dashboard's claims awaits its
 	// ZADD any more.
 	endBeat()
-	stopBeat()
+	beats.stop(ctx)
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve http: %w", err)
 	}
