@@ -249,8 +249,9 @@ type Message struct {
 	DueAt      time.Time
 	// Deliveries is how many times the group has handed the entry to a
 	// consumer, this time included: 1 when Read, more when Reclaimed (0 when
-	// it was acknowledged between the claim and the count). An entry
-	// delivered again and again never reached an outcome.
+	// it was acknowledged between the claim and the count), less the
+	// reclaims given back because the attempt still ran (GiveBack). An
+	// entry delivered again and again never reached an outcome.
 	Deliveries int
 	// Err is set when the entry cannot be decoded (a poison entry), or by
 	// the worker to say why it sets a decoded entry aside (SetAside).
@@ -343,6 +344,56 @@ func (q *Shard) Reclaim(ctx context.Context, consumer string, minIdle time.Durat
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// giveBackScript gives back the delivery that a reclaim counted, for each
+// entry still pending to that reclaim's consumer with the count it returned:
+// an entry reclaimed since by another consumer, or acknowledged, keeps its
+// count (one delivery too many counted is the safe side of the race). The
+// XCLAIM keeps the entry's owner and idle time; RETRYCOUNT sets its count
+// and JUSTID does not add one. Bounded by the batch reclaimed.
+//
+// KEYS[1] ready stream
+// ARGV[1] consumer group
+// ARGV[2] consumer that reclaimed the entries
+// ARGV[3..] entry id, delivery count pairs: the count the reclaim returned
+// Returns the number of entries given back
+var giveBackScript = redis.NewScript(`
+local given = 0
+for i = 3, #ARGV, 2 do
+  local n = tonumber(ARGV[i + 1])
+  local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
+  if #p == 1 and p[1][2] == ARGV[2] and tonumber(p[1][4]) == n then
+    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'IDLE', p[1][3], 'RETRYCOUNT', n - 1, 'JUSTID')
+    given = given + 1
+  end
+end
+return given
+`)
+
+// GiveBack uncounts the delivery of entries that consumer reclaimed and
+// found leased to a live worker: taking over an attempt that still runs
+// is not a delivery without an outcome, and counting it would dead-letter
+// a long attempt whose worker dies after many visibility timeouts instead
+// of running it again. Each entry's count goes back to what it was before
+// the reclaim (its Deliveries less one); entries read fresh (1) have
+// nothing to give back. It returns how many entries it gave back.
+func (q *Shard) GiveBack(ctx context.Context, consumer string, msgs []Message) (int, error) {
+	args := make([]any, 0, 2+2*len(msgs))
+	args = append(args, Group, consumer)
+	for _, m := range msgs {
+		if m.Deliveries > 1 {
+			args = append(args, m.ID, m.Deliveries)
+		}
+	}
+	if len(args) == 2 {
+		return 0, nil
+	}
+	n, err := giveBackScript.Run(ctx, q.rdb, []string{q.keys.Ready()}, args...).Int()
+	if err != nil {
+		return 0, fmt.Errorf("give back %d deliveries: %w", (len(args)-2)/2, err)
+	}
+	return n, nil
 }
 
 // settleScript schedules retries, then acknowledges and deletes entries, as

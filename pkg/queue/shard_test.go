@@ -586,6 +586,120 @@ func TestReclaim(t *testing.T) {
 	})
 }
 
+func TestGiveBack(t *testing.T) {
+	t.Parallel()
+
+	// pendingOf reads the owner, delivery count and idle time of each
+	// pending entry, by id.
+	type pel struct {
+		consumer   string
+		deliveries int
+		idle       time.Duration
+	}
+	pendingOf := func(t *testing.T, b *bundle) map[string]pel {
+		t.Helper()
+		ps, err := b.rdb.XPendingExt(b.ctx, &redis.XPendingExtArgs{
+			Stream: b.keys.Ready(), Group: queue.Group, Start: "-", End: "+", Count: 10,
+		}).Result()
+		require.NoError(t, err)
+		out := map[string]pel{}
+		for _, p := range ps {
+			out[p.ID] = pel{consumer: p.Consumer, deliveries: int(p.RetryCount), idle: p.Idle}
+		}
+		return out
+	}
+
+	// The worker gives back the reclaims of attempts that still run; XCLAIM
+	// RETRYCOUNT ... JUSTID inside a script works on miniredis as on Redis,
+	// so both run every case.
+	t.Run("LeavesTheCountWhereItWasBeforeTheReclaim", func(t *testing.T) {
+		t.Parallel()
+		onBothRedis(t, func(t *testing.T, b *bundle) {
+			b.enqueue(t, occ(base.Add(-2*time.Second), 0), occ(base.Add(-time.Second), 0))
+			msgs := b.publishAndRead(t, "w1", 2)
+			for range 5 {
+				got, err := b.q.Reclaim(b.ctx, "w2", 0, 10)
+				require.NoError(t, err)
+				require.Len(t, got, 2)
+				for _, m := range got {
+					require.Equal(t, 2, m.Deliveries, "read once, and each reclaim before given back")
+				}
+				n, err := b.q.GiveBack(b.ctx, "w2", got)
+				require.NoError(t, err)
+				require.Equal(t, 2, n)
+				for id, p := range pendingOf(t, b) {
+					require.Equal(t, pel{consumer: "w2", deliveries: 1, idle: p.idle}, p, "entry %s", id)
+				}
+			}
+			require.Len(t, pendingOf(t, b), len(msgs))
+		})
+	})
+
+	t.Run("KeepsTheIdleTime", func(t *testing.T) {
+		t.Parallel()
+		onBothRedis(t, func(t *testing.T, b *bundle) {
+			b.enqueue(t, occ(base.Add(-time.Second), 0))
+			b.publishAndRead(t, "w1", 1)
+			got, err := b.q.Reclaim(b.ctx, "w2", 0, 10)
+			require.NoError(t, err)
+			require.Len(t, got, 1)
+			// As if the give-back came an hour after the reclaim: the entry
+			// is reclaimed a visibility timeout after the reclaim, not after
+			// the give-back.
+			require.NoError(t, b.rdb.Do(b.ctx, "XCLAIM", b.keys.Ready(), queue.Group, "w2", 0, got[0].ID,
+				"IDLE", time.Hour.Milliseconds(), "RETRYCOUNT", got[0].Deliveries, "JUSTID").Err())
+			n, err := b.q.GiveBack(b.ctx, "w2", got)
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			p := pendingOf(t, b)[got[0].ID]
+			require.Equal(t, 1, p.deliveries)
+			require.GreaterOrEqual(t, p.idle, time.Hour)
+			again, err := b.q.Reclaim(b.ctx, "w3", 30*time.Minute, 10)
+			require.NoError(t, err)
+			require.Len(t, again, 1)
+			require.Equal(t, 2, again[0].Deliveries)
+		})
+	})
+
+	t.Run("GivesBackOnlyWhatTheConsumerStillHolds", func(t *testing.T) {
+		t.Parallel()
+		onBothRedis(t, func(t *testing.T, b *bundle) {
+			b.enqueue(t, occ(base.Add(-3*time.Second), 0), occ(base.Add(-2*time.Second), 0), occ(base.Add(-time.Second), 0))
+			fresh := b.publishAndRead(t, "w1", 3)
+			got, err := b.q.Reclaim(b.ctx, "w2", 0, 10)
+			require.NoError(t, err)
+			require.Len(t, got, 3)
+			for _, m := range got {
+				require.Equal(t, 2, m.Deliveries)
+			}
+			taken, acked, kept := got[0], got[1], got[2]
+			// Another consumer reclaimed the first since: its count holds
+			// both reclaims, and it gives back its own if it finds the lease.
+			require.NoError(t, b.rdb.Do(b.ctx, "XCLAIM", b.keys.Ready(), queue.Group, "w3", 0, taken.ID).Err())
+			// The attempt's worker acknowledged the second.
+			require.NoError(t, b.q.Settle(b.ctx, []string{acked.ID}, nil))
+
+			n, err := b.q.GiveBack(b.ctx, "w2", got)
+			require.NoError(t, err)
+			require.Equal(t, 1, n, "only the entry w2 still holds at the count it saw")
+			ps := pendingOf(t, b)
+			require.Len(t, ps, 2, "the acknowledged entry is not made pending again")
+			require.Equal(t, "w3", ps[taken.ID].consumer)
+			require.Equal(t, 3, ps[taken.ID].deliveries)
+			require.Equal(t, "w2", ps[kept.ID].consumer)
+			require.Equal(t, 1, ps[kept.ID].deliveries)
+
+			// Entries read fresh have no reclaim to give back.
+			n, err = b.q.GiveBack(b.ctx, "w1", fresh)
+			require.NoError(t, err)
+			require.Zero(t, n)
+			n, err = b.q.GiveBack(b.ctx, "w1", nil)
+			require.NoError(t, err)
+			require.Zero(t, n)
+		})
+	})
+}
+
 func TestSetAside(t *testing.T) {
 	t.Parallel()
 

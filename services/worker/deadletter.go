@@ -1,7 +1,10 @@
 // Dead-lettering: an entry delivered more than MaxDeliveries times without an
 // outcome (Postgres refused to start it, or it took its worker down, each
 // time) is recorded permanently_failed, saying why, and moved to the dead
-// stream, instead of being redelivered forever.
+// stream, instead of being redelivered forever. A reclaim that finds the
+// attempt leased to a live worker is not a delivery without an outcome:
+// resolve gives it back, so a long attempt reclaimed every visibility timeout
+// while it runs is still taken over, not dead-lettered, if its worker dies.
 
 package main
 

@@ -178,7 +178,7 @@ func TestConsumerPoison(t *testing.T) {
 		r := holding()
 		c := b.consumer(r, func(c *Consumer) { c.Visibility, c.MaxDeliveries = time.Second, 2 })
 		testenv.GoRun(t, c.Run)
-		testenv.WaitUntil(t, 20*time.Second, func() bool { return b.deliveries(t, o) >= 5 },
+		testenv.WaitUntil(t, 20*time.Second, func() bool { return testutil.ToFloat64(c.Metrics.Reclaimed) >= 5 },
 			"the entry of the running attempt was not reclaimed past MaxDeliveries")
 
 		runs := b.runs(t, j.ID)
@@ -186,6 +186,7 @@ func TestConsumerPoison(t *testing.T) {
 		require.Equal(t, job.RunRunning, runs[0].Status, "not dead-lettered: its worker holds the lease")
 		require.Equal(t, 1, r.calls())
 		require.Empty(t, b.entries(t, b.keys.Dead()))
+		require.LessOrEqual(t, b.deliveries(t, o), 2, "each reclaim that found the lease was given back")
 
 		r.let(t, 1)
 		b.untilSettled(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) }, "the attempt did not finish")
@@ -195,6 +196,90 @@ func TestConsumerPoison(t *testing.T) {
 		require.Equal(t, job.RunCompleted, runs[0].Status)
 		require.Empty(t, b.entries(t, b.keys.Dead()))
 		require.Zero(t, b.logs.FilterMessage("entry_dead_lettered").Len())
+		require.Zero(t, testutil.ToFloat64(c.Metrics.DeadLettered))
+	})
+
+	t.Run("TakesOverLongAttemptWhoseWorkerDiesAfterManyReclaims", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		const maxDeliveries = 3
+		j := b.claimedJob(func(j *job.Job) { j.Timeout = time.Minute })
+		b.create(t, j)
+		b.publish(t)
+		o := firstAttempt(j)
+		fast := func(c *Consumer) {
+			c.Visibility, c.MaxDeliveries, c.Grace = 500*time.Millisecond, maxDeliveries, 10*time.Millisecond
+		}
+
+		// The attempt's worker runs it for long; it and another worker
+		// reclaim its entry every visibility timeout, finding it leased.
+		r1 := holding()
+		c1 := b.consumer(r1, fast)
+		stop1, done1 := testenv.GoRun(t, c1.Run)
+		testenv.WaitUntil(t, 10*time.Second, func() bool { return r1.calls() == 1 }, "the attempt did not start")
+		r2 := newRunner()
+		c2 := b.consumer(r2, fast)
+		testenv.GoRun(t, c2.Run)
+		reclaims := func() float64 {
+			return testutil.ToFloat64(c1.Metrics.Reclaimed) + testutil.ToFloat64(c2.Metrics.Reclaimed)
+		}
+		testenv.WaitUntil(t, 20*time.Second, func() bool { return reclaims() > 2*maxDeliveries },
+			"the entry of the running attempt was not reclaimed past MaxDeliveries")
+		require.Zero(t, r2.calls(), "not taken over while its lease lives")
+		require.LessOrEqual(t, b.deliveries(t, o), 2, "each reclaim that found the lease was given back")
+
+		// Its worker dies: it records nothing, and its lease runs out.
+		stop1()
+		testenv.Returned(t, done1, 10*time.Second)
+		tag, err := b.st.Pool().Exec(b.ctx, `UPDATE job_runs SET lease_until = now() - interval '1 second'
+WHERE job_id = $1 AND status = 'running'`, j.ID)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, tag.RowsAffected())
+
+		b.untilSettled(t, 10*time.Second, func() bool { return b.finished(t, j) != "" && b.settled(t) },
+			"the attempt was not taken over")
+		t.Logf("taken over after %v reclaims", reclaims())
+		require.Equal(t, job.StatusCompleted, b.job(t, j.ID).Status, "run again, not dead-lettered")
+		require.Equal(t, 1, r2.calls())
+		first, again := r1.seen()[0], r2.seen()[0]
+		require.Equal(t, first.Key, again.Key, "the same Idempotency-Key")
+		require.Equal(t, 1, again.Attempt)
+		runs := b.runs(t, j.ID)
+		require.Len(t, runs, 1, "the same run row, re-leased")
+		require.Equal(t, job.RunCompleted, runs[0].Status)
+		require.Empty(t, b.entries(t, b.keys.Dead()))
+		require.Zero(t, b.logs.FilterMessage("entry_dead_lettered").Len())
+		require.Zero(t, testutil.ToFloat64(c2.Metrics.DeadLettered))
+	})
+
+	t.Run("GivesBackReclaimOfOverdueEntryWithALiveLease", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.claimedJob(func(j *job.Job) { j.Timeout = time.Minute })
+		b.create(t, j)
+		b.publish(t)
+		o := firstAttempt(j)
+		// Delivered past MaxDeliveries already (counted before reclaims were
+		// given back), its attempt running under a live lease.
+		b.start(t, time.Now(), time.Second, o)
+		xs, err := b.rdb.XReadGroup(b.ctx, &redis.XReadGroupArgs{
+			Group: queue.Group, Consumer: "live", Streams: []string{b.keys.Ready(), ">"}, Count: 10, Block: -1,
+		}).Result()
+		require.NoError(t, err)
+		require.NoError(t, b.rdb.Do(b.ctx, "XCLAIM", b.keys.Ready(), queue.Group, "live", 0, xs[0].Messages[0].ID, "RETRYCOUNT", 5).Err())
+
+		r := newRunner()
+		c := b.consumer(r, func(c *Consumer) { c.Visibility, c.MaxDeliveries = 500*time.Millisecond, 3 })
+		testenv.GoRun(t, c.Run)
+		testenv.WaitUntil(t, 20*time.Second, func() bool { return testutil.ToFloat64(c.Metrics.Reclaimed) >= 4 },
+			"the entry was not reclaimed")
+
+		require.LessOrEqual(t, b.deliveries(t, o), 6, "the dead-letter path gives back what it leaves to the live worker")
+		require.Zero(t, r.calls())
+		runs := b.runs(t, j.ID)
+		require.Len(t, runs, 1)
+		require.Equal(t, job.RunRunning, runs[0].Status)
+		require.Empty(t, b.entries(t, b.keys.Dead()))
 		require.Zero(t, testutil.ToFloat64(c.Metrics.DeadLettered))
 	})
 

@@ -216,8 +216,9 @@ func (c *Consumer) setAside(ctx context.Context, q *queue.Shard, msgs []queue.Me
 
 // resolve settles entries that StartRuns did not start: a finished attempt is
 // only acknowledged (after making sure a failed one's retry is scheduled), an
-// attempt leased to a live worker stays pending, and an entry of a job that is
-// no longer scheduled (cancelled, paused, deleted) is dropped.
+// attempt leased to a live worker stays pending, its reclaim not counted as a
+// delivery, and an entry of a job that is no longer scheduled (cancelled,
+// paused, deleted) is dropped.
 func (c *Consumer) resolve(ctx context.Context, q *queue.Shard, msgs map[string]queue.Message) {
 	occs := make([]job.Occurrence, 0, len(msgs))
 	for _, m := range msgs {
@@ -228,8 +229,10 @@ func (c *Consumer) resolve(ctx context.Context, q *queue.Shard, msgs map[string]
 		c.Log.Warn("run_states_failed", zap.Error(err))
 		return // left pending; reclaimed later
 	}
+	now := c.Clock()
 	var ack []string
 	var retries []queue.Entry
+	var live []queue.Message
 	for _, m := range msgs {
 		st, ok := states[m.Occurrence.Member()]
 		switch {
@@ -242,11 +245,26 @@ func (c *Consumer) resolve(ctx context.Context, q *queue.Shard, msgs map[string]
 			ack = append(ack, m.ID)
 		case st.Status == job.RunRunning:
 			// Leased to a live worker; it will acknowledge. Leave it pending.
+			// A long attempt is reclaimed every visibility timeout while it
+			// runs: those reclaims must not add up to dead-letter it should
+			// its worker die later, so give this one back. A lease that
+			// lapsed since StartRuns looked keeps the count: the next
+			// reclaim takes the attempt over, or dead-letters it.
+			if st.LeaseUntil.After(now) {
+				live = append(live, m)
+			}
 		case st.Status == job.RunFailed:
 			retries = append(retries, queue.Entry{Occurrence: m.Occurrence.Next(), DueAt: c.Clock()})
 			ack = append(ack, m.ID)
 		default:
 			ack = append(ack, m.ID)
+		}
+	}
+	if len(live) > 0 {
+		// A failure leaves the entries pending all the same, this reclaim
+		// counted.
+		if _, err := q.GiveBack(ctx, c.Name, live); err != nil {
+			c.Log.Warn("give_back_failed", zap.Int("entries", len(live)), zap.Error(err))
 		}
 	}
 	if err := c.Queue.Settle(ctx, map[int]queue.Settlement{q.Keys().Shard: {IDs: ack, Retries: retries}}); err != nil {
