@@ -65,6 +65,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on TOCK_HTTP_ADDR: %w", err)
 	}
+	ln = api.StrictListener(ln, log.Named("http_server"))
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
