@@ -26,8 +26,7 @@ const orphanPage = 5000
 
 // adoptOrphans re-adds the claims of dashboards that stopped beating without
 // saying they stopped, those not started and not in Redis, and then forgets
-// those dashboards. Re-adding one that is somewhere after all (in the
-// stream, unread) is safe: an attempt starts once.
+// those dashboards.
 func (l *Leader) adoptOrphans(ctx context.Context) {
 	home := l.queue.Home()
 	dead, err := home.DeadDashboards(ctx)
@@ -46,24 +45,12 @@ func (l *Leader) adoptOrphans(ctx context.Context) {
 			l.log.Warn("orphaned_claims_failed", zap.Error(err))
 			return
 		}
-		if len(occs) > 0 {
-			in, err := l.queue.Scheduled(ctx, occs)
-			if err != nil {
-				l.log.Warn("orphaned_claims_failed", zap.Error(err))
-				return
-			}
-			var missing []job.Occurrence
-			for i, o := range occs {
-				if !in[i] {
-					missing = append(missing, o)
-				}
-			}
-			if err := l.enqueue(ctx, missing); err != nil {
-				l.log.Warn("orphaned_claims_failed", zap.Error(err))
-				return
-			}
-			requeued += len(missing)
+		n, err := l.requeueMissing(ctx, occs)
+		if err != nil {
+			l.log.Warn("orphaned_claims_failed", zap.Error(err))
+			return
 		}
+		requeued += n
 		if len(occs) < orphanPage {
 			break
 		}

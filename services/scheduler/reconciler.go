@@ -54,27 +54,14 @@ func (l *Leader) reconcile(ctx context.Context) {
 	// due set: their member was lost. Re-adding is safe: workers start an
 	// attempt once, keyed by (job, scheduled_for, attempt).
 	lost, err := l.store.UnstartedClaims(ctx, now.Add(-l.cfg.LostAfter), 1000)
+	if err == nil {
+		var n int
+		if n, err = l.requeueMissing(ctx, lost); err == nil && n > 0 {
+			l.log.Warn("requeued_lost_claims", zap.Int("jobs", n))
+		}
+	}
 	if err != nil {
 		l.log.Warn("reconcile_claims_failed", zap.Error(err))
-	} else if len(lost) > 0 {
-		in, err := l.queue.Scheduled(ctx, lost)
-		if err != nil {
-			l.log.Warn("reconcile_claims_failed", zap.Error(err))
-		} else {
-			var missing []job.Occurrence
-			for i, o := range lost {
-				if !in[i] {
-					missing = append(missing, o)
-				}
-			}
-			if len(missing) > 0 {
-				if err := l.enqueue(ctx, missing); err != nil {
-					l.log.Warn("reconcile_claims_failed", zap.Error(err))
-				} else {
-					l.log.Warn("requeued_lost_claims", zap.Int("jobs", len(missing)))
-				}
-			}
-		}
 	}
 
 	// Attempts running past their lease: their worker died or stalled. Requeue
@@ -91,6 +78,27 @@ func (l *Leader) reconcile(ctx context.Context) {
 		}
 		l.log.Warn("requeued_expired_leases", zap.Int("runs", len(expired)))
 	}
+}
+
+// requeueMissing adds to the due set those of occs that are in neither the
+// due set nor a held set, and returns how many it added. Re-adding one that
+// is somewhere after all (in the stream, unread) is safe: an attempt starts
+// once.
+func (l *Leader) requeueMissing(ctx context.Context, occs []job.Occurrence) (int, error) {
+	if len(occs) == 0 {
+		return 0, nil
+	}
+	in, err := l.queue.Scheduled(ctx, occs)
+	if err != nil {
+		return 0, err
+	}
+	var missing []job.Occurrence
+	for i, o := range occs {
+		if !in[i] {
+			missing = append(missing, o)
+		}
+	}
+	return len(missing), l.enqueue(ctx, missing)
 }
 
 // rebuild puts back what Redis held, from Postgres, after Redis lost its
