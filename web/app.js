@@ -1,7 +1,8 @@
 // tock's browser dashboard: a hash-routed page over the JSON API at /api/v1.
-// The credential lives in the HttpOnly session cookie set by POST /ui/session;
-// this script never sees it. Every change it sends carries X-Tock-CSRF: 1,
-// without which the API refuses a cookie-authenticated change.
+// Signing in (POST /ui/session) opens a session whose id, not the key, lives
+// in an HttpOnly cookie; this script never sees either. Every change it sends
+// carries X-Tock-CSRF: 1, without which the API refuses a cookie-authenticated
+// change.
 //
 // Pages refresh in place: a refresh rebuilds a page's parts in memory and
 // swaps in only those whose markup changed (morph), so the element that has
@@ -363,7 +364,7 @@ function signinPage() {
   input,
   msg,
   h('button', {type: 'submit', id: 'signin'}, 'Sign in'),
-  h('p', {class: 'hint'}, 'The key is kept in an HttpOnly cookie for this browser session and never in page storage.'));
+  h('p', {class: 'hint'}, 'The key is not kept: this browser holds only a session, in an HttpOnly cookie, for 12 hours or until you sign out.'));
   live() && mount(form);
   input.focus();
 }

@@ -107,7 +107,8 @@ type Scheduler struct {
 	// Round measures the loader's rounds: every batch claimed from one tick
 	// to the next, misfires and recurrences planned included.
 	Round prometheus.Histogram
-	// Removed counts what retention removed, by kind: jobs, runs, audit.
+	// Removed counts what retention removed, by kind: jobs, runs, audit,
+	// idempotency_keys, sessions.
 	Removed *prometheus.CounterVec
 }
 
@@ -129,7 +130,7 @@ func NewScheduler(reg prometheus.Registerer) *Scheduler {
 		}),
 		Removed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tock_retention_removed_total",
-			Help: "Rows the scheduler leader's retention removed: finished jobs, their runs, audit entries.",
+			Help: "Rows the scheduler leader's retention removed: finished jobs, their runs, audit entries, idempotency keys, expired dashboard sessions.",
 		}, []string{"kind"}),
 	}
 	reg.MustRegister(s.Claimed, s.Moved, s.Round, s.Removed)

@@ -327,8 +327,11 @@ WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR user_id 
 )
 
 // RevokeKey revokes a key of owner (or of anyone, for AnyOwner); it stops
-// authenticating at once. Revoking a revoked key changes nothing and records
-// nothing; another owner's key is job.ErrNotFound.
+// authenticating at once, and the dashboard sessions opened with it are
+// deleted in the same transaction (they would fail on the revoked key
+// anyway; deleting them leaves no session row behind a dead key). Revoking
+// a revoked key changes nothing and records nothing; another owner's key is
+// job.ErrNotFound.
 func (s *Store) RevokeKey(ctx context.Context, owner, id uuid.UUID, now time.Time, a Audit) (*Key, error) {
 	var out *Key
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -338,6 +341,9 @@ func (s *Store) RevokeKey(ctx context.Context, owner, id uuid.UUID, now time.Tim
 		}
 		var err error
 		if out, err = scanKey(tx.QueryRow(ctx, revokeKeySQL, id, now)); err != nil {
+			return translate(err)
+		}
+		if _, err := tx.Exec(ctx, deleteKeySessionsSQL, id); err != nil {
 			return translate(err)
 		}
 		if was != nil {

@@ -9,9 +9,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// ActionUserErase records an erasure: the user's jobs, runs, labels, keys
-// and idempotency keys deleted, the user disabled and renamed, and what the
-// audit log held of their data replaced by {"erased": true}.
+// ActionUserErase records an erasure: the user's jobs, runs, labels, keys,
+// dashboard sessions and idempotency keys deleted, the user disabled and
+// renamed, and what the audit log held of their data replaced by
+// {"erased": true}.
 const ActionUserErase = "user.erase"
 
 // Erased is what an erasure removed.
@@ -40,6 +41,8 @@ const eraseUserSQL = `WITH owned AS (
     DELETE FROM api_keys WHERE user_id = $1 RETURNING 1
 ), idem AS (
     DELETE FROM idempotency_keys WHERE owner_id = $1
+), ended AS (
+    DELETE FROM sessions WHERE user_id = $1
 ), person AS (
     UPDATE users SET name = 'erased user',
         signing_secret = replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), disabled_at = coalesce(disabled_at, $2)
@@ -48,8 +51,8 @@ const eraseUserSQL = `WITH owned AS (
 SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM runs), (SELECT count(*) FROM keys), (SELECT count(*) FROM scrubbed)`
 
 // EraseUser removes a user's data for an erasure request, in one
-// transaction: their jobs with runs and labels, their API keys and
-// idempotency keys; the user stays, disabled, renamed and with a new
+// transaction: their jobs with runs and labels, their API keys, dashboard
+// sessions and idempotency keys; the user stays, disabled, renamed and with a new
 // signing secret nobody has seen, so that the audit
 // log's references resolve, and every audit entry by them or about them or
 // their jobs keeps only that it happened. The entry recording the erasure

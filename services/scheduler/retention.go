@@ -1,5 +1,6 @@
-// The leader's retention: finished jobs with their runs, and audit entries,
-// are removed once past their retention, in bounded batches.
+// The leader's retention: finished jobs with their runs, audit entries,
+// idempotency keys and expired dashboard sessions are removed once past
+// their retention, in bounded batches.
 
 package main
 
@@ -18,12 +19,13 @@ const retentionBatches = 10
 
 // retain removes what is past retention: jobs that finished more than
 // their retention ago (their own, or TOCK_JOB_RETENTION) with their runs,
-// audit entries older than TOCK_AUDIT_RETENTION, and idempotency keys past
-// their day.
+// audit entries older than TOCK_AUDIT_RETENTION, idempotency keys past
+// their day, and dashboard sessions past their expiry (which already
+// authenticate nothing: this reclaims their rows).
 func (l *Leader) retain(ctx context.Context) {
 	defer l.stepped.Signal()
 	now := l.clock()
-	var jobs, runs, audit, keys int
+	var jobs, runs, audit, keys, sessions int
 	fail := func(kind string, err error) {
 		if ctx.Err() == nil {
 			l.log.Warn("retention_failed", zap.String("kind", kind), zap.Error(err))
@@ -67,12 +69,24 @@ func (l *Leader) retain(ctx context.Context) {
 			break
 		}
 	}
+	for range retentionBatches {
+		n, err := l.store.RemoveExpiredSessions(ctx, now, l.cfg.RetentionBatch)
+		if err != nil {
+			fail("sessions", err)
+			break
+		}
+		sessions += n
+		if n < l.cfg.RetentionBatch {
+			break
+		}
+	}
 	l.metrics.Removed.WithLabelValues("jobs").Add(float64(jobs))
 	l.metrics.Removed.WithLabelValues("runs").Add(float64(runs))
 	l.metrics.Removed.WithLabelValues("audit").Add(float64(audit))
 	l.metrics.Removed.WithLabelValues("idempotency_keys").Add(float64(keys))
-	if jobs+audit+keys > 0 {
+	l.metrics.Removed.WithLabelValues("sessions").Add(float64(sessions))
+	if jobs+audit+keys+sessions > 0 {
 		l.log.Info("retention_removed", zap.Int("jobs", jobs), zap.Int("runs", runs), zap.Int("audit", audit),
-			zap.Int("idempotency_keys", keys), zap.Duration("took", l.clock().Sub(now)))
+			zap.Int("idempotency_keys", keys), zap.Int("sessions", sessions), zap.Duration("took", l.clock().Sub(now)))
 	}
 }

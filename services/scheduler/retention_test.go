@@ -1,8 +1,10 @@
 package main
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -182,4 +184,31 @@ func TestRetentionPerJob(t *testing.T) {
 	keepAll.retain(b.ctx)
 	require.False(t, exists(own))
 	require.True(t, exists(kept))
+}
+
+// TestRetentionSessions: the leader's retention deletes the dashboard
+// sessions past their expiry, in batches, and keeps the live ones.
+func TestRetentionSessions(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	l, _ := b.leader(func() time.Time { return now }, func(c *Config) { c.RetentionBatch = 2 })
+	open := func(name string, expires time.Time) {
+		t.Helper()
+		sum := sha256.Sum256([]byte(name))
+		require.NoError(t, b.st.CreateSession(b.ctx, sum[:], &store.Session{UserID: store.BootstrapAdmin,
+			AdminBinding: []byte("binding"), CreatedAt: expires.Add(-12 * time.Hour), ExpiresAt: expires}))
+	}
+	for i := range 5 {
+		open("expired "+strconv.Itoa(i), now.Add(-time.Duration(i+1)*time.Minute))
+	}
+	open("live", now.Add(time.Minute))
+
+	l.retain(b.ctx)
+	var left int
+	require.NoError(t, b.st.Pool().QueryRow(b.ctx, `SELECT count(*) FROM sessions`).Scan(&left))
+	require.Equal(t, 1, left, "every expired session went, over several batches")
+	live := sha256.Sum256([]byte("live"))
+	_, err := b.st.SessionCredential(b.ctx, live[:], now)
+	require.NoError(t, err)
 }

@@ -39,6 +39,8 @@ type bundle struct {
 	rdb   redis.UniversalClient
 	keys  queue.Keys
 	now   time.Time
+	// deps built h; another builds more servers from them.
+	deps api.Deps
 }
 
 // setup builds the API on a schema and a key prefix of the test's own;
@@ -66,8 +68,25 @@ func setup(t *testing.T, opts ...func(*api.Deps)) *bundle {
 	for _, o := range opts {
 		o(&d)
 	}
+	b.deps = d
 	b.h = validated(t, api.New(d).Handler())
 	return b
+}
+
+// another is a second dashboard beside b's: a server of its own (its own
+// memory of blocked addresses and good tokens) on the same Postgres, Redis
+// prefix and clock (b's now), adjusted by opts, as behind one load
+// balancer. Its requests are sent through the bundle it returns.
+func (b *bundle) another(t *testing.T, opts ...func(*api.Deps)) *bundle {
+	t.Helper()
+	d := b.deps
+	for _, o := range opts {
+		o(&d)
+	}
+	b2 := *b
+	b2.deps = d
+	b2.h = validated(t, api.New(d).Handler())
+	return &b2
 }
 
 // deadRedis is a client for a port nothing listens on: every command fails.

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -30,6 +31,9 @@ type principal struct {
 	// and expires when it stops (zero: never).
 	scopes  scopeSet
 	expires time.Time
+	// key is the API key the request authenticated with; uuid.Nil for the
+	// admin token. A session opened with a key acts through it.
+	key uuid.UUID
 }
 
 // scope is the owner to filter queries by: an administrator sees every owner.
@@ -94,11 +98,12 @@ func splitKey(token string) (prefix string, ok bool) {
 
 // authenticate admits a request carrying "Authorization: Bearer <token>"
 // where the token is the bootstrap admin token or a live API key of an
-// enabled user, or, from the browser dashboard, the same token in the
-// session cookie (see session.go). Every failure looks the same to the
-// client: 401, saying nothing of which check failed; an address that keeps
-// failing gets 429 before any lookup (authFailed). A request naming its
-// credentials twice is a 400 (strictHeaders).
+// enabled user, or, from the browser dashboard, the id of a live session in
+// the session cookie (see session.go), which acts as the key or token it was
+// opened with. Every failure looks the same to the client: 401, saying
+// nothing of which check failed; an address that keeps failing gets 429
+// before any lookup (authFailed). A request naming its credentials twice is
+// a 400 (strictHeaders).
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		r := c.Request()
@@ -107,6 +112,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		refuse := func() error { return s.authFailed(c, func() error { return unauthorized(c) }) }
 		var token string
+		cookie := false
 		if h := r.Header.Get("Authorization"); h != "" {
 			scheme, t, _ := strings.Cut(h, " ")
 			if !strings.EqualFold(scheme, "Bearer") {
@@ -120,12 +126,16 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			if !safeMethod(r.Method) && r.Header.Get(csrfHeader) != "1" {
 				return refuse()
 			}
-			token = t
+			token, cookie = t, true
 		}
 		if err := s.authGate(c, token); err != nil {
 			return err
 		}
-		p, err := s.credential(r.Context(), token)
+		lookup := s.credential
+		if cookie {
+			lookup = s.sessionPrincipal
+		}
+		p, err := lookup(r.Context(), token)
 		if err != nil {
 			return err
 		}
@@ -152,7 +162,7 @@ func (s *Server) credential(ctx context.Context, token string) (*principal, erro
 	got := sha256.Sum256([]byte(token))
 	admin := sha256.Sum256(s.token)
 	if len(s.token) > 0 && subtle.ConstantTimeCompare(got[:], admin[:]) == 1 {
-		return &principal{user: store.BootstrapAdmin, admin: true, scopes: roleScopes(store.RoleAdmin)}, nil
+		return adminPrincipal(), nil
 	}
 	p, err := s.keyPrincipal(ctx, token, got[:])
 	if p != nil && s.limiter != nil {
@@ -161,8 +171,13 @@ func (s *Server) credential(ctx context.Context, token string) (*principal, erro
 	return p, err
 }
 
+// adminPrincipal is who the admin token acts as.
+func adminPrincipal() *principal {
+	return &principal{user: store.BootstrapAdmin, admin: true, scopes: roleScopes(store.RoleAdmin)}
+}
+
 // keyPrincipal authenticates an API key: nil if it is not one, unknown,
-// revoked, or its user is disabled.
+// revoked, expired, or its user is disabled.
 func (s *Server) keyPrincipal(ctx context.Context, token string, hash []byte) (*principal, error) {
 	prefix, ok := splitKey(token)
 	if !ok {
@@ -175,19 +190,59 @@ func (s *Server) keyPrincipal(ctx context.Context, token string, hash []byte) (*
 	if err != nil {
 		return nil, dependency(err)
 	}
-	now := s.clock()
-	if subtle.ConstantTimeCompare(hash, cred.Hash) != 1 || !cred.Key.Live(now) || !cred.User.DisabledAt.IsZero() {
+	if subtle.ConstantTimeCompare(hash, cred.Hash) != 1 {
 		return nil, nil
 	}
-	if now.Sub(cred.Key.LastUsedAt) >= store.KeyTouchInterval {
-		if err := s.store.TouchKey(ctx, cred.Key.ID, now); err != nil {
+	return s.keyHolder(ctx, &cred.Key, &cred.User), nil
+}
+
+// keyHolder is who a found key acts as, whether it came as a bearer token
+// or through the session it opened: nil if it is revoked or expired or its
+// user is disabled, so that these end a session exactly as they end the key.
+func (s *Server) keyHolder(ctx context.Context, k *store.Key, u *store.User) *principal {
+	now := s.clock()
+	if !k.Live(now) || !u.DisabledAt.IsZero() {
+		return nil
+	}
+	if now.Sub(k.LastUsedAt) >= store.KeyTouchInterval {
+		if err := s.store.TouchKey(ctx, k.ID, now); err != nil {
 			// The key is valid; a missed last_used_at refresh is not worth a failed request.
-			s.log.Warn("touch_key_failed", zap.Stringer("key_id", cred.Key.ID), zap.Error(err))
+			s.log.Warn("touch_key_failed", zap.Stringer("key_id", k.ID), zap.Error(err))
 		}
 	}
-	scopes := keyScopes(&cred.Key, cred.User.Role)
-	return &principal{user: cred.User.ID, admin: scopes&canAdmin != 0, limits: cred.User.Limits, scopes: scopes,
-		expires: cred.Key.ExpiresAt}, nil
+	scopes := keyScopes(k, u.Role)
+	return &principal{user: u.ID, admin: scopes&canAdmin != 0, limits: u.Limits, scopes: scopes,
+		expires: k.ExpiresAt, key: k.ID}
+}
+
+// sessionPrincipal authenticates a session id from the cookie: nil if it is
+// not one, unknown or expired, or if what opened it no longer authenticates
+// (its key revoked or expired, its user disabled, or, for a session of the
+// admin token, another TOCK_ADMIN_TOKEN now). The lookup is one round trip,
+// by the SHA-256 of the id.
+func (s *Server) sessionPrincipal(ctx context.Context, id string) (*principal, error) {
+	if !sessionShaped(id) {
+		return nil, nil
+	}
+	sum := sha256.Sum256([]byte(id))
+	sc, err := s.store.SessionCredential(ctx, sum[:], s.clock())
+	if errors.Is(err, job.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, dependency(err)
+	}
+	var p *principal
+	switch {
+	case sc.Key != nil:
+		p = s.keyHolder(ctx, sc.Key, &sc.User)
+	case len(s.token) > 0 && sc.User.ID == store.BootstrapAdmin && hmac.Equal(adminBinding(s.token, id), sc.Session.AdminBinding):
+		p = adminPrincipal()
+	}
+	if p != nil && s.limiter != nil {
+		s.limiter.good.add(sum, s.clock())
+	}
+	return p, nil
 }
 
 func unauthorized(c *echo.Context) error {
