@@ -176,6 +176,18 @@ func RateKey(prefix, bucket string, user fmt.Stringer) string {
 	return fmt.Sprintf("%s:{u:%s}:rate:%s", prefix, user, bucket)
 }
 
+// VouchedKey marks a credential minted a moment ago (an API key just
+// created, a dashboard session just opened), named by the SHA-256 of the
+// token, so that every dashboard, not only the one that minted it, lets it
+// past an address blocked for bad tokens before it has seen it succeed. It
+// expires on its own, as a dashboard's memory of a success does. Like
+// RateKey it belongs to no shard: each use is one command on this one key,
+// so it may live in any Redis Cluster slot. It holds no secret: the token
+// is 32 random bytes, whose SHA-256 opens nothing.
+func VouchedKey(prefix string, sum [32]byte) string {
+	return fmt.Sprintf("%s:{v:%x}:vouched", prefix, sum)
+}
+
 // OwnerLane and TargetLane name the lanes of an owner and of a target host
 // in Inflight, Caps and Held.
 func OwnerLane(owner string) string { return "o:" + owner }

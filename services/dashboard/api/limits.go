@@ -12,6 +12,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/queue"
@@ -108,7 +109,9 @@ func (q Quotas) effective(l store.Limits, admin bool) Quotas {
 // limiter holds the per-user GCRA buckets in Redis (go-redis/redis_rate), so
 // every dashboard instance shares them.
 type limiter struct {
-	rl     *redis_rate.Limiter
+	rl *redis_rate.Limiter
+	// rdb records and finds the credentials minted lately (vouch).
+	rdb    redis.UniversalClient
 	prefix string
 	log    *zap.Logger
 

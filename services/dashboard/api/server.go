@@ -153,7 +153,7 @@ func New(d Deps) *Server {
 		s.quotas = *d.Quotas
 	}
 	if s.redis != nil && s.queue != nil {
-		s.limiter = &limiter{rl: redis_rate.NewLimiter(s.redis), prefix: s.queue.Prefix(), log: s.log.Named("limits"),
+		s.limiter = &limiter{rl: redis_rate.NewLimiter(s.redis), rdb: s.redis, prefix: s.queue.Prefix(), log: s.log.Named("limits"),
 			clientAddr: clientAddrFunc(d.TrustedProxies)}
 	}
 	if s.limits.MaxPayloadBytes <= 0 {

@@ -174,6 +174,9 @@ func (s *Server) signIn(c *echo.Context) error {
 	if err := s.store.CreateSession(r.Context(), sum[:], sess); err != nil {
 		return dependency(err)
 	}
+	// Behind a load balancer the next request may reach another dashboard:
+	// each lets the new session past a blocked address as its own.
+	s.limiter.vouch(r.Context(), sum, now)
 	c.SetCookie(&http.Cookie{
 		Name: sessionCookie, Value: id, Path: "/", MaxAge: int(sessionAge / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r),

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/labstack/echo/v5"
 	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/queue"
 )
 
 // strictHeaders refuses a request that names its credentials or its body's
@@ -54,8 +57,9 @@ const bucketAuthFailures = "auth-failures"
 
 // blockedAddrs remembers, in this process, the client addresses whose
 // failure budget is spent and until when, so that their next requests are
-// refused before any Postgres lookup and without a Redis call. Every
-// dashboard learns it from the shared bucket on the first failure it sees.
+// refused before any Postgres lookup, and without a Redis call unless the
+// token is shaped like a key or a session id (authGate). Every dashboard
+// learns it from the shared bucket on the first failure it sees.
 type blockedAddrs struct {
 	mu    sync.Mutex
 	until map[string]time.Time
@@ -109,10 +113,13 @@ func tooManyFailures(c *echo.Context, retry time.Duration) error {
 
 // authGate refuses, before any credential is looked up, a request from an
 // address that has spent its budget of failed authentications, unless its
-// token is one that authenticated lately (or the admin token): the clients
-// that share an address with a careless or hostile one (behind a NAT, or a
-// proxy not named in TOCK_TRUSTED_PROXIES) keep working, while guesses,
-// which no recent success vouches for, cost nothing.
+// token is one that authenticated lately on this dashboard, one any
+// dashboard minted lately (a key just created, a session just opened: one
+// Redis EXISTS, see limiter.vouched), or the admin token: the clients that
+// share an address with a careless or hostile one (behind a NAT, or a proxy
+// not named in TOCK_TRUSTED_PROXIES) keep working, even with a key made a
+// moment ago, while guesses, which nothing vouches for, cost no Postgres
+// query.
 func (s *Server) authGate(c *echo.Context, token string) error {
 	if s.quotas.AuthFailuresPerMinute <= 0 || s.limiter == nil {
 		return nil
@@ -127,17 +134,61 @@ func (s *Server) authGate(c *echo.Context, token string) error {
 	if len(s.token) > 0 && subtle.ConstantTimeCompare(sum[:], admin[:]) == 1 || s.limiter.good.has(sum, now) {
 		return nil
 	}
+	if s.limiter.vouched(c.Request().Context(), token, sum) {
+		return nil
+	}
 	return tooManyFailures(c, retry)
 }
 
+// vouch records that a credential was minted a moment ago (a key created, a
+// session opened), by the SHA-256 of its token: in this process's good
+// tokens, and in Redis for goodFor, so that every other dashboard lets it
+// past a blocked address too before it has seen it succeed. Failing to tell
+// Redis costs only that: its client may wait out a block elsewhere.
+func (l *limiter) vouch(ctx context.Context, sum [32]byte, now time.Time) {
+	if l == nil {
+		return
+	}
+	l.good.add(sum, now)
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := l.rdb.Set(ctx, queue.VouchedKey(l.prefix, sum), 1, goodFor).Err(); err != nil {
+		l.log.Warn("vouch_failed", zap.Error(err))
+	}
+}
+
+// vouched asks Redis whether any dashboard minted the token lately (vouch).
+// Only a token shaped like a key or a session id is asked about, with one
+// EXISTS and no Postgres query; an error counts as no, leaving the block as
+// it was before keys were shared.
+func (l *limiter) vouched(ctx context.Context, token string, sum [32]byte) bool {
+	if _, ok := splitKey(token); !ok && !sessionShaped(token) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	n, err := l.rdb.Exists(ctx, queue.VouchedKey(l.prefix, sum)).Result()
+	if err != nil {
+		_ = l.unavailable(bucketVouched, err, LimitsAllow)
+		return false
+	}
+	return n == 1
+}
+
+// bucketVouched names the credentials vouch records, in the warning logged
+// while Redis cannot be asked about them.
+const bucketVouched = "vouched"
+
 // goodTokens remembers, by SHA-256, the tokens that authenticated within
-// goodFor, so that a blocked address's known clients still get through.
+// goodFor, or were minted here within it (limiter.vouch), so that a blocked
+// address's known clients still get through.
 type goodTokens struct {
 	mu   sync.Mutex
 	seen map[[32]byte]time.Time
 }
 
-// goodFor is how long a success vouches for a token, and maxGood bounds the
+// goodFor is how long a success, or a minting, vouches for a token (in this
+// process's memory, and in Redis for a minting), and maxGood bounds the
 // memory (beyond it, stale entries go; if none is stale, the new one is not
 // kept and its client merely waits out a block like the rest).
 const (

@@ -1,14 +1,23 @@
 package api_test
 
 import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/dashboard/api"
 )
 
@@ -50,7 +59,8 @@ func TestStrictHeaders(t *testing.T) {
 
 // TestAuthFailuresPerAddress lets an address fail authentication a burst of
 // times, then answers 429 with Retry-After before any credential lookup,
-// even for a good key, while another address is not affected.
+// even for a good key nothing vouches for yet, while another address is not
+// affected.
 func TestAuthFailuresPerAddress(t *testing.T) {
 	t.Parallel()
 	q := api.DefaultQuotas
@@ -76,12 +86,14 @@ func TestAuthFailuresPerAddress(t *testing.T) {
 	rec := from(attacker, "Bearer tock_aaaaaaaaaaaaa_wrong")
 	requireError(t, rec, http.StatusTooManyRequests, api.CodeRateLimited)
 	require.NotEmpty(t, rec.Header().Get("Retry-After"))
-	fresh := b.user(t, "behind-the-same-nat", "user", nil) // a key not yet used
-	requireError(t, from(attacker, fresh.auth()), http.StatusTooManyRequests, api.CodeRateLimited)
+	neighbour := b.user(t, "behind-the-same-nat", "user", nil)
+	stale := "Bearer " + b.staleKey(t, neighbour.id) // neither used nor minted lately
+	requireError(t, from(attacker, stale), http.StatusTooManyRequests, api.CodeRateLimited)
 	require.Equal(t, http.StatusOK, from(attacker, "Bearer "+token).Code, "the admin token needs no lookup, and passes")
+	require.Equal(t, http.StatusOK, from(attacker, neighbour.auth()).Code, "a key minted a moment ago passes")
 
-	require.Equal(t, http.StatusOK, from(other, fresh.auth()).Code, "another address is served")
-	require.Equal(t, http.StatusOK, from(attacker, fresh.auth()).Code,
+	require.Equal(t, http.StatusOK, from(other, stale).Code, "another address is served")
+	require.Equal(t, http.StatusOK, from(attacker, stale).Code,
 		"a key that authenticated lately passes a blocked address: its neighbours keep working")
 	requireError(t, from(attacker, "Bearer tock_bbbbbbbbbbbbb_guess"), http.StatusTooManyRequests, api.CodeRateLimited)
 
@@ -96,12 +108,12 @@ func TestAuthFailuresPerAddress(t *testing.T) {
 	// A trusted proxy speaks for its client through X-Forwarded-For; any
 	// other peer's X-Forwarded-For is not believed, private or not, so it
 	// can neither escape the limit nor have another address blocked.
-	proxied := b.user(t, "proxied", "user", nil)
+	proxied := "Bearer " + b.staleKey(t, b.user(t, "proxied", "user", nil).id)
 	via := func(peer, xff string) int {
 		req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/api/v1/me", nil)
 		req.RemoteAddr = peer + ":40000"
 		req.Header.Set("X-Forwarded-For", xff)
-		req.Header.Set("Authorization", proxied.auth())
+		req.Header.Set("Authorization", proxied)
 		rec := httptest.NewRecorder()
 		b.h.ServeHTTP(rec, req)
 		return rec.Code
@@ -162,4 +174,82 @@ func TestAuthLimitBeforeAnyLookup(t *testing.T) {
 	for range 5 {
 		requireError(t, from("198.51.100.2", keyShaped), http.StatusTooManyRequests, api.CodeRateLimited)
 	}
+}
+
+// staleKey stores a key of user straight in Postgres, as one minted long
+// ago: no dashboard has seen it succeed or minted it lately.
+func (b *bundle) staleKey(t *testing.T, user uuid.UUID) string {
+	t.Helper()
+	var p [8]byte
+	var secret [32]byte
+	_, _ = rand.Read(p[:])
+	_, _ = rand.Read(secret[:])
+	prefix := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(p[:]))
+	key := "tock_" + prefix + "_" + base64.RawURLEncoding.EncodeToString(secret[:])
+	sum := sha256.Sum256([]byte(key))
+	_, err := b.store.CreateKey(t.Context(), &store.Key{ID: job.NewID(), UserID: user, Name: "old", Prefix: prefix,
+		CreatedAt: b.now.Add(-24 * time.Hour)}, sum[:], 0, store.Audit{Actor: store.BootstrapAdmin, Action: store.ActionKeyCreate})
+	require.NoError(t, err)
+	return key
+}
+
+// TestMintedCredentialsPassABlockedAddress: once bad tokens from an address
+// have spent its budget, a key minted a moment ago on another dashboard, and
+// a session opened there, are served from that address by every dashboard,
+// while a guess is still refused with 429 before any Postgres query. The
+// dashboard called blind has a store that answers nothing (every query
+// fails, 503): there, a 503 shows that the gate let a token through to its
+// lookup, and a 429 that no query was made.
+func TestMintedCredentialsPassABlockedAddress(t *testing.T) {
+	t.Parallel()
+	q := api.DefaultQuotas
+	q.AuthFailuresPerMinute, q.AuthFailureBurst = 1, 1 // no token back within the test
+	served := setup(t, func(d *api.Deps) { d.Quotas = &q })
+	minter := served.another(t)
+	blind := served.another(t, func(d *api.Deps) { d.Store = deadStore(t) })
+	const addr = "203.0.113.9"
+	from := func(b *bundle, auth, cookie string) *httptest.ResponseRecorder {
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/api/v1/me", nil)
+		req.RemoteAddr = addr + ":40000"
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		if cookie != "" {
+			req.AddCookie(&http.Cookie{Name: "tock_session", Value: cookie})
+		}
+		rec := httptest.NewRecorder()
+		b.h.ServeHTTP(rec, req)
+		return rec
+	}
+	requireError(t, from(served, "Bearer nope", ""), http.StatusUnauthorized, api.CodeUnauthorized)
+	requireError(t, from(served, "Bearer nope", ""), http.StatusTooManyRequests, api.CodeRateLimited)
+	requireError(t, from(blind, "Bearer nope", ""), http.StatusTooManyRequests, api.CodeRateLimited)
+
+	// Minted on another dashboard, from another address.
+	p := minter.user(t, "ci-runner", "user", nil)
+	session := minter.signIn(t, p.key)
+	var random [32]byte
+	_, _ = rand.Read(random[:])
+	guessKey := "Bearer tock_bbbbbbbbbbbbb_" + base64.RawURLEncoding.EncodeToString(random[:])
+	guessSession := "tses_" + base64.RawURLEncoding.EncodeToString(random[:])
+
+	rec := from(served, p.auth(), "")
+	require.Equal(t, http.StatusOK, rec.Code, "the new key is served from the blocked address: %s", rec.Body.String())
+	require.Equal(t, p.id, decode[api.User](t, rec).ID)
+	rec = from(served, "", session)
+	require.Equal(t, http.StatusOK, rec.Code, "and so is the new session: %s", rec.Body.String())
+
+	requireError(t, from(blind, p.auth(), ""), http.StatusServiceUnavailable, api.CodeUnavailable)
+	requireError(t, from(blind, "", session), http.StatusServiceUnavailable, api.CodeUnavailable)
+	for range 3 {
+		requireError(t, from(blind, guessKey, ""), http.StatusTooManyRequests, api.CodeRateLimited)
+		requireError(t, from(blind, "", guessSession), http.StatusTooManyRequests, api.CodeRateLimited)
+		requireError(t, from(served, guessKey, ""), http.StatusTooManyRequests, api.CodeRateLimited)
+	}
+
+	// Redis forgets a minting after as long as a success vouches for a token.
+	ttl, err := served.rdb.PTTL(t.Context(), queue.VouchedKey(served.keys.Prefix, sha256.Sum256([]byte(p.key)))).Result()
+	require.NoError(t, err)
+	require.Greater(t, ttl, 9*time.Minute)
+	require.LessOrEqual(t, ttl, 10*time.Minute)
 }
