@@ -44,32 +44,39 @@ const eraseUserSQL = `WITH owned AS (
 ), ended AS (
     DELETE FROM sessions WHERE user_id = $1
 ), person AS (
-    UPDATE users SET name = 'erased user',
-        signing_secret = replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), disabled_at = coalesce(disabled_at, $2)
+    UPDATE users SET name = 'erased user', signing_secret = $3,
+        previous_signing_secret = NULL, previous_signing_until = NULL, disabled_at = coalesce(disabled_at, $2)
     WHERE id = $1
 )
 SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM runs), (SELECT count(*) FROM keys), (SELECT count(*) FROM scrubbed)`
 
 // EraseUser removes a user's data for an erasure request, in one
 // transaction: their jobs with runs and labels, their API keys, dashboard
-// sessions and idempotency keys; the user stays, disabled, renamed and with a new
-// signing secret nobody has seen, so that the audit
-// log's references resolve, and every audit entry by them or about them or
-// their jobs keeps only that it happened. The entry recording the erasure
-// holds the counts. An unknown user is job.ErrNotFound. The caller stops
-// their running attempts (queue.Queue.Abort); an entry of theirs still in
-// Redis finds no job and is dropped. A create of theirs that passed
+// sessions and idempotency keys. The user stays, so that the audit log's
+// references resolve: disabled, renamed, and with every secret they knew
+// gone: a new signing secret nobody has seen, generated and sealed here like
+// any other (a plain one would sit in the table until the next reseal), and
+// no previous secret, whose grace period after a rotation would otherwise
+// keep one they knew valid. Every audit entry by them or about them or their
+// jobs keeps only that it happened; the entry recording the erasure holds
+// the counts. An unknown user is job.ErrNotFound. The caller stops their
+// running attempts (queue.Queue.Abort); an entry of theirs still in Redis
+// finds no job and is dropped. A create of theirs that passed
 // authentication before the erasure committed may still add a job after
 // it: the keys are gone, so an erasure repeated once that request is
 // answered is final.
 func (s *Store) EraseUser(ctx context.Context, id uuid.UUID, now time.Time, a Audit) (Erased, error) {
+	secret, err := s.sealSecret(newSigningSecret(), id)
+	if err != nil {
+		return Erased{}, fmt.Errorf("erase user %s: %w", id, err)
+	}
 	var e Erased
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var one int
 		if err := tx.QueryRow(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, id).Scan(&one); err != nil {
 			return translate(err)
 		}
-		if err := tx.QueryRow(ctx, eraseUserSQL, id, now).Scan(&e.Jobs, &e.Runs, &e.Keys, &e.Audit); err != nil {
+		if err := tx.QueryRow(ctx, eraseUserSQL, id, now, secret).Scan(&e.Jobs, &e.Runs, &e.Keys, &e.Audit); err != nil {
 			return translate(err)
 		}
 		return record(ctx, tx, a, now, TargetUser, id, map[string]any{"jobs": e.Jobs, "runs": e.Runs, "keys": e.Keys, "audit_entries_scrubbed": e.Audit})
