@@ -117,6 +117,21 @@ type Job struct {
 	Overlap Overlap
 	// Notify is where alerts on the job's failures go; nil sends none.
 	Notify *Notify
+	// Secrets are the credentials of Payload and Notify (see
+	// jobtype.Spot), sealed by package secretbox as one JSON object from
+	// each one's fingerprint to its value; "" when they hold none. Payload
+	// and Notify hold the fingerprints in their places, so nothing that
+	// shows or copies them reveals a credential; the worker puts them back
+	// (jobspec.Reveal).
+	Secrets string
+	// SecretsUnsealed marks a job stored before secrets were sealed, whose
+	// Payload and Notify may still hold them in clear: views hide them
+	// anyway, and the dashboard seals them at start (store.SealJobSecrets).
+	SecretsUnsealed bool
+	// ClaimedBy is the process number of the dashboard that stores a
+	// one-off job claimed and adds it to the due set after the commit
+	// (store.Create.ClaimedBy); zero for none. It is written once.
+	ClaimedBy int32
 	// TraceParent is the W3C traceparent of the span that created the job,
 	// which each attempt's span links to; empty when the dashboard that
 	// created it had tracing off. It is written once, at creation.

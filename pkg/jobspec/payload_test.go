@@ -142,15 +142,15 @@ func TestValidatePayloadEmail(t *testing.T) {
 
 func TestSpecBuildAcceptsSlackAndEmail(t *testing.T) {
 	t.Parallel()
-	for _, s := range []jobspec.Spec{
-		{Name: "notify", Type: jobtype.TypeSlack, RunAt: ptr(now.Add(time.Hour)),
-			Payload: json.RawMessage(`{"webhook_url": "https://hooks.slack.com/services/T/B/X", "text": "hi"}`)},
-		{Name: "mail", Type: jobtype.TypeEmail, RunAt: ptr(now.Add(time.Hour)),
-			Payload: json.RawMessage(`{"to": ["ops@example.com"], "subject": "s", "text": "x"}`)},
+	for _, s := range []spec{
+		{"name": "notify", "type": jobtype.TypeSlack, "run_at": now.Add(time.Hour),
+			"payload": json.RawMessage(`{"webhook_url": "https://hooks.slack.com/services/T/B/X", "text": "hi"}`)},
+		{"name": "mail", "type": jobtype.TypeEmail, "run_at": now.Add(time.Hour),
+			"payload": json.RawMessage(`{"to": ["ops@example.com"], "subject": "s", "text": "x"}`)},
 	} {
 		j, err := s.Build(owner, now, jobspec.DefaultLimits)
-		require.NoError(t, err, s.Type)
-		require.Equal(t, s.Type, j.Type)
+		require.NoError(t, err, s["type"])
+		require.Equal(t, s["type"], j.Type)
 		require.NotContains(t, string(j.Payload), " ", "payload compacted")
 	}
 }

@@ -26,6 +26,10 @@ var AMQP = Kind{
 	New: func(d Deps) Executor {
 		return typed(TypeAMQP, (&amqpExecutor{brokers: d.Brokers, version: d.Version}).run)
 	},
+	Secrets: secretsOf(func(p *AMQPPayload) (string, []*Spot) {
+		dest, spot := UserinfoSpot("url", &p.URL)
+		return dest, spots(spot)
+	}),
 }
 
 // AMQPPayload is the payload of an amqp job. URL carries the user and

@@ -35,6 +35,9 @@ type Kind struct {
 	// Load, if set, is a payload of this type aimed at the URL target, for
 	// generate-load; a type without it (a broker's) is not offered there.
 	Load func(target string, seq int) any
+	// Secrets, if set, finds the credentials of a valid payload (see
+	// Spot); a type without it carries none.
+	Secrets func(raw json.RawMessage) (*Secrets, error)
 }
 
 // kinds are the job types, in the order lists show them. Registering a type

@@ -32,6 +32,10 @@ var NATS = Kind{
 	New: func(d Deps) Executor {
 		return typed(TypeNATS, (&natsExecutor{brokers: d.Brokers, version: d.Version}).run)
 	},
+	Secrets: secretsOf(func(p *NATSPayload) (string, []*Spot) {
+		dest, spot := UserinfoSpot("url", &p.URL)
+		return dest, spots(spot)
+	}),
 }
 
 // NATSPayload is the payload of a nats job. URL may carry a user and

@@ -28,6 +28,10 @@ var Slack = Kind{
 	Load: func(target string, seq int) any {
 		return SlackPayload{WebhookURL: target, Text: "generate-load " + strconv.Itoa(seq)}
 	},
+	Secrets: secretsOf(func(p *SlackPayload) (string, []*Spot) {
+		dest, spot := URLTokenSpot("webhook_url", &p.WebhookURL)
+		return dest, spots(spot)
+	}),
 }
 
 // SlackPayload is the payload of a slack job: a message posted to a Slack

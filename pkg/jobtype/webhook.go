@@ -27,6 +27,9 @@ var Webhook = Kind{
 	Load: func(target string, seq int) any {
 		return WebhookPayload{URL: target, Body: json.RawMessage(`{"seq":` + strconv.Itoa(seq) + `}`)}
 	},
+	Secrets: secretsOf(func(p *WebhookPayload) (string, []*Spot) {
+		return p.URL, HeaderSpots("headers", p.Headers)
+	}),
 }
 
 // WebhookPayload is the payload of a webhook job.

@@ -8,6 +8,7 @@ package secretbox
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -34,6 +35,10 @@ var ErrNoKey = errors.New("sealed under an operator key this process does not ho
 type Box struct {
 	current string // id of the key Seal uses; "" when none
 	keys    map[string]cipher.AEAD
+	// mark keys the fingerprints of secrets (Fingerprint): derived from
+	// the current key, so that a fingerprint says nothing to whoever
+	// lacks the key.
+	mark []byte
 }
 
 // KeyID names a key without revealing it: the first 4 bytes of its SHA-256.
@@ -69,6 +74,8 @@ func New(current []byte, previous ...[]byte) (*Box, error) {
 			return nil, err
 		}
 		b.current = id
+		sum := sha256.Sum256(append([]byte("tock fingerprint v1\x00"), current...))
+		b.mark = sum[:]
 	}
 	for _, k := range previous {
 		if _, err := add(k); err != nil {
@@ -140,6 +147,42 @@ func (b *Box) Open(stored string, owner []byte) (string, error) {
 	}
 	return string(plain), nil
 }
+
+// Fingerprint is what a view shows in place of a secret of owner's:
+// "secret:sha256:" and 32 hex digits, the same for the same value and
+// owner, so that a person can tell two values apart, and nothing from which
+// the value can be found: an HMAC under a key derived from the operator
+// key. Without a key (where secrets are kept in clear anyway) it is a plain
+// SHA-256 of the owner and the value.
+func (b *Box) Fingerprint(secret string, owner []byte) string {
+	var sum []byte
+	if b.Encrypts() {
+		m := hmac.New(sha256.New, b.mark)
+		m.Write(owner)
+		m.Write([]byte{0})
+		m.Write([]byte(secret))
+		sum = m.Sum(nil)
+	} else {
+		h := sha256.New()
+		h.Write(owner)
+		h.Write([]byte{0})
+		h.Write([]byte(secret))
+		sum = h.Sum(nil)
+	}
+	return "secret:sha256:" + hex.EncodeToString(sum[:16])
+}
+
+// CurrentKey is the id of the key Seal uses; "" without one.
+func (b *Box) CurrentKey() string {
+	if b == nil {
+		return ""
+	}
+	return b.current
+}
+
+// Rotating reports whether the box holds keys besides the current one:
+// values sealed under them are to be sealed again.
+func (b *Box) Rotating() bool { return b.Encrypts() && len(b.keys) > 1 }
 
 // Current reports whether stored is sealed under the current key, so that
 // a rewrite pass knows what to reseal: plain values and values under a

@@ -4,14 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/tockhq/tock/pkg/job"
 )
 
 // Actions recorded in the audit log. Clients filter on them, so they never
@@ -166,122 +162,4 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, err
 		return nil, fmt.Errorf("list audit: %w", translate(err))
 	}
 	return out, nil
-}
-
-// jobCreated is what the audit log keeps of a new job: its shape, not its
-// payload, which may hold credentials (headers, a Slack webhook URL).
-func jobCreated(j *job.Job) map[string]any {
-	m := map[string]any{
-		"name":        j.Name,
-		"type":        j.Type,
-		"owner":       j.Owner,
-		"priority":    j.Priority,
-		"max_retries": j.MaxRetries,
-		"timeout":     j.Timeout.String(),
-	}
-	if j.Retention > 0 {
-		m["retention"] = j.Retention.String()
-	}
-	if j.History == job.HistoryFailures {
-		m["history"] = j.History
-	}
-	if len(j.Labels) > 0 {
-		m["labels"] = j.Labels
-	}
-	if j.Key != "" {
-		m["key"] = j.Key
-	}
-	if j.ExpiresAfter > 0 {
-		m["expires_after"] = j.ExpiresAfter.String()
-	}
-	if j.Overlap != "" {
-		m["overlap"] = j.Overlap
-	}
-	if j.Notify != nil {
-		m["notify"] = notifyShape(j.Notify)
-	}
-	if j.Recurring() {
-		m["schedule"] = json.RawMessage(j.Schedule)
-	} else {
-		m["run_at"] = j.RunAt
-	}
-	return m
-}
-
-// jobChanged is what an edit changed, field by field as {"from", "to"}; a
-// payload is recorded as changed or not, never by value.
-func jobChanged(before, after *job.Job) map[string]any {
-	m := map[string]any{}
-	diff := func(field string, from, to any, same bool) {
-		if !same {
-			m[field] = map[string]any{"from": from, "to": to}
-		}
-	}
-	diff("name", before.Name, after.Name, before.Name == after.Name)
-	diff("status", before.Status, after.Status, before.Status == after.Status)
-	diff("priority", before.Priority, after.Priority, before.Priority == after.Priority)
-	diff("max_retries", before.MaxRetries, after.MaxRetries, before.MaxRetries == after.MaxRetries)
-	diff("timeout", before.Timeout.String(), after.Timeout.String(), before.Timeout == after.Timeout)
-	diff("run_at", nullTime(before.RunAt), nullTime(after.RunAt), before.RunAt.Equal(after.RunAt))
-	diff("timezone", before.Timezone, after.Timezone, before.Timezone == after.Timezone)
-	diff("schedule", rawOrNull(before.Schedule), rawOrNull(after.Schedule), jsonEqual(before.Schedule, after.Schedule))
-	diff("retention", retentionText(before.Retention), retentionText(after.Retention), before.Retention == after.Retention)
-	diff("history", before.History, after.History, before.History == after.History)
-	diff("labels", before.Labels, after.Labels, maps.Equal(before.Labels, after.Labels))
-	diff("expires_after", retentionText(before.ExpiresAfter), retentionText(after.ExpiresAfter), before.ExpiresAfter == after.ExpiresAfter)
-	diff("overlap", before.Overlap, after.Overlap, before.Overlap == after.Overlap)
-	if b, a := notifyColumn(before.Notify), notifyColumn(after.Notify); !slices.Equal(b, a) {
-		m["notify"] = map[string]any{"from": notifyShape(before.Notify), "to": notifyShape(after.Notify)}
-	}
-	diff("paused_reason", before.PausedReason, after.PausedReason, before.PausedReason == after.PausedReason)
-	if !slices.Equal(before.Payload, after.Payload) {
-		m["payload"] = "changed"
-	}
-	return m
-}
-
-// notifyShape is what the audit log keeps of a job's alerting: the events
-// and the kind of destination, never its URL, headers or addresses.
-func notifyShape(n *job.Notify) any {
-	if n == nil {
-		return nil
-	}
-	dest := "email"
-	switch {
-	case n.Webhook != nil:
-		dest = "webhook"
-	case n.Slack != nil:
-		dest = "slack"
-	}
-	return map[string]any{"on": n.On, "to": dest}
-}
-
-func jsonEqual(a, b []byte) bool {
-	if len(a) == 0 || len(b) == 0 {
-		return len(a) == len(b)
-	}
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return slices.Equal(a, b)
-	}
-	ra, _ := json.Marshal(x)
-	rb, _ := json.Marshal(y)
-	return slices.Equal(ra, rb)
-}
-
-// rawOrNull shows stored JSON as itself, or null when there is none.
-func rawOrNull(b []byte) json.RawMessage {
-	if len(b) == 0 {
-		return json.RawMessage("null")
-	}
-	return b
-}
-
-// retentionText is a retention as the audit log shows it: "default" for the
-// operator's.
-func retentionText(d time.Duration) string {
-	if d <= 0 {
-		return "default"
-	}
-	return d.String()
 }

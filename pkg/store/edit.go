@@ -9,23 +9,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobspec"
 )
 
-// updateJobSQL writes an edited job. A move to a new generation also frees
-// a buffer_one job's waiting place: the occurrence that held it belongs to
-// the old generation and will never start.
-const (
-	lockJobForEditSQL = `SELECT ` + jobColumns + `, due_hour, EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = jobs.id)
+var lockJobForEditSQL = `SELECT ` + jobColumns + `, due_hour, EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = jobs.id)
 FROM jobs WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2) FOR UPDATE`
-	updateJobSQL = `UPDATE jobs SET status = $3, priority = $4, max_retries = $5, timeout_ms = $6, run_at = $7,
-    due_at = $8, due_hour = $9, generation = $10, occurrences = $11, timezone = $12, last_at = $13,
-    schedule = $14, payload = $15, name = $16, updated_at = $17, paused_reason = nullif($18, ''), per_hour = $19,
-    retention_ms = $20, history = $21, labels = $22, expires_after_ms = $23, overlap = $24, notify = $25,
-    overlap_wait = CASE WHEN generation = $10 THEN overlap_wait END,
-    overlap_wait_until = CASE WHEN generation = $10 THEN overlap_wait_until END
-WHERE id = $1 AND due_hour = $2
-RETURNING ` + jobColumns
-)
 
 // Edit changes a job in memory under its row lock; started says whether any
 // run of it exists. It returns job.ErrConflict (wrapped) to refuse.
@@ -74,19 +62,14 @@ func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 				}
 			}
 			a.UpdatedAt = now
-			row := tx.QueryRow(ctx, updateJobSQL, a.ID, hour, string(a.Status), int16(a.Priority), int16(a.MaxRetries),
-				int32(a.Timeout/time.Millisecond), nullTime(a.RunAt), nullTime(a.DueAt), dueHour(a.DueAt), int32(a.Generation),
-				int32(a.Occurrences), nullString(a.Timezone), nullTime(a.LastAt), nullJSON(a.Schedule), []byte(a.Payload), a.Name, now,
-				a.PausedReason, perHour(&a), retentionMS(a.Retention), historyColumn(a.History), labelsColumn(a.Labels),
-				retentionMS(a.ExpiresAfter), nullOverlap(a.Overlap), notifyColumn(a.Notify))
-			if after, err = scanJob(row); err != nil {
+			if after, err = scanJob(tx.QueryRow(ctx, updateJobSQL, updateArgs(&a, hour)...)); err != nil {
 				return translate(err)
 			}
 			if err := replaceLabels(ctx, tx, b, after); err != nil {
 				return err
 			}
 			before = b
-			return record(ctx, tx, u.Audit, now, TargetJob, id, jobChanged(b, after))
+			return record(ctx, tx, u.Audit, now, TargetJob, id, jobspec.Changed(b, after))
 		})
 	})
 	if err != nil {

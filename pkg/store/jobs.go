@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -10,63 +9,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobspec"
 )
 
-const jobColumns = `id, owner_id, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload,
-    generation, occurrences, coalesce(timezone, 'UTC'), last_at, schedule, coalesce(paused_reason, ''), coalesce(per_hour, 0),
-    coalesce(retention_ms, 0), coalesce(history, 'all'), labels, coalesce(key, ''),
-    coalesce(expires_after_ms, 0), coalesce(overlap, ''), notify`
-
-// scanJob scans jobColumns, then any extra columns into extra.
-func scanJob(row pgx.Row, extra ...any) (*job.Job, error) {
-	var (
-		j                    job.Job
-		timeoutMS            int32
-		retentionMS, expMS   int64
-		labels, notify       []byte
-		runAt, dueAt, lastAt *time.Time
-	)
-	dest := append([]any{&j.ID, &j.Owner, &j.Type, &j.Status, &j.Priority, &j.MaxRetries, &timeoutMS,
-		&runAt, &dueAt, &j.CreatedAt, &j.UpdatedAt, &j.Name, &j.Payload,
-		&j.Generation, &j.Occurrences, &j.Timezone, &lastAt, &j.Schedule, &j.PausedReason, &j.PerHour,
-		&retentionMS, &j.History, &labels, &j.Key, &expMS, &j.Overlap, &notify}, extra...)
-	err := row.Scan(dest...)
-	if err != nil {
-		return nil, err
-	}
-	if len(labels) > 0 {
-		if err := json.Unmarshal(labels, &j.Labels); err != nil {
-			return nil, fmt.Errorf("labels of job %s: %w", j.ID, err)
-		}
-	}
-	if len(notify) > 0 {
-		if err := json.Unmarshal(notify, &j.Notify); err != nil {
-			return nil, fmt.Errorf("notify of job %s: %w", j.ID, err)
-		}
-	}
-	j.ExpiresAfter = time.Duration(expMS) * time.Millisecond
-	if lastAt != nil {
-		j.LastAt = lastAt.UTC()
-	}
-	j.Timeout = time.Duration(timeoutMS) * time.Millisecond
-	j.Retention = time.Duration(retentionMS) * time.Millisecond
-	if runAt != nil {
-		j.RunAt = runAt.UTC()
-	}
-	if dueAt != nil {
-		j.DueAt = dueAt.UTC()
-	}
-	j.CreatedAt, j.UpdatedAt = j.CreatedAt.UTC(), j.UpdatedAt.UTC()
-	return &j, nil
-}
-
 // dueHour is the partition key for a due time: its UTC hour, or -1 for none.
-func dueHour(t time.Time) int16 {
-	if t.IsZero() {
-		return -1
-	}
-	return int16(t.UTC().Hour())
-}
+func dueHour(t time.Time) int16 { return jobspec.DueHour(t) }
 
 func nullTime(t time.Time) *time.Time {
 	if t.IsZero() {
@@ -75,111 +22,14 @@ func nullTime(t time.Time) *time.Time {
 	return &t
 }
 
-var jobCopyColumns = []string{"id", "owner_id", "due_hour", "type", "status", "priority", "max_retries",
-	"timeout_ms", "run_at", "due_at", "created_at", "updated_at", "name", "payload",
-	"generation", "occurrences", "timezone", "last_at", "schedule", "per_hour", "retention_ms", "history", "labels", "key",
-	"expires_after_ms", "overlap", "notify", "trace_parent", "claimed_by"}
-
-func jobRow(j *job.Job, claimedBy int32) []any {
-	return []any{j.ID, j.Owner, dueHour(j.DueAt), string(j.Type), string(j.Status), int16(j.Priority),
-		int16(j.MaxRetries), int32(j.Timeout / time.Millisecond), nullTime(j.RunAt), nullTime(j.DueAt),
-		j.CreatedAt, j.UpdatedAt, j.Name, []byte(j.Payload),
-		int32(j.Generation), int32(j.Occurrences), nullString(j.Timezone), nullTime(j.LastAt), nullJSON(j.Schedule), perHour(j),
-		retentionMS(j.Retention), historyColumn(j.History), labelsColumn(j.Labels), nullKey(j.Key),
-		retentionMS(j.ExpiresAfter), nullOverlap(j.Overlap), notifyColumn(j.Notify), nullText(j.TraceParent),
-		claimer(j, claimedBy)}
-}
-
-// claimer is the claimed_by column: the dashboard's number on a one-off job
-// it stores claimed (no due_at: it adds the job to Redis itself), else NULL.
-func claimer(j *job.Job, claimedBy int32) *int32 {
+// claimer is the claimed_by of a job: the dashboard's number on a one-off
+// job it stores claimed (no due_at: it adds the job to Redis itself), else
+// none.
+func claimer(j *job.Job, claimedBy int32) int32 {
 	if claimedBy == 0 || j.Recurring() || !j.DueAt.IsZero() || j.RunAt.IsZero() {
-		return nil
+		return 0
 	}
-	return &claimedBy
-}
-
-func nullKey(k string) *string {
-	if k == "" {
-		return nil
-	}
-	return &k
-}
-
-// labelsColumn is the labels column: NULL for none.
-func labelsColumn(m map[string]string) []byte {
-	if len(m) == 0 {
-		return nil
-	}
-	b, _ := json.Marshal(m) // a map of strings always encodes
-	return b
-}
-
-// nullOverlap is the overlap column: NULL for allow.
-func nullOverlap(o job.Overlap) *string {
-	if o == "" || o == job.OverlapAllow {
-		return nil
-	}
-	s := string(o)
-	return &s
-}
-
-// notifyColumn is the notify column: NULL for no alerting.
-func notifyColumn(n *job.Notify) []byte {
-	if n == nil {
-		return nil
-	}
-	b, _ := json.Marshal(n) // strings, lists and maps of strings always encode
-	return b
-}
-
-// retentionMS is the retention_ms (or expires_after_ms) column: NULL for the operator's default.
-func retentionMS(d time.Duration) *int64 {
-	if d <= 0 {
-		return nil
-	}
-	ms := d.Milliseconds()
-	return &ms
-}
-
-// historyColumn is the history column: NULL for every run kept.
-func historyColumn(h job.History) *string {
-	if h == "" || h == job.HistoryAll {
-		return nil
-	}
-	s := string(h)
-	return &s
-}
-
-// perHour is the per_hour column of j: NULL for a one-off job.
-func perHour(j *job.Job) *int32 {
-	if !j.Recurring() {
-		return nil
-	}
-	n := int32(j.PerHour)
-	return &n
-}
-
-// nullText is a text column that is NULL when empty.
-func nullText(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func nullString(s string) *string {
-	if s == "" || s == "UTC" {
-		return nil
-	}
-	return &s
-}
-
-func nullJSON(b []byte) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	return b
+	return claimedBy
 }
 
 // claimJobKeySQL gives each (owner, key) to its new job, unless the job that
@@ -328,18 +178,21 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 		if err := claimKeys(ctx, tx, jobs); err != nil {
 			return err
 		}
+		for _, j := range jobs {
+			j.ClaimedBy = claimer(j, c.ClaimedBy)
+		}
 		if len(jobs) == 1 {
-			if _, err := tx.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29)`, jobRow(jobs[0], c.ClaimedBy)...); err != nil {
+			if _, err := tx.Exec(ctx, insertJobSQL, jobRow(jobs[0])...); err != nil {
 				return fmt.Errorf("insert job: %w", translate(err))
 			}
 			j := jobs[0]
 			if err := addLabels(ctx, tx, jobs); err != nil {
 				return err
 			}
-			return record(ctx, tx, c.Audit, j.CreatedAt, TargetJob, j.ID, jobCreated(j))
+			return record(ctx, tx, c.Audit, j.CreatedAt, TargetJob, j.ID, jobspec.Created(j))
 		}
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{"jobs"}, jobCopyColumns, pgx.CopyFromSlice(len(jobs), func(i int) ([]any, error) {
-			return jobRow(jobs[i], c.ClaimedBy), nil
+			return jobRow(jobs[i]), nil
 		}))
 		if err != nil {
 			return fmt.Errorf("copy jobs: %w", translate(err))
@@ -419,10 +272,6 @@ func checkRate(ctx context.Context, tx pgx.Tx, owner, except uuid.UUID, adding, 
 	}
 	return nil
 }
-
-const jobCopyColumnList = `id, owner_id, due_hour, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload,
-    generation, occurrences, timezone, last_at, schedule, per_hour, retention_ms, history, labels, key,
-    expires_after_ms, overlap, notify, trace_parent, claimed_by`
 
 // AnyOwner passed as an owner lets an administrator's query see every owner's jobs.
 var AnyOwner = uuid.Nil
@@ -622,7 +471,7 @@ func (s *Store) ListJobs(ctx context.Context, f JobFilter) ([]*job.Job, error) {
 // cancelJobSQL cancels a job that has not started. It locks the job row first:
 // a worker starting a run holds a share lock on the same row (see startRunsSQL),
 // so the run check in the next statement sees any run that won the race.
-const (
+var (
 	lockJobSQL   = `SELECT status FROM jobs WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2) FOR UPDATE`
 	cancelJobSQL = `UPDATE jobs SET status = 'cancelled', due_at = NULL, due_hour = -1, updated_at = $2,
     generation = generation + 1

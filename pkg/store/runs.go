@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobspec"
 )
 
 // Start asks to begin one attempt: the occurrence, and when it was due.
@@ -39,6 +40,11 @@ type Started struct {
 	// and then the attempt must not be sent unsigned.
 	SigningSecret string
 	SigningErr    error
+	// SecretsErr says why the job's own secrets (its payload's and
+	// notify's credentials) could not be put back in their places: its
+	// operator key is not held. The attempt must not be sent with
+	// fingerprints for credentials.
+	SecretsErr error
 	// PreviousSigningSecret is the owner's secret before a rotation, while
 	// its grace period lasts; deliveries are signed under both.
 	PreviousSigningSecret string
@@ -100,7 +106,7 @@ const startRunsSQL = `WITH req AS (
         AS r(run_id, job_id, scheduled_for, attempt, due_at, generation)
 ), locked AS MATERIALIZED (
     SELECT id, status, owner_id, type, name, payload, timeout_ms, max_retries, generation, schedule, last_at, history,
-           expires_after_ms, overlap, notify, trace_parent FROM jobs
+           expires_after_ms, overlap, notify, trace_parent, secrets FROM jobs
     WHERE id = ANY($2)
     ORDER BY id
     FOR SHARE
@@ -155,7 +161,8 @@ SELECT s.job_id, s.scheduled_for, s.attempt, s.id, s.due_at, s.lease_until,
        coalesce(u.signing_secret, ''),
        CASE WHEN u.previous_signing_until > $6 THEN coalesce(u.previous_signing_secret, '') ELSE '' END,
        coalesce(l.history, 'all'),
-       coalesce(l.expires_after_ms, 0), coalesce(l.overlap, ''), l.notify, g.gate, coalesce(l.trace_parent, '')
+       coalesce(l.expires_after_ms, 0), coalesce(l.overlap, ''), l.notify, g.gate, coalesce(l.trace_parent, ''),
+       coalesce(l.secrets, '')
 FROM (SELECT * FROM fresh UNION ALL SELECT * FROM takeover UNION ALL SELECT * FROM waiting) s
 JOIN live l ON l.id = s.job_id
 JOIN gate g ON g.job_id = s.job_id AND g.scheduled_for = s.scheduled_for AND g.attempt = s.attempt
@@ -202,9 +209,10 @@ func (s *Store) StartRuns(ctx context.Context, reqs []Start, now time.Time, leas
 		var maxRetries int16
 		var expMS int64
 		var notify []byte
+		var secrets string
 		err := r.Scan(&st.Run.JobID, &st.Run.ScheduledFor, &attempt, &st.Run.ID, &st.Run.DueAt, &st.Run.LeaseUntil,
 			&st.Run.Owner, &st.Type, &st.Name, &st.Payload, &timeoutMS, &maxRetries, &st.Schedule, &st.Generation, &lastAt, &st.SigningSecret, &st.PreviousSigningSecret, &st.History,
-			&expMS, &st.Overlap, &notify, &st.Gate, &st.TraceParent)
+			&expMS, &st.Overlap, &notify, &st.Gate, &st.TraceParent, &secrets)
 		if err != nil {
 			return st, err
 		}
@@ -212,6 +220,9 @@ func (s *Store) StartRuns(ctx context.Context, reqs []Start, now time.Time, leas
 			if err := json.Unmarshal(notify, &st.Notify); err != nil {
 				return st, fmt.Errorf("notify of job %s: %w", st.Run.JobID, err)
 			}
+		}
+		if secrets != "" {
+			st.SecretsErr = s.reveal(&st, secrets)
 		}
 		st.SigningSecret, st.SigningErr = s.openSecret(st.SigningSecret, st.Run.Owner)
 		if st.SigningErr == nil {
@@ -589,4 +600,19 @@ func (s *Store) PreviousOutcomes(ctx context.Context, occs []job.Occurrence) (ma
 		return nil, fmt.Errorf("previous outcomes: %w", translate(err))
 	}
 	return out, nil
+}
+
+// reveal puts the job's sealed secrets back into the attempt's payload and
+// notify, in place of their fingerprints. The error never holds a secret.
+func (s *Store) reveal(st *Started, sealed string) error {
+	m, err := jobspec.OpenSecrets(s.secrets, &job.Job{ID: st.Run.JobID, Owner: st.Run.Owner, Secrets: sealed})
+	if err != nil {
+		return err
+	}
+	payload, notify, err := jobspec.Reveal(st.Type, st.Payload, st.Notify, m)
+	if err != nil {
+		return fmt.Errorf("secrets of job %s: %w", st.Run.JobID, err)
+	}
+	st.Payload, st.Notify = payload, notify
+	return nil
 }

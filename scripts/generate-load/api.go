@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/tockhq/tock/pkg/jobspec"
 )
 
 // MaxBatchJobs is the most jobs the bulk API takes in one request.
@@ -54,7 +52,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // batchBody is the request of a bulk create.
 type batchBody struct {
-	Jobs []jobspec.Spec `json:"jobs"`
+	Jobs []Spec `json:"jobs"`
 }
 
 // batchCreated is its 201 answer.
@@ -85,7 +83,7 @@ const shownErrors = 3
 // Any other failure is returned: a request that may have been applied is
 // never sent again, so no job is created twice.
 func (a *apiSink) create(ctx context.Context, items []Item) error {
-	body := batchBody{Jobs: make([]jobspec.Spec, len(items))}
+	body := batchBody{Jobs: make([]Spec, len(items))}
 	for i, it := range items {
 		body.Jobs[i] = it.Spec
 	}

@@ -142,9 +142,35 @@ type Mix struct {
 	URL string
 }
 
+// Spec is one job as generate-load asks for it: the fields of POST
+// /api/v1/jobs it sets. The server's rules are not copied here: Build reads
+// it as the API reads a body.
+type Spec struct {
+	Name     string          `json:"name"`
+	Type     job.Type        `json:"type"`
+	RunAt    *time.Time      `json:"run_at,omitempty"`
+	Schedule *schedule.Spec  `json:"schedule,omitempty"`
+	Payload  json.RawMessage `json:"payload"`
+	Priority *int            `json:"priority,omitempty"`
+}
+
+// Build returns the job s describes, owned by owner, as the API would
+// build it at now.
+func (s Spec) Build(owner [16]byte, now time.Time, lim jobspec.Limits) (*job.Job, error) {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("encode job: %w", err)
+	}
+	r, err := jobspec.Decode(raw, jobspec.Create)
+	if err != nil {
+		return nil, err
+	}
+	return r.Build(nil, owner, now, lim)
+}
+
 // Item is one job to create, with what the summary counts it by.
 type Item struct {
-	Spec jobspec.Spec
+	Spec Spec
 	// Minute is the offset from the start of the minute of its first run.
 	Minute int
 }
@@ -209,7 +235,7 @@ func (g *Generator) item() Item {
 	typ := g.mix.Types[g.rng.IntN(len(g.mix.Types))]
 	prio := g.mix.Priorities[g.rng.IntN(len(g.mix.Priorities))]
 	from := g.start.Add(time.Duration(g.minute) * time.Minute)
-	s := jobspec.Spec{
+	s := Spec{
 		Name:     g.mix.Name + "-" + strconv.Itoa(g.seq+1),
 		Type:     typ,
 		Payload:  payload(typ, g.mix.URL, g.seq+1),

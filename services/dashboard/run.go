@@ -47,7 +47,7 @@ func run(ctx context.Context) error {
 		AdminToken:        cfg.AdminToken,
 		Horizon:           cfg.Horizon,
 		MisfireThreshold:  cfg.MisfireThreshold,
-		Limits:            jobspec.Limits{MaxPayloadBytes: cfg.MaxPayloadBytes, Targets: cfg.Targets},
+		Limits:            jobspec.Limits{MaxPayloadBytes: cfg.MaxPayloadBytes, Targets: cfg.Targets, Box: cfg.Secrets},
 		MaxBodyBytes:      int64(cfg.MaxBodyBytes),
 		MaxBatchBodyBytes: int64(cfg.MaxBatchBodyBytes),
 		Ready:             gate.Check,
@@ -135,22 +135,33 @@ func run(ctx context.Context) error {
 	return nil
 }
 
-// reseal seals, under the current operator key, every signing secret stored
-// in plain text or under a previous key, after the migrations. Without a key
+// reseal seals, under the current operator key, after the migrations: every
+// signing secret stored in plain text or under a previous key, the
+// credentials of jobs stored before they were sealed or without a key, and,
+// while previous keys are held, the job secrets they sealed. Without a key
 // it says, once, that the secrets are stored as they are.
 func reseal(ctx context.Context, log *zap.Logger, st *store.Store, encrypts bool) {
 	if !encrypts {
 		log.Warn("signing_secrets_not_encrypted", zap.String("fix", "set TOCK_SECRET_KEY (openssl rand -base64 32) on the dashboard and the workers"))
 		return
 	}
-	n, skipped, err := st.ResealSecrets(ctx)
-	switch {
-	case err != nil:
-		log.Error("reseal_secrets_failed", zap.Int("resealed", n), zap.Error(err))
-	case skipped > 0:
-		log.Error("reseal_secrets_incomplete", zap.Int("resealed", n), zap.Int("unopenable", skipped),
-			zap.String("fix", "add the key that sealed them to TOCK_SECRET_KEY_PREVIOUS"))
-	case n > 0:
-		log.Info("secrets_resealed", zap.Int("resealed", n))
+	for _, pass := range []struct {
+		what string
+		run  func(context.Context) (int, int, error)
+	}{
+		{"signing", st.ResealSecrets},
+		{"job_legacy", st.SealJobSecrets},
+		{"job_rotation", st.ResealJobSecrets},
+	} {
+		n, skipped, err := pass.run(ctx)
+		switch {
+		case err != nil:
+			log.Error("reseal_secrets_failed", zap.String("secrets", pass.what), zap.Int("resealed", n), zap.Error(err))
+		case skipped > 0:
+			log.Error("reseal_secrets_incomplete", zap.String("secrets", pass.what), zap.Int("resealed", n), zap.Int("unopenable", skipped),
+				zap.String("fix", "add the key that sealed them to TOCK_SECRET_KEY_PREVIOUS"))
+		case n > 0:
+			log.Info("secrets_resealed", zap.String("secrets", pass.what), zap.Int("resealed", n))
+		}
 	}
 }

@@ -84,6 +84,11 @@ func (c *Consumer) sendAlert(st store.Started, e job.NotifyEvent, res store.Resu
 		c.Metrics.Alerts.WithLabelValues(string(e), "failed").Inc()
 		return
 	}
+	if st.SecretsErr != nil {
+		c.Log.Error("alert_secrets_unavailable", zap.String("job_id", st.Run.JobID.String()), zap.String("event", string(e)), zap.Error(st.SecretsErr))
+		c.Metrics.Alerts.WithLabelValues(string(e), "failed").Inc()
+		return
+	}
 	if st.SigningErr != nil {
 		c.Log.Error("alert_not_signed", zap.String("job_id", st.Run.JobID.String()), zap.String("event", string(e)), zap.Error(st.SigningErr))
 		c.Metrics.Alerts.WithLabelValues(string(e), "failed").Inc()

@@ -296,6 +296,11 @@ func (c *Consumer) execute(ctx context.Context, m queue.Message, st store.Starte
 		// worker with the operator key runs it.
 		c.Log.Error("signing_secret_unavailable", zap.String("job_id", st.Run.JobID.String()), zap.Error(st.SigningErr))
 		out = jobtype.Outcome{Error: "the worker cannot open the signing secret: it lacks the operator key (TOCK_SECRET_KEY)"}
+	} else if st.SecretsErr != nil {
+		// Never sent with fingerprints for credentials: retried until a
+		// worker with the operator key runs it.
+		c.Log.Error("job_secrets_unavailable", zap.String("job_id", st.Run.JobID.String()), zap.Error(st.SecretsErr))
+		out = jobtype.Outcome{Error: "the worker cannot open the job's secrets: it lacks the operator key (TOCK_SECRET_KEY)"}
 	} else {
 		out = c.Runner.Execute(tctx, task)
 	}

@@ -131,14 +131,13 @@ func (s *Server) buildBatch(c *echo.Context, raws []json.RawMessage, owner uuid.
 	ctx := c.Request().Context()
 	total := schedule.NewBudget(ctx, batchUnits, batchTime)
 	for i, raw := range raws {
-		var spec jobspec.Spec
-		err := decodeRaw(raw, &spec)
+		req, err := decodeBatchJob(raw)
 		if err == nil {
 			units := min(schedule.RequestUnits, total.Left())
 			b := schedule.NewBudget(ctx, units, min(schedule.RequestTime, total.Remaining()))
-			jobs[i], err = spec.BuildWithin(b, owner, now, s.limits)
+			jobs[i], err = req.Build(b, owner, now, s.limits)
 			total.Spend(units - b.Left())
-			if err != nil && (total.Left() == 0 || total.Remaining() == 0) && spec.Schedule != nil {
+			if err != nil && (total.Left() == 0 || total.Remaining() == 0) && req.Schedules() {
 				err = invalid("schedule", fmt.Sprintf("the batch's schedules together need more than the %s of work a batch may use; send recurring jobs in smaller batches", batchTime))
 			}
 		}
@@ -150,6 +149,15 @@ func (s *Server) buildBatch(c *echo.Context, raws []json.RawMessage, owner uuid.
 		}
 	}
 	return problems
+}
+
+// decodeBatchJob reads one job of a bulk create: its fields as for POST
+// /api/v1/jobs, without an owner of its own (the batch has one).
+func decodeBatchJob(raw []byte) (*jobspec.Request, error) {
+	if err := checkText(raw); err != nil {
+		return nil, err
+	}
+	return jobspec.Decode(raw, jobspec.Create)
 }
 
 // hasSchedule reports whether any job of a batch may carry a schedule: only

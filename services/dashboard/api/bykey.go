@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -85,23 +86,35 @@ func (s *Server) cancelJobByKey(c *echo.Context) error {
 
 // putJobByKey creates the job the body describes under the key (201), or,
 // when a job of the owner's that can still run holds the key, replaces its
-// definition in place: same id, a new generation, every field as the body
-// gives it or at its default, audited job.update (200). The type of a job
-// never changes (409).
+// definition in place: same id, every field as the body gives it or at its
+// default, audited job.update (200). A replace that changes nothing writes
+// nothing and answers the job as it is; one that changes the timing or the
+// priority moves the job to a new generation. The type of a job never
+// changes (409). With ?dry_run=true it answers what it would do (DryRun)
+// and does nothing.
 func (s *Server) putJobByKey(c *echo.Context) error {
 	key, err := pathKey(c)
 	if err != nil {
 		return err
 	}
-	var req createRequest
-	if err := decodeJSON(c, &req); err != nil {
+	dry, err := dryRun(c)
+	if err != nil {
 		return err
 	}
-	if req.Key != "" && req.Key != key {
-		return invalid("key", "must be absent or equal the key in the path")
+	req, named, err := s.decodeJob(c, jobspec.Replace)
+	if err != nil {
+		return err
 	}
-	req.Key = key
-	owner, err := s.owner(c, req.Owner)
+	if raw, ok := req.Raw("key"); ok {
+		var k string
+		if json.Unmarshal(raw, &k) != nil || k != "" && k != key {
+			return invalid("key", "must be absent or equal the key in the path")
+		}
+	}
+	if req, err = req.With("key", key); err != nil {
+		return err
+	}
+	owner, err := s.owner(c, named)
 	if err != nil {
 		return err
 	}
@@ -111,49 +124,36 @@ func (s *Server) putJobByKey(c *echo.Context) error {
 	case err != nil:
 		return dependency(err)
 	case cur.Status == job.StatusScheduled || cur.Status == job.StatusPaused:
-		return s.replaceJob(c, cur, req.Spec)
+		if raw, ok := req.Raw("type"); ok {
+			var t job.Type
+			if json.Unmarshal(raw, &t) == nil && t != cur.Type {
+				return newError(http.StatusConflict, CodeConflict, "type", "a job's type never changes; DELETE it and PUT again")
+			}
+		}
+		return s.change(c, req, cur, dry)
+	case dry && cur.Status != job.StatusCancelled:
+		// A finished job holds the key: a PUT creates a new one. Say how
+		// it differs from the finished one too.
+		return s.dryCreateOver(c, req, owner, cur)
 	}
-	return s.create(c, req, owner)
+	return s.create(c, req, owner, dry)
 }
 
-// replaceJob gives cur the definition spec describes, as a PATCH naming
-// every field would, absent fields taking their defaults.
-func (s *Server) replaceJob(c *echo.Context, cur *job.Job, spec jobspec.Spec) error {
-	if spec.Type != cur.Type {
-		return newError(http.StatusConflict, CodeConflict, "type", "a job's type never changes; DELETE it and PUT again")
-	}
-	p := jobspec.Patch{Name: &spec.Name, RunAt: spec.RunAt, Delay: spec.Delay, RunOn: spec.RunOn, Timezone: spec.Timezone,
-		Schedule: spec.Schedule, Payload: spec.Payload, Priority: spec.Priority, MaxRetries: spec.MaxRetries,
-		Timeout: spec.Timeout, Retention: &spec.Retention, History: spec.History, Labels: spec.Labels}
-	zero, retries := 0, job.DefaultMaxRetries
-	if p.Priority == nil {
-		p.Priority = &zero
-	}
-	if p.MaxRetries == nil {
-		p.MaxRetries = &retries
-	}
-	if p.Timeout == "" {
-		p.Timeout = job.DefaultTimeout.String()
-	}
-	if p.History == "" {
-		p.History = string(job.HistoryAll)
-	}
-	if p.Labels == nil {
-		p.Labels = map[string]string{}
-	}
-	if len(p.Payload) == 0 {
-		return invalid("payload", "is required")
-	}
-	now := s.now()
-	var change *jobspec.Change
-	if err := s.evaluate(c, p.Schedule != nil, func() (err error) {
-		change, err = p.Prepare(requestBudget(c), cur, now, s.limits)
+// dryCreateOver answers the dry run of a replace whose key a finished job
+// holds: a new job would be created; Changes compares it with cur.
+func (s *Server) dryCreateOver(c *echo.Context, req *jobspec.Request, owner *store.User, cur *job.Job) error {
+	now := s.clock()
+	var j *job.Job
+	if err := s.evaluate(c, req.Schedules(), func() (err error) {
+		j, err = req.Build(requestBudget(c), owner.ID, now, s.limits)
 		return err
 	}); err != nil {
 		return err
 	}
-	if change.Timing() == nil {
-		return invalid("run_at", "one of run_at, delay, run_on or schedule is required")
+	changes := jobspec.Diff(cur, j, s.limits.Box)
+	if changes == nil {
+		changes = []jobspec.FieldChange{}
 	}
-	return s.edit(c, cur.ID, now, store.ActionJobUpdate, change.Apply)
+	held := s.jobView(cur, now)
+	return writeJSON(c, http.StatusOK, DryRun{DryRun: true, Action: ActionCreate, Changes: changes, Job: s.jobView(j, now), Current: &held})
 }

@@ -29,8 +29,8 @@ var fuzzStatuses = []job.Status{
 }
 
 // FuzzDecodeJob drives the bodies of POST and PATCH /api/v1/jobs through what
-// the handlers do with them: the body cap, decodeJSON, then Build, and Apply
-// on the built job. No input may panic or yield a 5xx: every decode error is
+// the handlers do with them: the body cap, decodeJob, then Build, and
+// Prepare and Apply on the built job. No input may panic or yield a 5xx: every decode error is
 // a 400 or 413 *apiError, and every Build or Apply error maps to a 4xx as
 // createJob and patchJob return it. A recurring job that is accepted must
 // keep a schedule that compiles again from storage, or pausing and resuming
@@ -107,27 +107,23 @@ func FuzzDecodeJob(f *testing.F) {
 		chunked := state&(1<<7) != 0
 		status := fuzzStatuses[int(state&^(1<<7))%len(fuzzStatuses)]
 
-		var spec jobspec.Spec
-		specErr := decodeBody(s, e, http.MethodPost, specBody, chunked, &spec)
+		spec, specErr := decodeJobBody(s, e, http.MethodPost, specBody, chunked, jobspec.Create)
 		checkDecodeError(t, specErr)
-		var patch jobspec.Patch
-		patchErr := decodeBody(s, e, http.MethodPatch, patchBody, chunked, &patch)
+		patch, patchErr := decodeJobBody(s, e, http.MethodPatch, patchBody, chunked, jobspec.Patch)
 		checkDecodeError(t, patchErr)
-		// Each body is also decoded as the other kind, so both shapes see
-		// every input.
-		checkDecodeError(t, decodeBody(s, e, http.MethodPatch, specBody, chunked, &jobspec.Patch{}))
-		checkDecodeError(t, decodeBody(s, e, http.MethodPost, patchBody, chunked, &jobspec.Spec{}))
-		// A body that embeds the Spec, as one naming the job's owner does,
-		// takes the other way through decodeJSON's search for a bad field.
-		checkDecodeError(t, decodeBody(s, e, http.MethodPost, specBody, chunked, &struct {
-			jobspec.Spec
-			Owner string `json:"owner"`
-		}{}))
+		// Each body is also decoded as the other kind, and as a replace, so
+		// every shape sees every input.
+		_, err := decodeJobBody(s, e, http.MethodPatch, specBody, chunked, jobspec.Patch)
+		checkDecodeError(t, err)
+		_, err = decodeJobBody(s, e, http.MethodPost, patchBody, chunked, jobspec.Create)
+		checkDecodeError(t, err)
+		_, err = decodeJobBody(s, e, http.MethodPut, specBody, chunked, jobspec.Replace)
+		checkDecodeError(t, err)
 		if specErr != nil {
 			return
 		}
 
-		j, err := spec.Build(owner, now, jobspec.DefaultLimits)
+		j, err := spec.Build(nil, owner, now, jobspec.DefaultLimits)
 		if err != nil {
 			checkDomainError(t, "Build", err, err)
 			if j != nil {
@@ -141,7 +137,11 @@ func FuzzDecodeJob(f *testing.F) {
 		}
 
 		j.Status = status
-		if err := patch.Apply(j, started, now, jobspec.DefaultLimits); err != nil {
+		change, err := patch.Prepare(nil, j, now, jobspec.DefaultLimits)
+		if err == nil {
+			err = change.Apply(j, started)
+		}
+		if err != nil {
 			// The store wraps what the edit returned; editError maps both.
 			checkDomainError(t, "Apply", err, editError(fmt.Errorf("update job %s: %w", j.ID, err), err))
 			return
@@ -153,23 +153,36 @@ func FuzzDecodeJob(f *testing.F) {
 	})
 }
 
-// decodeBody runs body through limitBody and decodeJSON into v, as a request
+// decodeJobBody runs body through limitBody and decodeJob, as a request
 // to the API would.
-func decodeBody(s *Server, e *echo.Echo, method string, body []byte, chunked bool, v any) error {
+func decodeJobBody(s *Server, e *echo.Echo, method string, body []byte, chunked bool, mode jobspec.Mode) (*jobspec.Request, error) {
 	req := httptest.NewRequest(method, "/api/v1/jobs", bytes.NewReader(body))
 	req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	if chunked {
 		req.ContentLength = -1
 	}
 	c := e.NewContext(req, httptest.NewRecorder())
-	return s.limitBody(func(c *echo.Context) error { return decodeJSON(c, v) })(c)
+	var out *jobspec.Request
+	err := s.limitBody(func(c *echo.Context) error {
+		r, _, err := s.decodeJob(c, mode)
+		out = r
+		return err
+	})(c)
+	return out, err
 }
 
-// checkDecodeError fails unless err is nil or a 400 "invalid" or a 413
-// "too_large" *apiError.
+// checkDecodeError fails unless err is nil, a *job.FieldError (a 400), or
+// a 400 "invalid" or a 413 "too_large" *apiError.
 func checkDecodeError(t *testing.T, err error) {
 	t.Helper()
 	if err == nil {
+		return
+	}
+	var fe *job.FieldError
+	if errors.As(err, &fe) {
+		if status, _ := toResponse(err); status != http.StatusBadRequest {
+			t.Fatalf("decode error %v maps to %d, not 400", err, status)
+		}
 		return
 	}
 	var ae *apiError

@@ -18,16 +18,20 @@ import (
 // change, validated as for a new job. A change of timing or priority moves
 // the job to a new generation, which the due set then follows (see
 // afterEdit). A one-off job that has started can no longer move in time.
+// With ?dry_run=true it answers what would change, and changes nothing.
 func (s *Server) patchJob(c *echo.Context) error {
 	id, err := jobID(c)
 	if err != nil {
 		return err
 	}
-	var p jobspec.Patch
-	if err := decodeJSON(c, &p); err != nil {
+	dry, err := dryRun(c)
+	if err != nil {
 		return err
 	}
-	now := s.now()
+	req, _, err := s.decodeJob(c, jobspec.Patch)
+	if err != nil {
+		return err
+	}
 	// Every check, and compiling a new schedule, happens before the row is
 	// locked: the job is read once to learn its type, and the prepared
 	// change is then applied under the lock in a few comparisons.
@@ -35,14 +39,49 @@ func (s *Server) patchJob(c *echo.Context) error {
 	if err != nil {
 		return dependency(err)
 	}
+	return s.change(c, req, cur, dry)
+}
+
+// change prepares req, a patch or replace, against cur and makes it: with
+// dry, only says what it would change; and when it would change nothing,
+// answers with the job as it is without writing (a replace sent twice is
+// one change, not two generations).
+func (s *Server) change(c *echo.Context, req *jobspec.Request, cur *job.Job, dry bool) error {
+	now := s.now()
 	var change *jobspec.Change
-	if err := s.evaluate(c, p.Schedule != nil, func() (err error) {
-		change, err = p.Prepare(requestBudget(c), cur, now, s.limits)
+	if err := s.evaluate(c, req.Schedules(), func() (err error) {
+		change, err = req.Prepare(requestBudget(c), cur, now, s.limits)
 		return err
 	}); err != nil {
 		return err
 	}
-	return s.edit(c, id, now, store.ActionJobUpdate, change.Apply)
+	// The change on a copy of the job as read: what a dry run answers, and
+	// whether there is anything to write.
+	next := *cur
+	started := cur.LastRun != nil
+	var refused error
+	if err := change.Apply(&next, started); err != nil {
+		refused = err
+	}
+	if refused == nil {
+		changes := jobspec.Diff(cur, &next, s.limits.Box)
+		if dry || len(changes) == 0 {
+			action := ActionUpdate
+			if len(changes) == 0 {
+				action, next = ActionUnchanged, *cur
+			}
+			if !dry {
+				return writeJSON(c, http.StatusOK, s.jobView(cur, now))
+			}
+			if changes == nil {
+				changes = []jobspec.FieldChange{}
+			}
+			return writeJSON(c, http.StatusOK, DryRun{DryRun: true, Action: action, Changes: changes, Job: s.jobView(&next, now)})
+		}
+	} else if dry {
+		return editError(refused, refused)
+	}
+	return s.edit(c, cur.ID, now, store.ActionJobUpdate, change.Apply)
 }
 
 // pauseJob stops a scheduled job from running until it is resumed. What the

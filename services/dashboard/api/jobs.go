@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -24,30 +25,66 @@ const (
 	MaxPageSize     = 500
 )
 
-// createJob validates a jobspec.Spec and creates the job (lifecycle.Create:
-// one due soon is in Redis before the answer, and a Redis failure after the
-// commit still answers 201).
+// createJob validates a job (jobspec.Decode, Build) and creates it
+// (lifecycle.Create: one due soon is in Redis before the answer, and a
+// Redis failure after the commit still answers 201). With ?dry_run=true it
+// only checks it, and answers what it would create.
 func (s *Server) createJob(c *echo.Context) error {
-	var req createRequest
-	if err := decodeJSON(c, &req); err != nil {
-		return err
-	}
-	owner, err := s.owner(c, req.Owner)
+	dry, err := dryRun(c)
 	if err != nil {
 		return err
 	}
-	return s.create(c, req, owner)
+	req, named, err := s.decodeJob(c, jobspec.Create)
+	if err != nil {
+		return err
+	}
+	owner, err := s.owner(c, named)
+	if err != nil {
+		return err
+	}
+	return s.create(c, req, owner, dry)
 }
 
-// create builds the job req describes for owner, creates it and answers 201.
-func (s *Server) create(c *echo.Context, req createRequest, owner *store.User) error {
+// decodeJob reads the body of a create, patch or replace: a job's fields,
+// and for a create or replace an administrator's owner.
+func (s *Server) decodeJob(c *echo.Context, mode jobspec.Mode) (*jobspec.Request, string, error) {
+	raw, err := readBody(c)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := checkText(raw); err != nil {
+		return nil, "", err
+	}
+	var extra []string
+	if mode != jobspec.Patch {
+		extra = []string{"owner"}
+	}
+	req, err := jobspec.Decode(raw, mode, extra...)
+	if err != nil {
+		return nil, "", err
+	}
+	var owner string
+	if v, ok := req.Extra("owner"); ok {
+		if json.Unmarshal(v, &owner) != nil {
+			return nil, "", invalid("owner", "must be a user id (a UUID)")
+		}
+	}
+	return req, owner, nil
+}
+
+// create builds the job req describes for owner, creates it and answers
+// 201; or, for a dry run, answers 200 with the job it would create.
+func (s *Server) create(c *echo.Context, req *jobspec.Request, owner *store.User, dry bool) error {
 	now := s.clock()
 	var j *job.Job
-	if err := s.evaluate(c, req.Schedule != nil, func() (err error) {
-		j, err = req.BuildWithin(requestBudget(c), owner.ID, now, s.limits)
+	if err := s.evaluate(c, req.Schedules(), func() (err error) {
+		j, err = req.Build(requestBudget(c), owner.ID, now, s.limits)
 		return err
 	}); err != nil {
 		return err
+	}
+	if dry {
+		return writeJSON(c, http.StatusOK, DryRun{DryRun: true, Action: ActionCreate, Changes: []jobspec.FieldChange{}, Job: s.jobView(j, now)})
 	}
 	if err := s.allowJobs(c, 1); err != nil {
 		return err
@@ -63,13 +100,6 @@ func (s *Server) create(c *echo.Context, req createRequest, owner *store.User) e
 // and previewing stop when it runs out or the client goes away.
 func requestBudget(c *echo.Context) *schedule.Budget {
 	return schedule.RequestBudget(c.Request().Context())
-}
-
-// createRequest is the body of POST /api/v1/jobs: a job, and for an
-// administrator, the user it is created for.
-type createRequest struct {
-	jobspec.Spec
-	Owner string `json:"owner"`
 }
 
 // owner resolves whom a new job belongs to: the caller, or the user an
@@ -214,12 +244,12 @@ func (s *Server) pageJobs(c *echo.Context, f store.JobFilter) error {
 	if err != nil {
 		return dependency(err)
 	}
-	var out JobList
+	var out jobPage
 	jobs, out.NextCursor = page(jobs, limit, func(j *job.Job) string { return jobCursor(j.ID) })
 	if out.NextCursor == "" && resume != uuid.Nil {
 		out.NextCursor = jobCursor(resume)
 	}
-	out.Jobs = make([]Job, 0, len(jobs))
+	out.Jobs = make([]jobspec.View, 0, len(jobs))
 	now := s.clock()
 	for _, j := range jobs {
 		out.Jobs = append(out.Jobs, s.jobView(j, now))

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/jobtype"
 )
 
@@ -64,13 +66,57 @@ func OpenAPIDocument() ([]byte, error) {
 	fill(doc)
 	comps, _ := doc["components"].(map[string]any)
 	schemas, _ := comps["schemas"].(map[string]any)
-	spec, _ := schemas["JobSpec"].(map[string]any)
-	props, _ := spec["properties"].(map[string]any)
-	payload, _ := props["payload"].(map[string]any)
-	anyOf, _ := payload["anyOf"].([]any)
-	if schemas == nil || anyOf == nil {
-		return nil, fmt.Errorf("openapi.json: no JobSpec payload anyOf")
+	if schemas == nil {
+		return nil, fmt.Errorf("openapi.json: no components.schemas")
 	}
+	// A job's fields come from jobspec.Fields, their one definition; the
+	// document keeps each schema's description and its own properties
+	// (JobSpec's owner).
+	for _, js := range []struct {
+		name string
+		mode jobspec.Mode
+		view bool
+	}{{"JobSpec", jobspec.Create, false}, {"JobPatch", jobspec.Patch, false}, {"Job", jobspec.Create, true}} {
+		sc, _ := schemas[js.name].(map[string]any)
+		if sc == nil {
+			return nil, fmt.Errorf("openapi.json: no schema %s", js.name)
+		}
+		props, required, err := jobspec.Schema(js.mode, js.view)
+		if err != nil {
+			return nil, err
+		}
+		fill(props)
+		own, _ := sc["properties"].(map[string]any)
+		for k, v := range own {
+			props[k] = v
+		}
+		sc["properties"] = props
+		if ownReq, ok := sc["required"].([]any); ok {
+			for _, r := range ownReq {
+				if name, ok := r.(string); ok && !slices.Contains(required, name) {
+					required = append(required, name)
+				}
+			}
+		}
+		if len(required) > 0 {
+			sc["required"] = required
+		} else {
+			delete(sc, "required")
+		}
+	}
+	var anyOfs [][]any
+	var payloads []map[string]any
+	for _, name := range []string{"JobSpec", "JobPatch"} {
+		sc, _ := schemas[name].(map[string]any)
+		props, _ := sc["properties"].(map[string]any)
+		payload, _ := props["payload"].(map[string]any)
+		anyOf, _ := payload["anyOf"].([]any)
+		if anyOf == nil {
+			return nil, fmt.Errorf("openapi.json: no %s payload anyOf", name)
+		}
+		anyOfs, payloads = append(anyOfs, anyOf), append(payloads, payload)
+	}
+	var added []any
 	for _, k := range jobtype.All() {
 		name := schemaName(string(k.Type)) + "Payload"
 		if _, ok := schemas[name]; ok {
@@ -81,9 +127,11 @@ func OpenAPIDocument() ([]byte, error) {
 			"description": "The payload of a " + string(k.Type) + " job: it " + k.Summary + ".",
 			"example":     k.Example,
 		}
-		anyOf = append(anyOf, map[string]any{"$ref": "#/components/schemas/" + name})
+		added = append(added, map[string]any{"$ref": "#/components/schemas/" + name})
 	}
-	payload["anyOf"] = anyOf
+	for i, p := range payloads {
+		p["anyOf"] = append(anyOfs[i], added...)
+	}
 	return json.MarshalIndent(doc, "", "  ")
 }
 

@@ -10,13 +10,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/schedule"
 	"github.com/tockhq/tock/pkg/store"
 )
 
 // TimeFormat is how the API writes instants: RFC 3339 in UTC with
 // milliseconds, tock's precision.
-const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+const TimeFormat = jobspec.TimeFormat
 
 // Time is an instant on the wire, in TimeFormat; the zero Time is null.
 type Time struct{ time.Time }
@@ -48,61 +49,6 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Job is a job as the API shows it.
-type Job struct {
-	ID         uuid.UUID       `json:"id"`
-	Name       string          `json:"name"`
-	Type       job.Type        `json:"type"`
-	Status     job.Status      `json:"status"`
-	Payload    json.RawMessage `json:"payload"`
-	Priority   int             `json:"priority"`
-	MaxRetries int             `json:"max_retries"`
-	// Timeout is a Go duration string such as "30s".
-	Timeout string `json:"timeout"`
-	// RunAt is the due time of a one-off job; null for a recurring one.
-	RunAt Time `json:"run_at"`
-	// Schedule is a recurring job's normalized schedule, every default filled
-	// in; absent for a one-off job.
-	Schedule json.RawMessage `json:"schedule,omitempty"`
-	// Timezone is the IANA zone the job is evaluated and shown in.
-	Timezone string `json:"timezone"`
-	// NextRunAt is null once the job will not run again.
-	NextRunAt Time `json:"next_run_at"`
-	// Retention is how long the job is kept once finished, when it has its
-	// own; absent for the operator's default (TOCK_JOB_RETENTION).
-	Retention string `json:"retention,omitempty"`
-	// History is which runs are kept: "all" or "failures".
-	History job.History `json:"history"`
-	// Labels are the owner's references on the job; {} when none.
-	Labels map[string]string `json:"labels"`
-	// Key is the owner's own name for the job; absent when none.
-	Key string `json:"key,omitempty"`
-	// ExpiresAfter is how late an attempt may start before it is recorded
-	// expired instead; absent when it never expires.
-	ExpiresAfter string `json:"expires_after,omitempty"`
-	// Overlap is a recurring job's overlap policy; absent for a one-off job.
-	Overlap job.Overlap `json:"overlap,omitempty"`
-	// Notify is where alerts on the job's failures go; absent when none.
-	Notify *job.Notify `json:"notify,omitempty"`
-	// PausedReason says why tock paused the job itself, if it did.
-	PausedReason string    `json:"paused_reason,omitempty"`
-	CreatedAt    Time      `json:"created_at"`
-	UpdatedAt    Time      `json:"updated_at"`
-	Owner        uuid.UUID `json:"owner"`
-	// LastRun is the latest attempt and its outcome; null if it never ran.
-	LastRun *LastRun `json:"last_run"`
-}
-
-// LastRun is a job's latest attempt, shown with the job.
-type LastRun struct {
-	Status       job.RunStatus `json:"status"`
-	Attempt      int           `json:"attempt"`
-	ScheduledFor Time          `json:"scheduled_for"`
-	StartedAt    Time          `json:"started_at"`
-	FinishedAt   Time          `json:"finished_at"`
-	Error        string        `json:"error"`
-}
-
 // viewUnits and viewTime bound the work of finding one job's next run for a
 // view: a listing shows up to MaxPageSize jobs, and a stored rule was checked
 // when it was stored (a plain one needs a few dozen units and microseconds).
@@ -111,70 +57,26 @@ const (
 	viewTime  = 2 * time.Millisecond
 )
 
-// jobView shows j as of now. A stored schedule that no longer compiles
-// leaves next_run_at null rather than failing the request: the loader ends
-// such a job with a skipped run that says why.
-func (s *Server) jobView(j *job.Job, now time.Time) Job {
+// jobView shows j as of now, as jobspec.Fields say (jobspec.View). A stored
+// schedule that no longer compiles leaves next_run_at null rather than
+// failing the request: the loader ends such a job with a skipped run that
+// says why.
+func (s *Server) jobView(j *job.Job, now time.Time) jobspec.View {
 	next, err := upcoming(schedule.NewBudget(context.Background(), viewUnits, viewTime), j, now, 1)
 	if err != nil {
 		s.log.Warn("stored_schedule_invalid", zap.Stringer("job_id", j.ID), zap.Error(err))
 	}
-	v := Job{
-		ID:           j.ID,
-		Name:         j.Name,
-		Type:         j.Type,
-		Status:       j.Status,
-		Payload:      j.Payload,
-		Priority:     j.Priority,
-		MaxRetries:   j.MaxRetries,
-		Timeout:      j.Timeout.String(),
-		RunAt:        Time{j.RunAt},
-		Schedule:     j.Schedule,
-		Timezone:     j.Timezone,
-		History:      j.History,
-		Labels:       j.Labels,
-		Key:          j.Key,
-		PausedReason: j.PausedReason,
-		CreatedAt:    Time{j.CreatedAt},
-		UpdatedAt:    Time{j.UpdatedAt},
-		Owner:        j.Owner,
-	}
-	if v.Timezone == "" {
-		v.Timezone = "UTC"
-	}
-	if j.Retention > 0 {
-		v.Retention = j.Retention.String()
-	}
-	if j.ExpiresAfter > 0 {
-		v.ExpiresAfter = j.ExpiresAfter.String()
-	}
-	if j.Recurring() {
-		v.Overlap = j.Overlap
-		if v.Overlap == "" {
-			v.Overlap = job.OverlapAllow
-		}
-	}
-	v.Notify = j.Notify
-	if v.History == "" {
-		v.History = job.HistoryAll
-	}
-	if v.Labels == nil {
-		v.Labels = map[string]string{}
-	}
-	if r := j.LastRun; r != nil {
-		v.LastRun = &LastRun{Status: r.Status, Attempt: r.Attempt, ScheduledFor: Time{r.ScheduledFor},
-			StartedAt: Time{r.StartedAt}, FinishedAt: Time{r.FinishedAt}, Error: r.Error}
-	}
+	x := jobspec.ViewContext{Box: s.limits.Box}
 	if len(next) > 0 {
-		v.NextRunAt = Time{next[0]}
+		x.Next = next[0]
 	}
-	return v
+	return jobspec.NewView(j, x)
 }
 
-// JobList is one page of GET /api/v1/jobs. NextCursor is "" on the last page.
-type JobList struct {
-	Jobs       []Job  `json:"jobs"`
-	NextCursor string `json:"next_cursor"`
+// jobPage is one page of GET /api/v1/jobs. NextCursor is "" on the last page.
+type jobPage struct {
+	Jobs       []jobspec.View `json:"jobs"`
+	NextCursor string         `json:"next_cursor"`
 }
 
 // Run is one attempt of one occurrence as the API shows it.

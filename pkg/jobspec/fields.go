@@ -1,0 +1,624 @@
+package jobspec
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/tockhq/tock/pkg/job"
+)
+
+// Fields are a job's fields, in the order views show them: the one
+// definition the store, the API, the OpenAPI document and the audit log
+// derive theirs from (see Field). The timing fields (run_at to timezone)
+// stay together, timezone last (lastTimingField).
+var Fields = []*Field{
+	{
+		Name:       "id",
+		ViewSchema: `{"type": "string", "format": "uuid", "description": "The job's id, a time-ordered UUIDv7."}`,
+		show:       func(j *job.Job, _ *ViewContext) (any, bool) { return j.ID, true },
+		unaudited:  true,
+		Columns: []Column{{Name: "id", Fixed: true,
+			value: func(j *job.Job) any { return j.ID },
+			scan:  func(j *job.Job) (any, func() error) { return &j.ID, nil }}},
+	},
+	{
+		Name:       "name",
+		Schema:     `{"type": "string", "minLength": 1, "maxLength": 200, "description": "Display name, at most 200 bytes after trimming blanks, without control or bidirectional formatting characters."}`,
+		ViewSchema: `{"type": "string", "minLength": 1, "maxLength": 200}`,
+		Example:    `"nightly report"`, Other: `"nightly report (EU)"`,
+		Required: true,
+		parse: func(raw json.RawMessage, _ *parser) (applier, error) {
+			var s string
+			if err := decodeValue("name", raw, &s); err != nil {
+				return nil, err
+			}
+			name, err := validName(s)
+			if err != nil {
+				return nil, err
+			}
+			return func(j *job.Job, _ *applyState) error { j.Name = name; return nil }, nil
+		},
+		show: func(j *job.Job, _ *ViewContext) (any, bool) { return j.Name, true },
+		Columns: []Column{{Name: "name",
+			value: func(j *job.Job) any { return j.Name },
+			scan:  func(j *job.Job) (any, func() error) { return &j.Name, nil }}},
+	},
+	{
+		Name:       "type",
+		Schema:     `{"type": "string", "x-tock-job-types": true, "description": "Which executor runs the job. It never changes: a replace must repeat it."}`,
+		ViewSchema: `{"type": "string", "x-tock-job-types": true}`,
+		Example:    `"webhook"`,
+		Required:   true, Fixed: true,
+		parse: func(raw json.RawMessage, p *parser) (applier, error) {
+			var t job.Type
+			if err := decodeValue("type", raw, &t); err != nil {
+				return nil, err
+			}
+			if err := validType(t); err != nil {
+				return nil, err
+			}
+			p.typ = t
+			return func(j *job.Job, _ *applyState) error { j.Type = t; return nil }, nil
+		},
+		show: func(j *job.Job, _ *ViewContext) (any, bool) { return j.Type, true },
+		Columns: []Column{{Name: "type", Fixed: true,
+			value: func(j *job.Job) any { return string(j.Type) },
+			scan:  func(j *job.Job) (any, func() error) { return &j.Type, nil }}},
+	},
+	{
+		Name:       "status",
+		ViewSchema: `{"type": "string", "enum": ["scheduled", "paused", "completed", "permanently_failed", "cancelled", "expired"], "description": "` + "`scheduled` and `paused` jobs can still run; a one-off job ends `completed` or `permanently_failed`; `cancelled` is what DELETE leaves behind. `expired`: the last occurrence could not start within `expires_after` of its due time." + `"}`,
+		show:       func(j *job.Job, _ *ViewContext) (any, bool) { return j.Status, true },
+		Columns: []Column{{Name: "status",
+			value: func(j *job.Job) any { return string(j.Status) },
+			scan:  func(j *job.Job) (any, func() error) { return &j.Status, nil }}},
+	},
+	payloadField,
+	{
+		Name:       "priority",
+		Schema:     `{"type": "integer", "minimum": -32768, "maximum": 32767, "description": "Among occurrences due at the same millisecond, higher runs first. Default 0."}`,
+		ViewSchema: `{"type": "integer", "minimum": -32768, "maximum": 32767}`,
+		Default:    `0`, Example: `5`, Other: `-3`,
+		parse: func(raw json.RawMessage, _ *parser) (applier, error) {
+			var n int
+			if err := decodeValue("priority", raw, &n); err != nil {
+				return nil, err
+			}
+			if n < job.MinPriority || n > job.MaxPriority {
+				return nil, invalid("priority", "must be between %d and %d", job.MinPriority, job.MaxPriority)
+			}
+			return func(j *job.Job, a *applyState) error { return setPriority(j, n, a) }, nil
+		},
+		show: func(j *job.Job, _ *ViewContext) (any, bool) { return j.Priority, true },
+		Columns: []Column{{Name: "priority",
+			value: func(j *job.Job) any { return int16(j.Priority) },
+			scan:  func(j *job.Job) (any, func() error) { return &j.Priority, nil }}},
+	},
+	{
+		Name:       "max_retries",
+		Schema:     `{"type": "integer", "minimum": 0, "maximum": 25, "description": "Retries after a failed attempt, with backoff. Default 3."}`,
+		ViewSchema: `{"type": "integer", "minimum": 0, "maximum": 25}`,
+		Default:    `3`, Example: `5`, Other: `0`,
+		parse: func(raw json.RawMessage, _ *parser) (applier, error) {
+			var n int
+			if err := decodeValue("max_retries", raw, &n); err != nil {
+				return nil, err
+			}
+			if n < 0 || n > job.MaxRetriesLimit {
+				return nil, invalid("max_retries", "must be between 0 and %d", job.MaxRetriesLimit)
+			}
+			return func(j *job.Job, _ *applyState) error { j.MaxRetries = n; return nil }, nil
+		},
+		show: func(j *job.Job, _ *ViewContext) (any, bool) { return j.MaxRetries, true },
+		Columns: []Column{{Name: "max_retries",
+			value: func(j *job.Job) any { return int16(j.MaxRetries) },
+			scan:  func(j *job.Job) (any, func() error) { return &j.MaxRetries, nil }}},
+	},
+	{
+		Name:       "timeout",
+		Schema:     `{"type": "string", "description": "Limit on one attempt, a Go duration from ` + "`100ms` to `1h`. Default `30s`" + `.", "example": "30s"}`,
+		ViewSchema: `{"type": "string", "description": "Limit on one attempt, a Go duration.", "example": "1m30s"}`,
+		Default:    `"30s"`, Example: `"45s"`, Other: `"2m"`,
+		parse: func(raw json.RawMessage, _ *parser) (applier, error) {
+			var s string
+			if err := decodeValue("timeout", raw, &s); err != nil {
+				return nil, err
+			}
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				return nil, invalid("timeout", "is not a duration such as 30s or 2m")
+			}
+			if d < job.MinTimeout || d > job.MaxTimeout {
+				return nil, invalid("timeout", "must be between %s and %s", job.MinTimeout, job.MaxTimeout)
+			}
+			return func(j *job.Job, _ *applyState) error { j.Timeout = d; return nil }, nil
+		},
+		show:    func(j *job.Job, _ *ViewContext) (any, bool) { return j.Timeout.String(), true },
+		Columns: []Column{msColumn("timeout_ms", "", func(j *job.Job) *time.Duration { return &j.Timeout }, false)},
+	},
+	{
+		Name:       "run_at",
+		Schema:     `{"type": "string", "format": "date-time", "description": "One-off: the instant to run, RFC 3339 with an offset; not in the past.", "example": "2026-12-24T09:00:00+01:00"}`,
+		ViewSchema: instantSchema(`A one-off job's due time; null for a recurring job.`, true),
+		Example:    `"2035-03-01T09:00:00Z"`, Other: `"2035-03-02T10:30:00Z"`,
+		Timing:  true,
+		parse:   timingParse(func(t *timingInput, raw json.RawMessage) { t.runAt = raw }),
+		show:    func(j *job.Job, _ *ViewContext) (any, bool) { return Instant(j.RunAt), true },
+		Columns: []Column{timeColumn("run_at", func(j *job.Job) *time.Time { return &j.RunAt })},
+	},
+	{
+		Name:    "delay",
+		Schema:  `{"type": "string", "description": "One-off: run this long from now, a Go duration optionally preceded by whole days (` + "`0s`, `90s`, `2h30m`, `15d`, `1d12h`); at most 3660 days. `0s` runs at once. A replace of a one-off job that gives a delay keeps its due time." + `", "example": "2h30m"}`,
+		Example: `"1h"`, Other: `"2h"`,
+		Timing: true,
+		parse:  timingParse(func(t *timingInput, raw json.RawMessage) { t.delay = raw }),
+	},
+	{
+		Name:    "run_on",
+		Schema:  `{"type": "string", "format": "date", "description": "One-off: local midnight of this date in ` + "`timezone` (required with it); not in the past." + `", "example": "2026-12-24"}`,
+		Example: `"2035-03-01"`, Other: `"2035-03-02"`,
+		Timing: true,
+		parse:  timingParse(func(t *timingInput, raw json.RawMessage) { t.runOn = raw }),
+	},
+	{
+		Name:       "schedule",
+		Omittable:  true,
+		Schema:     `{"allOf": [{"$ref": "#/components/schemas/Schedule"}], "description": "Recurring: the recurrence. A replace compares it with the job's after taking the job's start_at (and, with every, on) for those it leaves out: an unchanged schedule keeps the job's plan."}`,
+		ViewSchema: `{"allOf": [{"$ref": "#/components/schemas/Schedule"}], "description": "A recurring job's normalized schedule, every default filled in; absent for a one-off job."}`,
+		Example:    `{"cron": "0 9 * * 1-5", "timezone": "Europe/Berlin"}`, Other: `{"every": "day", "at": "06:30", "timezone": "UTC"}`,
+		Timing: true,
+		parse:  timingParse(func(t *timingInput, raw json.RawMessage) { t.schedule = raw }),
+		show: func(j *job.Job, _ *ViewContext) (any, bool) {
+			return json.RawMessage(j.Schedule), j.Recurring()
+		},
+		Columns: []Column{{Name: "schedule",
+			value: func(j *job.Job) any { return nullJSON(j.Schedule) },
+			scan:  func(j *job.Job) (any, func() error) { return &j.Schedule, nil }}},
+	},
+	{
+		Name:       "timezone",
+		Schema:     `{"type": "string", "description": "IANA zone the job is shown in; required with ` + "`run_on`. A recurring job's zone goes inside `schedule` instead. Default `UTC`." + `", "example": "Europe/Berlin"}`,
+		ViewSchema: `{"type": "string", "description": "IANA zone the job is evaluated and shown in.", "example": "UTC"}`,
+		Example:    `"Europe/Berlin"`, Other: `"America/New_York"`,
+		Timing: true,
+		parse:  timingParse(func(t *timingInput, raw json.RawMessage) { t.timezone = raw }),
+		show: func(j *job.Job, _ *ViewContext) (any, bool) {
+			if j.Timezone == "" {
+				return "UTC", true
+			}
+			return j.Timezone, true
+		},
+		Columns: []Column{{Name: "timezone", Read: "coalesce(timezone, 'UTC')",
+			value: func(j *job.Job) any { return nullZone(j.Timezone) },
+			scan:  func(j *job.Job) (any, func() error) { return &j.Timezone, nil }}},
+	},
+	{
+		Name:       "next_run_at",
+		ViewSchema: instantSchema("The next occurrence; null once the job will not run again.", true),
+		show:       func(_ *job.Job, x *ViewContext) (any, bool) { return Instant(x.Next), true },
+		unaudited:  true,
+	},
+	{
+		Name:       "retention",
+		Omittable:  true,
+		Schema:     `{"type": "string", "description": "How long the job is kept, with its runs, once it has finished (completed, permanently_failed or cancelled): a delay such as ` + "`90d`, `36h` or `2h30m`, from `1s` to 3660 days. Default, or `\\\"\\\"`: the operator's `TOCK_JOB_RETENTION` (30 days)." + `", "example": "90d"}`,
+		ViewSchema: `{"type": "string", "description": "The job's own retention, a Go duration; absent when it keeps the operator's default.", "example": "2160h0m0s"}`,
+		Default:    `""`, Example: `"90d"`, Other: `"36h"`,
+		parse: func(raw json.RawMessage, _ *parser) (applier, error) {
+			d, err := optionalDelay("retention", raw, job.MinRetention, job.MaxRetention)
+			if err != nil {
+				return nil, err
+			}
+			return func(j *job.Job, _ *applyState) error { j.Retention = d; return nil }, nil
+		},
+		show: func(j *job.Job, _ *ViewContext) (any, bool) { return j.Retention.String(), j.Retention > 0 },
+		Columns: []Column{msColumn("retention_ms", "coalesce(retention_ms, 0)",
+			func(j *job.Job) *time.Duration { return &j.Retention }, true)},
+	},
+	{
+		Name:       "history",
+		Schema:     `{"type": "string", "enum": ["all", "failures"], "description": "Which runs are kept. ` + "`all` (default) keeps every run for the retention period; `failures` keeps the runs that did not complete, and only the newest 100 completed ones, so a job every second does not keep 86,400 runs a day." + `", "example": "failures"}`,
+		ViewSchema: `{"type": "string", "enum": ["all", "failures"], "description": "Which runs are kept."}`,
+		Default:    `"all"`, Example: `"failures"`, Other: `"all"`,
+		parse: func(raw json.RawMessage, _ *parser) (applier, error) {
+			var s string
+			if err := decodeValue("history", raw, &s); err != nil {
+				return nil, err
+			}
+			h, err := parseHistory(s)
+			if err != nil {
+				return nil, err
+			}
+			return func(j *job.Job, _ *applyState) error { j.History = h; return nil }, nil
+		},
+		show: func(j *job.Job, _ *ViewContext) (any, bool) {
+			if j.History == "" {
+				return job.HistoryAll, true
+			}
+			return j.History, true
+		},
+		Columns: []Column{{Name: "history", Read: "coalesce(history, 'all')",
+			value: func(j *job.Job) any { return historyColumn(j.History) },
+			scan:  func(j *job.Job) (any, func() error) { return &j.History, nil }}},
+	},
+	{
+		Name:       "labels",
+		Schema:     `{"type": "object", "maxProperties": 20, "additionalProperties": {"type": "string", "maxLength": 200}, "description": "The caller's own references on the job, at most 20 pairs: keys of ` + "`a-z`, `0-9`, `_`, `.` and `-` up to 63 long, values up to 200 characters without control or bidirectional formatting characters. Filter with `GET /api/v1/jobs?label=key=value`. `{}` removes them." + `", "example": {"customer": "1234", "plan": "pro"}}`,
+		ViewSchema: `{"type": "object", "additionalProperties": {"type": "string"}, "description": "The job's labels; ` + "`{}`" + ` when none."}`,
+		Default:    `{}`, Example: `{"customer": "1234", "plan": "pro"}`, Other: `{"customer": "5678"}`,
+		parse: func(raw json.RawMessage, _ *parser) (applier, error) {
+			var m map[string]string
+			if err := decodeValue("labels", raw, &m); err != nil {
+				return nil, err
+			}
+			labels, err := ValidLabels(m)
+			if err != nil {
+				return nil, err
+			}
+			return func(j *job.Job, _ *applyState) error { j.Labels = labels; return nil }, nil
+		},
+		show: func(j *job.Job, _ *ViewContext) (any, bool) {
+			if j.Labels == nil {
+				return map[string]string{}, true
+			}
+			return j.Labels, true
+		},
+		Columns: []Column{jsonColumn("labels", func(j *job.Job) any { return &j.Labels },
+			func(j *job.Job) bool { return len(j.Labels) > 0 })},
+	},
+	{
+		Name:       "key",
+		Omittable:  true,
+		Schema:     `{"type": "string", "minLength": 1, "maxLength": 200, "pattern": "^[^\\s/]+$", "description": "Your own name for the job, 1 to 200 characters without spaces, control characters or ` + "`/`, unique among your jobs that can still run (scheduled or paused). `PUT /api/v1/jobs/by-key/{key}` creates or replaces the job that holds it." + `", "example": "nightly-report"}`,
+		ViewSchema: `{"type": "string", "description": "The job's key, when it has one."}`,
+		Example:    `"nightly-report"`,
+		Fixed:      true,
+		parse: func(raw json.RawMessage, _ *parser) (applier, error) {
+			var k string
+			if err := decodeValue("key", raw, &k); err != nil {
+				return nil, err
+			}
+			if k == "" {
+				return nil, nil // no key
+			}
+			if err := ValidKey(k); err != nil {
+				return nil, err
+			}
+			return func(j *job.Job, _ *applyState) error { j.Key = k; return nil }, nil
+		},
+		show: func(j *job.Job, _ *ViewContext) (any, bool) { return j.Key, j.Key != "" },
+		Columns: []Column{{Name: "key", Read: "coalesce(key, '')", Fixed: true,
+			value: func(j *job.Job) any { return nullText(j.Key) },
+			scan:  func(j *job.Job) (any, func() error) { return &j.Key, nil }}},
+	},
+	{
+		Name:       "expires_after",
+		Omittable:  true,
+		Schema:     `{"type": "string", "description": "How late an attempt may start: one that cannot start within this long after its due time (a one-off job's run_at, each occurrence of a recurring job, a retry's backoff time) is recorded as an ` + "`expired` run and not run; a job whose last occurrence expired ends `expired`. A delay such as `90s`, `15m` or `2h`, from `1s` to 366 days. Absent, or `\\\"\\\"`: never expires." + `", "example": "15m"}`,
+		ViewSchema: `{"type": "string", "description": "How late an attempt may start before it is recorded ` + "`expired` instead (Go duration text, such as `15m0s`); absent when it never expires." + `"}`,
+		Default:    `""`, Example: `"15m"`, Other: `"2h"`,
+		parse: func(raw json.RawMessage, _ *parser) (applier, error) {
+			d, err := optionalDelay("expires_after", raw, job.MinExpiresAfter, job.MaxExpiresAfter)
+			if err != nil {
+				return nil, err
+			}
+			return func(j *job.Job, _ *applyState) error { j.ExpiresAfter = d; return nil }, nil
+		},
+		show: func(j *job.Job, _ *ViewContext) (any, bool) { return j.ExpiresAfter.String(), j.ExpiresAfter > 0 },
+		Columns: []Column{msColumn("expires_after_ms", "coalesce(expires_after_ms, 0)",
+			func(j *job.Job) *time.Duration { return &j.ExpiresAfter }, true)},
+	},
+	{
+		Name:       "overlap",
+		Omittable:  true,
+		Schema:     `{"type": "string", "enum": ["allow", "skip", "buffer_one"], "description": "Recurring jobs only: what an occurrence does while an earlier one of the job still runs. ` + "`allow` (default) runs it anyway; `skip` records it `skipped` with error `overlap: …`; `buffer_one` waits for the running one to end (checked every 250 ms), at most one waiting: any other is skipped. Retries of a failed attempt are not held back." + `"}`,
+		ViewSchema: `{"type": "string", "enum": ["allow", "skip", "buffer_one"], "description": "A recurring job's overlap policy; absent for a one-off job."}`,
+		Default:    `"allow"`, Example: `"skip"`, Other: `"buffer_one"`,
+		parse: func(raw json.RawMessage, _ *parser) (applier, error) {
+			var s string
+			if err := decodeValue("overlap", raw, &s); err != nil {
+				return nil, err
+			}
+			var o job.Overlap
+			switch v := job.Overlap(s); v {
+			case job.OverlapAllow, "":
+			case job.OverlapSkip, job.OverlapBufferOne:
+				o = v
+			default:
+				return nil, invalid("overlap", "must be %q, %q or %q", job.OverlapAllow, job.OverlapSkip, job.OverlapBufferOne)
+			}
+			return func(j *job.Job, _ *applyState) error { j.Overlap = o; return nil }, nil
+		},
+		show: func(j *job.Job, _ *ViewContext) (any, bool) {
+			if j.Overlap == "" {
+				return job.OverlapAllow, j.Recurring()
+			}
+			return j.Overlap, j.Recurring()
+		},
+		Columns: []Column{{Name: "overlap", Read: "coalesce(overlap, '')",
+			value: func(j *job.Job) any { return nullOverlap(j.Overlap) },
+			scan:  func(j *job.Job) (any, func() error) { return &j.Overlap, nil }}},
+	},
+	notifyField,
+	{
+		Name:       "paused_reason",
+		Omittable:  true,
+		ViewSchema: `{"type": "string", "minLength": 1, "description": "Why tock paused the job itself (repeated permanent failures, or ` + "`owner disabled`" + `); absent otherwise."}`,
+		show:       func(j *job.Job, _ *ViewContext) (any, bool) { return j.PausedReason, j.PausedReason != "" },
+		Columns: []Column{{Name: "paused_reason", Read: "coalesce(paused_reason, '')",
+			value: func(j *job.Job) any { return nullText(j.PausedReason) },
+			scan:  func(j *job.Job) (any, func() error) { return &j.PausedReason, nil }}},
+	},
+	{
+		Name:       "created_at",
+		ViewSchema: instantSchema("When the job was created.", false),
+		show:       func(j *job.Job, _ *ViewContext) (any, bool) { return Instant(j.CreatedAt), true },
+		unaudited:  true,
+		Columns:    []Column{instantColumn("created_at", true, func(j *job.Job) *time.Time { return &j.CreatedAt })},
+	},
+	{
+		Name:       "updated_at",
+		ViewSchema: instantSchema("When the job last changed.", false),
+		show:       func(j *job.Job, _ *ViewContext) (any, bool) { return Instant(j.UpdatedAt), true },
+		unaudited:  true,
+		Columns:    []Column{instantColumn("updated_at", false, func(j *job.Job) *time.Time { return &j.UpdatedAt })},
+	},
+	{
+		Name:       "owner",
+		ViewSchema: `{"type": "string", "format": "uuid", "description": "The user who owns the job."}`,
+		show:       func(j *job.Job, _ *ViewContext) (any, bool) { return j.Owner, true },
+		unaudited:  true,
+		Columns: []Column{{Name: "owner_id", Fixed: true,
+			value: func(j *job.Job) any { return j.Owner },
+			scan:  func(j *job.Job) (any, func() error) { return &j.Owner, nil }}},
+	},
+	{
+		Name:       "last_run",
+		ViewSchema: `{"nullable": true, "allOf": [{"$ref": "#/components/schemas/LastRun"}], "description": "The most recent attempt of any occurrence; null before the first."}`,
+		show: func(j *job.Job, _ *ViewContext) (any, bool) {
+			if j.LastRun == nil {
+				return nil, true
+			}
+			return lastRunView(j.LastRun), true
+		},
+		unaudited: true,
+	},
+
+	// tock's own bookkeeping: columns no request sets and no view shows.
+	{Name: "due_at", Internal: true, Columns: []Column{timeColumn("due_at", func(j *job.Job) *time.Time { return &j.DueAt }),
+		{Name: "due_hour", value: func(j *job.Job) any { return DueHour(j.DueAt) }}}},
+	{Name: "generation", Internal: true, Columns: []Column{{Name: "generation",
+		value: func(j *job.Job) any { return int32(j.Generation) },
+		scan:  func(j *job.Job) (any, func() error) { return &j.Generation, nil }}}},
+	{Name: "occurrences", Internal: true, Columns: []Column{{Name: "occurrences",
+		value: func(j *job.Job) any { return int32(j.Occurrences) },
+		scan:  func(j *job.Job) (any, func() error) { return &j.Occurrences, nil }}}},
+	{Name: "last_at", Internal: true, Columns: []Column{timeColumn("last_at", func(j *job.Job) *time.Time { return &j.LastAt })}},
+	{Name: "per_hour", Internal: true, Columns: []Column{{Name: "per_hour", Read: "coalesce(per_hour, 0)",
+		value: func(j *job.Job) any {
+			if !j.Recurring() {
+				return nil
+			}
+			return int32(j.PerHour)
+		},
+		scan: func(j *job.Job) (any, func() error) { return &j.PerHour, nil }}}},
+	{Name: "trace_parent", Internal: true, Columns: []Column{{Name: "trace_parent", Fixed: true,
+		value: func(j *job.Job) any { return nullText(j.TraceParent) }}}},
+	{Name: "claimed_by", Internal: true, Columns: []Column{{Name: "claimed_by", Fixed: true,
+		value: func(j *job.Job) any {
+			if j.ClaimedBy == 0 {
+				return nil
+			}
+			return j.ClaimedBy
+		}}}},
+}
+
+// lastTimingField is the last of the timing fields in Fields: once it is
+// read, the timing is checked as a whole.
+const lastTimingField = "timezone"
+
+// setPriority gives j priority n. On an edit, a new priority is a new
+// generation: what Redis holds for the job carries the old one.
+func setPriority(j *job.Job, n int, a *applyState) error {
+	if n == j.Priority {
+		return nil
+	}
+	j.Priority = n
+	if a.mode == Create {
+		return nil
+	}
+	j.Generation++
+	switch {
+	case j.Recurring() && !a.timingChanged:
+		// Its loaded occurrences carry the old priority and generation:
+		// plan them again from now.
+		return rewind(j, a.now)
+	case j.DueAt.IsZero() && !j.Recurring() && !a.started:
+		// Its member is in Redis under the old priority: load it again.
+		j.DueAt = j.RunAt
+	}
+	return nil
+}
+
+// optionalDelay reads a delay between lo and hi, or "" for none (zero).
+func optionalDelay(field string, raw json.RawMessage, lo, hi time.Duration) (time.Duration, error) {
+	var s string
+	if err := decodeValue(field, raw, &s); err != nil {
+		return 0, err
+	}
+	if s == "" {
+		return 0, nil
+	}
+	d, err := ParseDelay(s)
+	if err != nil {
+		return 0, invalid(field, "is not a duration such as 90s, 15m or 2h")
+	}
+	if d < lo || d > hi {
+		return 0, invalid(field, "must be between %s and %d days", lo, int(hi/(24*time.Hour)))
+	}
+	return d, nil
+}
+
+// instantSchema is the OpenAPI schema of an instant in a view.
+func instantSchema(doc string, nullable bool) string {
+	n := ""
+	if nullable {
+		n = `, "nullable": true`
+	}
+	return `{"type": "string", "format": "date-time", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$", "description": "` +
+		doc + `", "example": "2026-12-24T08:00:00.000Z"` + n + `}`
+}
+
+// DueHour is the partition key of the jobs table for a due time: its UTC
+// hour, or -1 for none.
+func DueHour(t time.Time) int16 {
+	if t.IsZero() {
+		return -1
+	}
+	return int16(t.UTC().Hour())
+}
+
+// timeColumn is a nullable instant: NULL for the zero time.
+func timeColumn(name string, field func(j *job.Job) *time.Time) Column {
+	return Column{Name: name,
+		value: func(j *job.Job) any {
+			if t := *field(j); !t.IsZero() {
+				return t
+			}
+			return nil
+		},
+		scan: func(j *job.Job) (any, func() error) {
+			var t *time.Time
+			return &t, func() error {
+				if t != nil {
+					*field(j) = t.UTC()
+				}
+				return nil
+			}
+		}}
+}
+
+// instantColumn is an instant that is always set.
+func instantColumn(name string, fixed bool, field func(j *job.Job) *time.Time) Column {
+	return Column{Name: name, Fixed: fixed,
+		value: func(j *job.Job) any { return *field(j) },
+		scan: func(j *job.Job) (any, func() error) {
+			return field(j), func() error { *field(j) = field(j).UTC(); return nil }
+		}}
+}
+
+// msColumn is a duration kept in whole milliseconds; nullable columns hold
+// NULL for zero (the operator's default, or none).
+func msColumn(name, read string, field func(j *job.Job) *time.Duration, nullable bool) Column {
+	return Column{Name: name, Read: read,
+		value: func(j *job.Job) any {
+			d := *field(j)
+			if !nullable {
+				return int32(d / time.Millisecond)
+			}
+			if d <= 0 {
+				return nil
+			}
+			return d.Milliseconds()
+		},
+		scan: func(j *job.Job) (any, func() error) {
+			var ms int64
+			return &ms, func() error { *field(j) = time.Duration(ms) * time.Millisecond; return nil }
+		}}
+}
+
+// jsonColumn is a jsonb column holding a Go value, NULL when set says
+// there is none.
+func jsonColumn(name string, field func(j *job.Job) any, set func(j *job.Job) bool) Column {
+	return Column{Name: name,
+		value: func(j *job.Job) any {
+			if !set(j) {
+				return nil
+			}
+			b, _ := json.Marshal(field(j)) // maps and structs of strings always encode
+			return b
+		},
+		scan: func(j *job.Job) (any, func() error) {
+			var b []byte
+			return &b, func() error {
+				if len(b) == 0 {
+					return nil
+				}
+				return json.Unmarshal(b, field(j))
+			}
+		}}
+}
+
+func nullText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// nullZone is the timezone column: NULL for UTC.
+func nullZone(s string) *string {
+	if s == "" || s == "UTC" {
+		return nil
+	}
+	return &s
+}
+
+func nullJSON(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// nullOverlap is the overlap column: NULL for allow.
+func nullOverlap(o job.Overlap) *string {
+	if o == "" || o == job.OverlapAllow {
+		return nil
+	}
+	s := string(o)
+	return &s
+}
+
+// historyColumn is the history column: NULL for every run kept.
+func historyColumn(h job.History) *string {
+	if h == "" || h == job.HistoryAll {
+		return nil
+	}
+	s := string(h)
+	return &s
+}
+
+// Instant is an instant as views write it: RFC 3339 in UTC with
+// milliseconds, tock's precision; the zero Instant is null.
+type Instant time.Time
+
+// TimeFormat is how the API writes instants.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// MarshalJSON writes the instant in TimeFormat, or null when it is zero.
+func (t Instant) MarshalJSON() ([]byte, error) {
+	u := time.Time(t)
+	if u.IsZero() {
+		return []byte("null"), nil
+	}
+	b := make([]byte, 0, len(TimeFormat)+2)
+	b = append(b, '"')
+	b = u.UTC().AppendFormat(b, TimeFormat)
+	return append(b, '"'), nil
+}
+
+// LastRun is a job's latest attempt, as its view shows it.
+type LastRun struct {
+	Status       job.RunStatus `json:"status"`
+	Attempt      int           `json:"attempt"`
+	ScheduledFor Instant       `json:"scheduled_for"`
+	StartedAt    Instant       `json:"started_at"`
+	FinishedAt   Instant       `json:"finished_at"`
+	Error        string        `json:"error"`
+}
+
+func lastRunView(r *job.Run) LastRun {
+	return LastRun{Status: r.Status, Attempt: r.Attempt, ScheduledFor: Instant(r.ScheduledFor),
+		StartedAt: Instant(r.StartedAt), FinishedAt: Instant(r.FinishedAt), Error: r.Error}
+}
