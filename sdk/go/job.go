@@ -316,3 +316,30 @@ type BulkSkipped struct {
 	ID     string `json:"id"`
 	Reason string `json:"reason"`
 }
+
+// The actions of a DryRun.
+const (
+	DryRunCreate    = "create"
+	DryRunUpdate    = "update"
+	DryRunUnchanged = "unchanged"
+)
+
+// DryRun is what a create, update or put would do: Action is create,
+// update or unchanged; Changes the fields that would change; Job the job
+// as it would be. Current, for a put whose key a finished job holds, is
+// that job (a put creates a new one; Changes compares with it).
+type DryRun struct {
+	DryRun  bool          `json:"dry_run"`
+	Action  string        `json:"action"`
+	Changes []FieldChange `json:"changes"`
+	Job     Job           `json:"job"`
+	Current *Job          `json:"current,omitempty"`
+}
+
+// FieldChange is one field a request would change, old and new as the
+// job's view shows them (a secret as its fingerprint); null for none.
+type FieldChange struct {
+	Field string          `json:"field"`
+	Old   json.RawMessage `json:"old"`
+	New   json.RawMessage `json:"new"`
+}

@@ -218,6 +218,31 @@ func (s *JobsService) Put(ctx context.Context, key string, spec JobSpec, opts ..
 	return &j, code == http.StatusCreated, nil
 }
 
+// PutDryRun asks what Put would do, and does nothing (PUT
+// /api/v1/jobs/by-key/{key}?dry_run=true): create, update (with the
+// fields that would change, a secret as its fingerprint) or unchanged. A
+// request Put would refuse is refused the same way.
+func (s *JobsService) PutDryRun(ctx context.Context, key string, spec JobSpec) (*DryRun, error) {
+	var out DryRun
+	rq := call{method: http.MethodPut, path: path("/api/v1/jobs/by-key", key), body: spec, readOnly: true,
+		query: url.Values{"dry_run": {"true"}}}
+	if err := s.c.do(ctx, rq, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// UpdateDryRun asks what Update would change, and changes nothing.
+func (s *JobsService) UpdateDryRun(ctx context.Context, id string, p JobPatch) (*DryRun, error) {
+	var out DryRun
+	rq := call{method: http.MethodPatch, path: path("/api/v1/jobs", id), body: p, readOnly: true,
+		query: url.Values{"dry_run": {"true"}}}
+	if err := s.c.do(ctx, rq, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // GetByKey returns the caller's live job that holds key; owner
 // (administrators) looks among another user's jobs.
 func (s *JobsService) GetByKey(ctx context.Context, key, owner string) (*Job, error) {
