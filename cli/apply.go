@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -92,12 +93,12 @@ const (
 
 // step is what apply does, or would do, to one job.
 type step struct {
-	Key     string   `json:"key"`
-	Op      string   `json:"action"`
-	ID      string   `json:"id,omitempty"`
-	Name    string   `json:"name,omitempty"`
-	Changes []change `json:"changes,omitempty"`
-	entry   *entry   // nil for a cancel
+	Key     string             `json:"key"`
+	Op      string             `json:"action"`
+	ID      string             `json:"id,omitempty"`
+	Name    string             `json:"name,omitempty"`
+	Changes []tock.FieldChange `json:"changes,omitempty"`
+	entry   *entry             // nil for a cancel
 }
 
 // applyResult is the -o json output of apply.
@@ -123,9 +124,14 @@ and makes the server match it:
 
   - a key no live job of yours holds is created;
   - a job whose definition differs from its entry is replaced in place
-    (PUT /api/v1/jobs/by-key/{key}: same id, a new generation); a field the
-    entry leaves out goes back to its default;
+    (PUT /api/v1/jobs/by-key/{key}: same id); a field the entry leaves out
+    goes back to its default;
   - a job that already matches is left alone: no request changes it;
+
+The server says what differs (a dry run of the same PUT), field by field,
+with its own defaults and rules; a secret (a header value, a Slack URL's
+token, a broker password) shows as its fingerprint, which changes with its
+value and never reveals it.
   - with --prune, your keyed jobs that can still run and that the file does
     not name are cancelled.
 
@@ -197,46 +203,38 @@ of POST /api/v1/jobs (see docs/cli.md).`,
 	return cmd
 }
 
-// plan compares each entry with the live job that holds its key, and with
-// prune lists the caller's other keyed live jobs for cancelling. It changes
-// nothing.
+// plan asks the server, for each entry, what a PUT of it would do (a dry
+// run: PUT /api/v1/jobs/by-key/{key}?dry_run=true), and with prune lists
+// the caller's other keyed live jobs for cancelling. It changes nothing.
+// The server decides what differs, with its own defaults and rules: the
+// command line copies none of them.
 func plan(ctx context.Context, c *tock.Client, entries []entry, prune bool) ([]step, error) {
 	var steps []step
 	var problems []string
 	for i := range entries {
 		e := &entries[i]
 		s := step{Key: e.key, Name: e.spec.Name, entry: e}
-		j, err := c.Jobs.GetByKey(ctx, e.key, "")
+		dry, err := c.Jobs.PutDryRun(ctx, e.key, e.spec)
+		var te *tock.Error
 		switch {
-		case tock.IsNotFound(err):
-			s.Op = opCreate
+		case errors.As(err, &te) && te.Status == http.StatusConflict && te.Field == "type":
+			problems = append(problems, fmt.Sprintf("key %q: %s; cancel the job that holds it or give the entry a new key", e.key, te.Message))
+			continue
 		case err != nil:
-			return nil, fmt.Errorf("look up key %q: %w", e.key, err)
-		case j.Status == "cancelled":
-			// The key's newest job was cancelled: the file wants it back.
-			s.Op = opCreate
+			return nil, fmt.Errorf("check %s, key %q: %w", e.name(), e.key, err)
+		}
+		s.Changes = dry.Changes
+		switch dry.Action {
+		case tock.DryRunUpdate:
+			s.Op, s.ID = opUpdate, dry.Job.ID
+		case tock.DryRunUnchanged:
+			s.Op, s.ID = opUnchanged, dry.Job.ID
 		default:
-			s.ID = j.ID
-			if j.Type != e.spec.Type && live(j) {
-				problems = append(problems, fmt.Sprintf("key %q: the job %s is a %s job, the file's a %s job: a job's type never changes; cancel it (tock jobs cancel %s) or give the entry a new key",
-					e.key, j.ID, j.Type, e.spec.Type, j.ID))
-			}
-			have, err := jsonFields(j)
-			if err != nil {
-				return nil, err
-			}
-			s.Changes = diffJob(withDefaults(e.fields), have)
-			switch {
-			case len(s.Changes) == 0:
+			s.Op, s.Changes = opCreate, nil
+			if dry.Current != nil && len(dry.Changes) == 0 {
 				// A finished job the entry still describes has run its
 				// course: it is not created again.
-				s.Op = opUnchanged
-			case live(j):
-				s.Op = opUpdate
-			default:
-				// A finished job holds its key no more: a PUT creates a
-				// new job under it.
-				s.Op, s.ID, s.Changes = opCreate, "", nil
+				s.Op, s.ID = opUnchanged, dry.Current.ID
 			}
 		}
 		steps = append(steps, s)
@@ -269,67 +267,6 @@ func plan(ctx context.Context, c *tock.Client, entries []entry, prune bool) ([]s
 	}
 	slices.SortFunc(stale, func(x, y step) int { return strings.Compare(x.Key, y.Key) })
 	return append(steps, stale...), nil
-}
-
-// live says whether j can still run: only such a job holds its key.
-func live(j *tock.Job) bool { return j.Status == "scheduled" || j.Status == "paused" }
-
-// jsonFields is the server's view of a job as JSON values, to compare with
-// a file's.
-func jsonFields(j *tock.Job) (map[string]any, error) {
-	b, err := json.Marshal(j)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	return m, json.Unmarshal(b, &m)
-}
-
-// withDefaults adds to a file's job the fields it leaves out, at the value
-// a PUT gives them, so that a job changed since (by PATCH or the dashboard)
-// shows as a change and goes back. A schedule's start_at is left out: its
-// default is the moment of the request. A schedule's on (with every) is
-// too: its default comes from start_at.
-func withDefaults(fields map[string]any) map[string]any {
-	out := make(map[string]any, len(fields)+8)
-	defaults := map[string]any{
-		"priority":      0.0,
-		"max_retries":   3.0,
-		"timeout":       "30s",
-		"history":       "all",
-		"labels":        map[string]any{},
-		"retention":     nil,
-		"expires_after": nil,
-		"notify":        nil,
-	}
-	sched, recurring := fields["schedule"].(map[string]any)
-	if recurring {
-		defaults["overlap"] = "allow"
-	}
-	for k, v := range defaults {
-		out[k] = v
-	}
-	for k, v := range fields {
-		out[k] = v
-	}
-	if recurring {
-		s := map[string]any{
-			"timezone":    "UTC",
-			"count":       0.0,
-			"end_at":      nil,
-			"misfire":     "run_once",
-			"misfire_max": 100.0,
-			"dst":         map[string]any{"gap": "shift", "overlap": "first"},
-		}
-		if sched["every"] != nil {
-			s["at"] = "00:00"
-		}
-		for k, v := range sched {
-			s[k] = v
-		}
-		out["schedule"] = s
-	}
-	return out
 }
 
 // execute makes the planned changes in the file's order, then the
@@ -380,7 +317,7 @@ func (a *app) printPlan(steps []step) {
 		case opUpdate:
 			fmt.Fprintf(a.out, "~ %s: update %s\n", s.Key, s.ID)
 			for _, ch := range s.Changes {
-				fmt.Fprintf(a.out, "    %s\n", ch)
+				fmt.Fprintf(a.out, "    %s: %s → %s\n", ch.Field, shown(ch.Old), shown(ch.New))
 			}
 		case opCancel:
 			fmt.Fprintf(a.out, "- %s: cancel %s %q (not in the file)\n", s.Key, s.ID, s.Name)

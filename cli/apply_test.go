@@ -1,15 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	tock "github.com/tockhq/tock/sdk/go"
 )
 
 func TestYAMLToJSON(t *testing.T) {
@@ -72,104 +68,6 @@ func TestReadSchedules(t *testing.T) {
 	}
 }
 
-// serverView is the job the server shows for the entry below, every
-// default filled in and normalized.
-const serverView = `{
-  "id": "0190c0de-0000-7000-8000-000000000001", "name": "report", "type": "webhook", "status": "scheduled",
-  "payload": {"url": "https://example.com/r", "method": "POST"},
-  "priority": 0, "max_retries": 3, "timeout": "10s", "retention": "2160h0m0s", "history": "all",
-  "labels": {"team": "ops"}, "key": "report", "overlap": "allow", "run_at": null,
-  "schedule": {"rrule": "FREQ=WEEKLY;BYDAY=MO", "timezone": "Europe/Berlin", "start_at": "2026-01-01T00:00:00.000Z",
-    "misfire": "run_once", "misfire_max": 100, "dst": {"gap": "shift", "overlap": "first"}},
-  "notify": {"on": ["permanently_failed"], "webhook": {"url": "https://example.com/a"}},
-  "timezone": "Europe/Berlin", "next_run_at": null, "created_at": "2026-01-01T00:00:00Z",
-  "updated_at": "2026-01-01T00:00:00Z", "owner": "u", "last_run": null}`
-
-const entryYAML = `
-key: report
-name: report
-type: webhook
-schedule: {rrule: "rrule:freq=weekly;byday=mo;", timezone: Europe/Berlin}
-payload: {url: "https://example.com/r", method: POST}
-timeout: 10s
-retention: 90d
-labels: {team: ops}
-notify: {on: [permanently_failed], webhook: {url: "https://example.com/a"}}
-`
-
-func TestDiffJob(t *testing.T) {
-	t.Parallel()
-	entryFields := func(t *testing.T, text string) map[string]any {
-		b, err := yamlToJSON([]byte(text))
-		require.NoError(t, err)
-		var m map[string]any
-		require.NoError(t, json.Unmarshal(b, &m))
-		return m
-	}
-	view := func(t *testing.T, edit func(*tock.Job)) map[string]any {
-		var j tock.Job
-		require.NoError(t, json.Unmarshal([]byte(serverView), &j))
-		if edit != nil {
-			edit(&j)
-		}
-		m, err := jsonFields(&j)
-		require.NoError(t, err)
-		return m
-	}
-
-	t.Run("SameJobNoChange", func(t *testing.T) {
-		t.Parallel()
-		require.Empty(t, diffJob(withDefaults(entryFields(t, entryYAML)), view(t, nil)))
-	})
-	t.Run("ChangedFieldsNamed", func(t *testing.T) {
-		t.Parallel()
-		text := strings.Replace(entryYAML, "timeout: 10s", "timeout: 1m", 1)
-		text = strings.Replace(text, "team: ops", "team: sre", 1)
-		got := diffJob(withDefaults(entryFields(t, text)), view(t, nil))
-		require.Equal(t, []change{
-			{Field: "labels.team", Old: "ops", New: "sre"},
-			{Field: "timeout", Old: "10s", New: "1m"},
-		}, got)
-	})
-	t.Run("DriftFromDefaultsShows", func(t *testing.T) {
-		t.Parallel()
-		got := diffJob(withDefaults(entryFields(t, entryYAML)), view(t, func(j *tock.Job) {
-			j.MaxRetries = 7
-			j.Priority = 5
-			j.ExpiresAfter = "15m0s"
-			j.Schedule.Misfire = "skip"
-		}))
-		var fields []string
-		for _, c := range got {
-			fields = append(fields, c.String())
-		}
-		require.Equal(t, []string{
-			`expires_after: "15m0s" → (none)`,
-			"max_retries: 7 → 3",
-			"priority: 5 → 0",
-			`schedule.misfire: "skip" → "run_once"`,
-		}, fields)
-	})
-	t.Run("RemovedNotifyAndLabels", func(t *testing.T) {
-		t.Parallel()
-		text := strings.Replace(entryYAML, "labels: {team: ops}\n", "", 1)
-		text = text[:strings.Index(text, "notify:")]
-		got := diffJob(withDefaults(entryFields(t, text)), view(t, nil))
-		require.Len(t, got, 2, "%v", got)
-		require.Equal(t, `labels.team: "ops" → (none)`, got[0].String())
-		require.Equal(t, "notify", got[1].Field)
-		require.Nil(t, got[1].New)
-	})
-	t.Run("EveryDefaults", func(t *testing.T) {
-		t.Parallel()
-		want := withDefaults(map[string]any{"schedule": map[string]any{"every": "Week", "on": "mon"}})
-		have := map[string]any{"overlap": "allow", "max_retries": 3.0, "timeout": "30s", "history": "all", "labels": map[string]any{},
-			"schedule": map[string]any{"every": "week", "on": "monday", "at": "00:00", "timezone": "UTC",
-				"misfire": "run_once", "misfire_max": 100.0, "dst": map[string]any{"gap": "shift", "overlap": "first"}}}
-		require.Empty(t, diffJob(want, have))
-	})
-}
-
 func TestParseDuration(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{"90d": "2160h0m0s", "1d12h": "36h0m0s", "2h30m": "2h30m0s", "": "0s"} {
@@ -181,29 +79,3 @@ func TestParseDuration(t *testing.T) {
 
 // TestDiffHidesSecrets: a changed header value, Slack webhook URL or
 // credentialed broker URL shows as changed, never by value.
-func TestDiffHidesSecrets(t *testing.T) {
-	want := map[string]any{"type": "webhook", "payload": map[string]any{"url": "https://example.com/a",
-		"headers": map[string]any{"Authorization": "Bearer new-secret"}}}
-	have := map[string]any{"type": "webhook", "payload": map[string]any{"url": "https://example.com/b",
-		"headers": map[string]any{"Authorization": "Bearer old-secret"}}}
-	var text []string
-	for _, c := range diffJob(want, have) {
-		text = append(text, c.String())
-	}
-	all := strings.Join(text, "\n")
-	if !strings.Contains(all, "payload.headers.Authorization") || !strings.Contains(all, "example.com/b") {
-		t.Fatalf("the changes are not all listed:\n%s", all)
-	}
-	if strings.Contains(all, "secret") {
-		t.Fatalf("a header value was shown:\n%s", all)
-	}
-	for _, v := range []string{"amqp://user:pw@mq.example.com/", "https://hooks.slack.com/services/T/B/X"} {
-		field := "payload.url"
-		if strings.Contains(v, "slack") {
-			field = "payload.webhook_url"
-		}
-		if !secret(field, v) {
-			t.Fatalf("%s %s is not treated as a secret", field, v)
-		}
-	}
-}
