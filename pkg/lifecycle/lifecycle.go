@@ -1,7 +1,7 @@
 // Package lifecycle changes jobs the way tock keeps them in two places:
 // each change commits in Postgres, the source of truth, and then makes
 // Redis's due set follow. Create, edit (pause and resume are edits), cancel,
-// trigger and retry live here, so that the API's handlers only translate
+// trigger, retry and abort live here, so that the API's handlers only translate
 // HTTP, and what happens when Redis fails between the two (and what repairs
 // it) is written once.
 //
@@ -233,4 +233,34 @@ func (l *Jobs) Retry(ctx context.Context, owner, id uuid.UUID, scheduledFor, now
 	return l.store.RetryOccurrence(ctx, owner, id, scheduledFor, now, a, func(ctx context.Context, occ job.Occurrence) error {
 		return l.queue.Enqueue(ctx, []queue.Entry{{Occurrence: occ, DueAt: now}})
 	})
+}
+
+// Abort stops the running attempts of a job of owner's (uuid.Nil: anyone's):
+// recorded in Postgres first (a one-off job is cancelled with it; a
+// recurring one keeps its schedule), then told to the workers through Redis,
+// which end them within about a second and record them aborted, never
+// retried. Should Redis fail, the error says so and a second call tells the
+// workers again. Nothing running is job.ErrConflict. It returns the
+// attempts being stopped.
+func (l *Jobs) Abort(ctx context.Context, owner, id uuid.UUID, now time.Time, a store.Audit) ([]job.Run, error) {
+	runs, err := l.store.AbortJob(ctx, owner, id, now, a)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.queue.Abort(ctx, queue.AbortRequest{Job: id, Actor: a.Actor, At: now}); err != nil {
+		return nil, fmt.Errorf("abort job %s: tell the workers: %w", id, err)
+	}
+	return runs, nil
+}
+
+// AbortOwner tells the workers to stop every running attempt of a user who
+// was just disabled (or erased), committed already. Best effort: the
+// user's jobs are paused in Postgres, so nothing new of theirs starts; a
+// failure leaves what runs to end by itself, and is logged.
+func (l *Jobs) AbortOwner(ctx context.Context, owner, actor uuid.UUID, at time.Time) {
+	ctx, cancel := AfterCommit(ctx)
+	defer cancel()
+	if err := l.queue.Abort(ctx, queue.AbortRequest{Owner: owner, Actor: actor, At: at}); err != nil {
+		l.log.Warn("abort_owner_failed", zap.Stringer("user_id", owner), zap.Error(err))
+	}
 }

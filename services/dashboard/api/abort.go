@@ -1,19 +1,14 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
-	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
-	"github.com/tockhq/tock/pkg/lifecycle"
-	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 )
 
@@ -43,7 +38,7 @@ func (s *Server) abortJob(c *echo.Context) error {
 	p := caller(c)
 	now := s.now()
 	ctx := c.Request().Context()
-	runs, err := s.store.AbortJob(ctx, p.scope(), id, now, p.audit(store.ActionJobAbort))
+	runs, err := s.jobs.Abort(ctx, p.scope(), id, now, p.audit(store.ActionJobAbort))
 	if errors.Is(err, job.ErrConflict) {
 		msg := "no attempt of this job is running"
 		if _, m, ok := strings.Cut(err.Error(), job.ErrConflict.Error()+": "); ok {
@@ -54,26 +49,9 @@ func (s *Server) abortJob(c *echo.Context) error {
 	if err != nil {
 		return dependency(err)
 	}
-	// Recorded in Postgres: the workers are told through Redis. Should that
-	// fail, the answer says so and a second call tells them again.
-	if err := s.queue.Abort(ctx, queue.AbortRequest{Job: id, Actor: p.user, At: now}); err != nil {
-		return dependency(err)
-	}
 	out := Aborted{JobID: id, Attempts: make([]AbortedAttempt, len(runs))}
 	for i, r := range runs {
 		out.Attempts[i] = AbortedAttempt{ScheduledFor: Time{r.ScheduledFor}, Attempt: r.Attempt, StartedAt: Time{r.StartedAt}}
 	}
 	return writeJSON(c, http.StatusAccepted, out)
-}
-
-// abortOwner tells the workers to stop every running attempt of a user who
-// was just disabled. Best effort: the user's jobs are paused in Postgres
-// already, so nothing new of theirs starts; a failure leaves what runs to
-// end by itself, and is logged.
-func (s *Server) abortOwner(ctx context.Context, owner, actor uuid.UUID, at time.Time) {
-	ctx, cancel := lifecycle.AfterCommit(ctx)
-	defer cancel()
-	if err := s.queue.Abort(ctx, queue.AbortRequest{Owner: owner, Actor: actor, At: at}); err != nil {
-		s.log.Warn("abort_owner_failed", zap.Stringer("user_id", owner), zap.Error(err))
-	}
 }

@@ -234,7 +234,7 @@ func (s *Server) disableUser(c *echo.Context) error {
 	})
 	if err == nil {
 		// Their jobs are paused; what of theirs is running is stopped too.
-		s.abortOwner(c.Request().Context(), id, caller(c).user, now)
+		s.jobs.AbortOwner(c.Request().Context(), id, caller(c).user, now)
 	}
 	return err
 }
@@ -260,7 +260,7 @@ func (s *Server) eraseUser(c *echo.Context) error {
 	if err != nil {
 		return dependency(err)
 	}
-	s.abortOwner(c.Request().Context(), id, caller(c).user, now)
+	s.jobs.AbortOwner(c.Request().Context(), id, caller(c).user, now)
 	return writeJSON(c, http.StatusOK, erased)
 }
 
