@@ -214,7 +214,12 @@ func UserinfoSpot(path string, u *string) (dest string, spot *Spot) {
 	if hasPass {
 		p, _ := parsed.User.Password()
 		return head + user + "@" + tail[1:], &Spot{Path: path, Value: p, set: func(v string) {
-			*u = head + user + ":" + escapeUserinfo(v) + tail
+			if !IsFingerprint(v) {
+				// A fingerprint's ':' may stand in a password as it is;
+				// anything else is escaped.
+				v = escapeUserinfo(v)
+			}
+			*u = head + user + ":" + v + tail
 		}}
 	}
 	return dest, &Spot{Path: path, Value: parsed.User.Username(), set: func(v string) {
