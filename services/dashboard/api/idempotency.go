@@ -31,7 +31,8 @@ const (
 // method, path, query and body) gets that answer again, with
 // Idempotent-Replayed: true, and changes nothing. The same key on a
 // different request is 422, and a repeat while the first is still running
-// is 409. A server error (5xx) is not kept, so a repeat runs again.
+// is 409. Only a final answer is kept (see final): after a 429 or a server
+// error (5xx) the key is released, so a repeat runs again.
 func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		req := c.Request()
@@ -105,7 +106,7 @@ func (s *Server) runIdempotent(c *echo.Context, next echo.HandlerFunc, owner uui
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
 		defer cancel()
 		var err error
-		if answered && resp.Status < 500 {
+		if answered && final(resp.Status) {
 			err = s.store.SaveIdempotentResponse(ctx, owner, key, store.StoredResponse{
 				Status: resp.Status, ContentType: resp.Header().Get(echo.HeaderContentType),
 				Location: resp.Header().Get(echo.HeaderLocation), Body: rec.body.Bytes()})
@@ -122,6 +123,14 @@ func (s *Server) runIdempotent(c *echo.Context, next echo.HandlerFunc, owner uui
 	}
 	answered = true
 	return nil
+}
+
+// final says whether an answer is worth replaying for a day. A 429 is not:
+// it says "not yet", its Retry-After would be stale on replay, and clients
+// (the SDK, the CLI) repeat it with the same key once that time has passed.
+// Nor is a server error (5xx): the request may well succeed when repeated.
+func final(status int) bool {
+	return status != http.StatusTooManyRequests && status < 500
 }
 
 // checkIdempotencyKey accepts 1 to 255 printable ASCII characters.
