@@ -23,7 +23,8 @@ import (
 // bulkRoute is POST /api/v1/jobs:bulk; the colon is escaped as in batchRoute.
 const bulkRoute = `/api/v1/jobs\:bulk`
 
-// MaxBulkJobs is the most jobs one bulk action may change.
+// MaxBulkJobs is the most jobs one bulk action may change; a default user's
+// job burst holds it (DefaultQuotas.JobBurst).
 const MaxBulkJobs = 10_000
 
 // Bulk actions, and what each does to one job: the single-job action's own
