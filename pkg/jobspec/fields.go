@@ -23,7 +23,7 @@ var Fields = []*Field{
 	},
 	{
 		Name:       "name",
-		Schema:     `{"type": "string", "minLength": 1, "maxLength": 200, "description": "Display name, at most 200 bytes after trimming blanks, without control or bidirectional formatting characters."}`,
+		Schema:     `{"type": "string", "minLength": 1, "maxLength": 200, "description": "Display name, at most 200 bytes after trimming blanks; no control character (CR, LF, tab, ESC, C1) or bidirectional formatting character (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069)."}`,
 		ViewSchema: `{"type": "string", "minLength": 1, "maxLength": 200}`,
 		Example:    `"nightly report"`, Other: `"nightly report (EU)"`,
 		Required: true,
@@ -243,7 +243,7 @@ var Fields = []*Field{
 	},
 	{
 		Name:       "labels",
-		Schema:     `{"type": "object", "maxProperties": 20, "additionalProperties": {"type": "string", "maxLength": 200}, "description": "The caller's own references on the job, at most 20 pairs: keys of ` + "`a-z`, `0-9`, `_`, `.` and `-` up to 63 long, values up to 200 characters without control or bidirectional formatting characters. Filter with `GET /api/v1/jobs?label=key=value`. `{}` removes them." + `", "example": {"customer": "1234", "plan": "pro"}}`,
+		Schema:     `{"type": "object", "maxProperties": 20, "additionalProperties": {"type": "string", "maxLength": 200}, "description": "The caller's own references on the job, at most 20 pairs: keys of ` + "`a-z`, `0-9`, `_`, `.` and `-` up to 63 long, values up to 200 characters, no control character (CR, LF, tab, ESC, C1) or bidirectional formatting character (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069). Filter with `GET /api/v1/jobs?label=key=value`. `{}` removes them." + `", "example": {"customer": "1234", "plan": "pro"}}`,
 		ViewSchema: `{"type": "object", "additionalProperties": {"type": "string"}, "description": "The job's labels; ` + "`{}`" + ` when none."}`,
 		Default:    `{}`, Example: `{"customer": "1234", "plan": "pro"}`, Other: `{"customer": "5678"}`,
 		parse: func(raw json.RawMessage, _ *parser) (applier, error) {
@@ -269,7 +269,7 @@ var Fields = []*Field{
 	{
 		Name:       "key",
 		Omittable:  true,
-		Schema:     `{"type": "string", "minLength": 1, "maxLength": 200, "pattern": "^[^\\s/]+$", "description": "Your own name for the job, 1 to 200 characters without spaces, control characters or ` + "`/`, unique among your jobs that can still run (scheduled or paused). `PUT /api/v1/jobs/by-key/{key}` creates or replaces the job that holds it." + `", "example": "nightly-report"}`,
+		Schema:     `{"type": "string", "minLength": 1, "maxLength": 200, "pattern": "^[^\\s/]+$", "description": "Your own name for the job, 1 to 200 characters without spaces, ` + "`/`, control characters or bidirectional formatting characters, unique among your jobs that can still run (scheduled or paused). `PUT /api/v1/jobs/by-key/{key}` creates or replaces the job that holds it." + `", "example": "nightly-report"}`,
 		ViewSchema: `{"type": "string", "description": "The job's key, when it has one."}`,
 		Example:    `"nightly-report"`,
 		Fixed:      true,

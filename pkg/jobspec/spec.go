@@ -118,21 +118,21 @@ func notifyEventList() string {
 	return strings.Join(names, ", ")
 }
 
-// ValidKey checks a job's key: 1 to 200 characters, none of them a
-// control character, a space or '/', so that it names the job in a path.
+// ValidKey checks a job's key: 1 to 200 characters, Showable, none of them
+// a space or '/', so that it names the job in a path.
 func ValidKey(k string) error {
 	if k == "" || utf8.RuneCountInString(k) > job.MaxKeyLen || !utf8.ValidString(k) {
 		return invalid("key", "must be 1 to %d characters", job.MaxKeyLen)
 	}
-	if strings.IndexFunc(k, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) || r == '/' }) >= 0 {
-		return invalid("key", "must not hold spaces, control characters or '/'")
+	if !Showable(k) || strings.IndexFunc(k, func(r rune) bool { return unicode.IsSpace(r) || r == '/' }) >= 0 {
+		return invalid("key", "must not hold spaces, '/', control characters or bidirectional formatting characters")
 	}
 	return nil
 }
 
 // ValidLabels checks a job's labels: at most job.MaxLabels pairs, keys of
-// [a-z0-9_.-] up to 63 long, values up to 200 characters without control
-// characters. It returns them, nil when there are none.
+// [a-z0-9_.-] up to 63 long, values up to 200 characters, Showable. It
+// returns them, nil when there are none.
 func ValidLabels(m map[string]string) (map[string]string, error) {
 	if len(m) > job.MaxLabels {
 		return nil, invalid("labels", "at most %d labels", job.MaxLabels)
@@ -147,8 +147,8 @@ func ValidLabels(m map[string]string) (map[string]string, error) {
 		if utf8.RuneCountInString(v) > job.MaxLabelValue {
 			return nil, invalid("labels."+k, "must be at most %d characters", job.MaxLabelValue)
 		}
-		if strings.IndexFunc(v, unicode.IsControl) >= 0 || !utf8.ValidString(v) {
-			return nil, invalid("labels."+k, "must be text without control characters")
+		if !Showable(v) {
+			return nil, invalid("labels."+k, NotShowable)
 		}
 	}
 	return m, nil
@@ -162,7 +162,9 @@ func parseHistory(s string) (job.History, error) {
 	return "", invalid("history", "must be %q or %q", job.HistoryAll, job.HistoryFailures)
 }
 
-// validName trims a job name and checks it is present and not too long.
+// validName trims a job name and checks it is present, not too long, and
+// Showable as sent, as a label value (never trimmed) is: a control
+// character is refused wherever it stands, a trailing line feed included.
 func validName(name string) (string, error) {
 	n := strings.TrimSpace(name)
 	switch {
@@ -170,6 +172,8 @@ func validName(name string) (string, error) {
 		return "", invalid("name", "is required")
 	case len(n) > job.MaxNameLen:
 		return "", invalid("name", "is longer than %d bytes", job.MaxNameLen)
+	case !Showable(name):
+		return "", invalid("name", NotShowable)
 	}
 	return n, nil
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/outbound"
+	"github.com/tockhq/tock/pkg/testenv"
 )
 
 // goleak runs once after all tests: VerifyNone inside parallel tests would see
@@ -296,6 +298,47 @@ func TestWebhook(t *testing.T) {
 		require.False(t, out.OK)
 		require.Equal(t, "timeout after 200ms", out.Error)
 		require.Zero(t, out.StatusCode)
+	})
+
+	t.Run("BodyCutAtTheTimeoutIsATimeout", func(t *testing.T) {
+		t.Parallel()
+		// The target answers at once, then trickles its body, a byte every
+		// 50 ms, until the client goes away: the attempt is cut at its
+		// timeout and fails as a timeout, whatever the status.
+		for _, status := range []int{http.StatusOK, http.StatusAccepted, http.StatusServiceUnavailable} {
+			t.Run(strconv.Itoa(status), func(t *testing.T) {
+				t.Parallel()
+				b := setup(t, testenv.Trickle(t, status))
+				for _, typ := range []job.Type{jobtype.TypeWebhook, jobtype.TypePing} {
+					tk := task(t, typ, map[string]string{"url": b.srv.URL})
+					tk.Timeout = 300 * time.Millisecond
+					out := execute(t, b.registry, tk)
+					require.False(t, out.OK, "%s: %+v", typ, out)
+					require.Equal(t, status, out.StatusCode)
+					require.True(t, strings.HasPrefix(out.Error, "timeout after 300ms: status "+strconv.Itoa(status)), "%s: %q", typ, out.Error)
+					require.NotEmpty(t, out.Output, "what came is kept")
+				}
+			})
+		}
+	})
+
+	t.Run("BodyCutOtherwiseLeavesTheStatusToDecide", func(t *testing.T) {
+		t.Parallel()
+		// The target promises more than it sends and hangs up: the read
+		// fails, not at the deadline, and a 2xx stays a success.
+		b := setup(t, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Length", "100")
+			w.WriteHeader(http.StatusOK)
+			_, _ = io.WriteString(w, "partial")
+			w.(http.Flusher).Flush()
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				_ = conn.Close()
+			}
+		})
+		out := execute(t, b.registry, task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b.srv.URL}))
+		require.True(t, out.OK, out.Error)
+		require.Equal(t, "partial", out.Output)
 	})
 
 	t.Run("TaskTimeoutBoundsALaterDeadline", func(t *testing.T) {

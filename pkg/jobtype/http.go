@@ -82,8 +82,10 @@ func withTimeout(ctx context.Context, t Task, start time.Time) (context.Context,
 
 // do sends req (whose context is ctx) and turns what happens into an Outcome: a
 // 2xx status is success; Output is the start of the body, at most OutputLimit
-// bytes. The status decides: a 2xx whose body cannot be read in full is still a
-// success, because the target has accepted the request. Latency runs from
+// bytes. The status decides, unless the attempt's deadline cut the body: a 2xx
+// whose body cannot be read in full (the connection reset) is still a success,
+// because the target has accepted the request, but one whose body was still
+// coming at the timeout is a timeout (cutByDeadline). Latency runs from
 // sending the request to reading the kept part of the body.
 func do(ctx context.Context, client *http.Client, req *http.Request, start time.Time, limit time.Duration, want expect) Outcome {
 	resp, err := client.Do(req)
@@ -98,13 +100,14 @@ func do(ctx context.Context, client *http.Client, req *http.Request, start time.
 	}
 	_ = resp.Body.Close()
 
-	statusOK := want.status.Has(resp.StatusCode)
-	out := Outcome{
-		OK:         statusOK && (want.body == "" || bytes.Contains(body, []byte(want.body))),
-		StatusCode: resp.StatusCode,
-		Latency:    latency,
-		Output:     clean(body, OutputLimit),
+	out := Outcome{StatusCode: resp.StatusCode, Latency: latency, Output: clean(body, OutputLimit)}
+	if cutByDeadline(ctx, readErr) {
+		out.Error = clean([]byte(describe(ctx, readErr, limit)+": status "+strconv.Itoa(resp.StatusCode)+
+			", the body was cut after "+strconv.Itoa(len(body))+" bytes"), OutputLimit)
+		return out
 	}
+	statusOK := want.status.Has(resp.StatusCode)
+	out.OK = statusOK && (want.body == "" || bytes.Contains(body, []byte(want.body)))
 	if statusOK && !out.OK {
 		out.Error = "status " + strconv.Itoa(resp.StatusCode) + ": the answer does not contain expect_body"
 		return out
@@ -120,6 +123,15 @@ func do(ctx context.Context, client *http.Client, req *http.Request, start time.
 		out.Error = clean([]byte(msg), OutputLimit)
 	}
 	return out
+}
+
+// cutByDeadline says whether the body's read failed because the attempt
+// ran out of time: a target that answers at once and then trickles its body
+// holds a worker's slot until the timeout, and its answer was never read;
+// whatever the status, the attempt timed out. A read cut otherwise (the
+// connection reset, the attempt aborted) leaves the status to decide.
+func cutByDeadline(ctx context.Context, readErr error) bool {
+	return readErr != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
 }
 
 // expect is what makes an answer a success: a status in the set and, if body

@@ -200,8 +200,9 @@ func (l *Jobs) removeStale(ctx context.Context, occ job.Occurrence) {
 // priority, with an idempotency key of its own. Its audit entry and the
 // occurrence go together: the entry is inserted, the occurrence put in the
 // due set, and only then the entry committed, so a failure to queue leaves
-// no entry and a failure to write the entry queues nothing. A job that is
-// not scheduled is job.ErrConflict.
+// no entry and a failure to write the entry queues nothing. An audit that
+// is not recorded (a zero actor) writes no entry, as in the store's methods.
+// A job that is not scheduled is job.ErrConflict.
 func (l *Jobs) Trigger(ctx context.Context, owner, id uuid.UUID, now time.Time, a store.Audit) (job.Occurrence, error) {
 	j, err := l.store.GetJob(ctx, owner, id)
 	if err != nil {
@@ -211,11 +212,16 @@ func (l *Jobs) Trigger(ctx context.Context, owner, id uuid.UUID, now time.Time, 
 		return job.Occurrence{}, fmt.Errorf("%w: a %s job cannot be triggered; only a scheduled one can", job.ErrConflict, j.Status)
 	}
 	occ := j.Occurrence(now)
-	change, _ := json.Marshal(map[string]any{"scheduled_for": now, "idempotency_key": occ.Key()})
-	entry := store.AuditEntry{At: now, Actor: a.Actor, Action: a.Action, TargetType: store.TargetJob, TargetID: j.ID, Change: change}
-	err = l.store.RecordAuditAround(ctx, entry, func(ctx context.Context) error {
+	enqueue := func(ctx context.Context) error {
 		return l.queue.Enqueue(ctx, []queue.Entry{{Occurrence: occ, DueAt: now}})
-	})
+	}
+	if a.Recorded() {
+		change, _ := json.Marshal(map[string]any{"scheduled_for": now, "idempotency_key": occ.Key()})
+		entry := store.AuditEntry{At: now, Actor: a.Actor, Action: a.Action, TargetType: store.TargetJob, TargetID: j.ID, Change: change}
+		err = l.store.RecordAuditAround(ctx, entry, enqueue)
+	} else {
+		err = enqueue(ctx)
+	}
 	if err != nil {
 		return job.Occurrence{}, fmt.Errorf("trigger job %s: %w", j.ID, err)
 	}

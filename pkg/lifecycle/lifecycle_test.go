@@ -134,6 +134,21 @@ func TestTrigger(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, b.now, occ.ScheduledFor)
 	require.True(t, b.inDueSet(t, occ))
+	entries, err := b.st.ListAudit(t.Context(), store.AuditFilter{Target: j.ID, Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.Equal(t, owner, entries[0].Actor)
+	require.Equal(t, store.ActionJobTrigger, entries[0].Action)
+	require.Contains(t, string(entries[0].Change), occ.Key())
+
+	// An audit that names nobody records nothing, as the store's methods do.
+	later := b.now.Add(time.Second)
+	occ, err = b.jobs.Trigger(t.Context(), owner, j.ID, later, store.Audit{})
+	require.NoError(t, err)
+	require.True(t, b.inDueSet(t, occ), "the occurrence is queued all the same")
+	entries, err = b.st.ListAudit(t.Context(), store.AuditFilter{Target: j.ID, Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "no entry with an empty action and no actor")
 
 	require.NoError(t, b.jobs.Cancel(t.Context(), owner, j.ID, b.now, store.Audit{}))
 	_, err = b.jobs.Trigger(t.Context(), owner, j.ID, b.now, store.Audit{})

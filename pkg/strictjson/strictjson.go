@@ -63,6 +63,9 @@ func describe(err error, raw []byte, target reflect.Type, prefix string) error {
 		return invalid(prefix, whole(prefix, "is not valid JSON"))
 	case errors.As(err, &typeErr):
 		if typeErr.Field == "" {
+			if prefix == "" {
+				return invalid("", "the body must be a JSON object")
+			}
 			return invalid(prefix, "must be "+Kind(typeErr.Type))
 		}
 		return invalid(join(prefix, jsonPath(typeErr.Field, target)), "must be "+Kind(typeErr.Type))

@@ -299,3 +299,24 @@ func TestRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// TestRotateSigningSecretReplay: a replayed rotation holds the secret's
+// fingerprint, so the client reads the secret with GET instead.
+func TestRotateSigningSecretReplay(t *testing.T) {
+	t.Parallel()
+	const secret = "5f1e0c9d8b7a69584736251403f2e1d0c9b8a79685746352413f2e1d0c9b8a7f"
+	c, rec, _ := setup(t,
+		answer{status: 200, header: map[string]string{"Idempotent-Replayed": "true"},
+			body: `{"secret":"secret:sha256:0123456789abcdef0123456789abcdef","header":"X-Tock-Signature","scheme":"s","previous_valid_until":null,"note":"n"}`},
+		answer{status: 200, body: `{"secret":"` + secret + `","header":"X-Tock-Signature","scheme":"s","previous_valid_until":null}`})
+	s, err := c.RotateSigningSecret(t.Context(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Secret != secret {
+		t.Fatalf("secret %q, want the one GET shows", s.Secret)
+	}
+	if len(rec.got) != 2 || rec.got[1].Method != http.MethodGet || rec.got[1].URL.Path != "/api/v1/signing-secret" {
+		t.Fatalf("requests %v", rec.got)
+	}
+}

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +18,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobtype"
+	"github.com/tockhq/tock/pkg/outbound"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/pkg/testenv"
@@ -225,6 +230,33 @@ func TestConsumer(t *testing.T) {
 		runs := b.runs(t, j.ID)
 		require.Len(t, runs, 1)
 		require.Equal(t, job.RunFailed, runs[0].Status)
+	})
+
+	t.Run("RecordsBodyCutAtTheTimeoutFailed", func(t *testing.T) {
+		t.Parallel()
+		// The real executors against a target that answers 200 at once and
+		// trickles its body past the job's timeout: the attempt failed.
+		b := setup(t)
+		srv := httptest.NewServer(testenv.Trickle(t, http.StatusOK))
+		t.Cleanup(srv.Close)
+		client := outbound.NewClient(outbound.Options{AllowPrivate: true})
+		t.Cleanup(client.CloseIdleConnections)
+		j := b.claimedJob(func(j *job.Job) {
+			j.MaxRetries, j.Timeout, j.Payload = 1, 300*time.Millisecond, json.RawMessage(`{"url":"`+srv.URL+`"}`)
+		})
+		b.create(t, j)
+		require.Equal(t, 1, b.publish(t))
+
+		testenv.GoRun(t, b.consumer(jobtype.NewRegistry(jobtype.Deps{Client: client})).Run)
+		b.untilSettled(t, 10*time.Second, func() bool {
+			runs := b.runs(t, j.ID)
+			return len(runs) == 1 && runs[0].Status != job.RunRunning
+		}, "the attempt was not recorded")
+		runs := b.runs(t, j.ID)
+		require.Equal(t, job.RunFailed, runs[0].Status, "error: %s", runs[0].Error)
+		require.True(t, strings.HasPrefix(runs[0].Error, "timeout after 300ms"), runs[0].Error)
+		require.Contains(t, runs[0].Error, "status 200")
+		require.True(t, b.scheduled(t, firstAttempt(j).Next()), "its retry is due")
 	})
 
 	t.Run("DropsEntryOfCancelledJob", func(t *testing.T) {

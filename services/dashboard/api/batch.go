@@ -22,7 +22,9 @@ import (
 // parameter, so the route escapes it.
 const batchRoute = `/api/v1/jobs\:batch`
 
-// MaxBatchJobs is the most jobs one bulk create may hold.
+// MaxBatchJobs is the most jobs one bulk create may hold. A default user's
+// job burst derives from it (DefaultQuotas.JobBurst), so that the cap is one
+// number: a batch larger than the caller's burst is refused.
 const MaxBatchJobs = 10_000
 
 // batchUnits and batchTime bound the schedule work of one bulk create, all

@@ -124,6 +124,18 @@ func TestCreateBatch(t *testing.T) {
 		requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", body), http.StatusRequestEntityTooLarge, api.CodeTooLarge)
 	})
 
+	t.Run("ADefaultUserMayCreateAFullBatch", func(t *testing.T) {
+		t.Parallel()
+		// The batch cap and a default user's burst are one number: the
+		// largest batch allowed passes the default limits.
+		p := b.user(t, "default user", "user", nil)
+		me := decode[api.User](t, b.as(t, p, http.MethodGet, "/api/v1/me", nil))
+		require.Equal(t, api.MaxBatchJobs, me.EffectiveLimits.JobBurst)
+		rec := b.as(t, p, http.MethodPost, batchPath, map[string]any{"jobs": specs(api.MaxBatchJobs, b.now.Add(time.Hour))})
+		require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+		require.Equal(t, api.MaxBatchJobs, decode[api.BatchCreated](t, rec).Created)
+	})
+
 	t.Run("HoldsUsersToTheirLimits", func(t *testing.T) {
 		t.Parallel()
 		p := b.user(t, "bulk user", "user", map[string]any{"max_active_jobs": 10, "jobs_per_minute": 60, "job_burst": 20})

@@ -23,7 +23,8 @@ import (
 // bulkRoute is POST /api/v1/jobs:bulk; the colon is escaped as in batchRoute.
 const bulkRoute = `/api/v1/jobs\:bulk`
 
-// MaxBulkJobs is the most jobs one bulk action may change.
+// MaxBulkJobs is the most jobs one bulk action may change; a default user's
+// job burst holds it (DefaultQuotas.JobBurst).
 const MaxBulkJobs = 10_000
 
 // Bulk actions, and what each does to one job: the single-job action's own
@@ -189,7 +190,8 @@ func parseBulk(raw []byte) (*bulkPlan, error) {
 // changes as the single-job action would, in its own transaction; a job the
 // action refuses (a paused job paused again, another owner's job) is
 // skipped, with the reason. The whole call counts as that many job changes
-// against the caller's rate, and leaves one audit entry.
+// against the caller's rate, and leaves one audit entry (and, for a
+// trigger, each job's job.trigger entry).
 func (s *Server) bulkJobs(c *echo.Context) error {
 	raw, err := readBody(c)
 	if err != nil {
@@ -284,7 +286,9 @@ func (s *Server) applyBulk(ctx context.Context, p principal, action string, ids 
 }
 
 // bulkOne applies action to one job, unaudited (the call's one entry says
-// it all).
+// it all), except a trigger: it adds an occurrence, whose idempotency key
+// only the trigger's own entry records, so it is audited as the single-job
+// trigger is, job.trigger by the caller.
 func (s *Server) bulkOne(ctx context.Context, p principal, action string, id uuid.UUID, now time.Time) error {
 	owner := p.scope()
 	var refused error
@@ -306,7 +310,7 @@ func (s *Server) bulkOne(ctx context.Context, p principal, action string, id uui
 	case bulkCancel:
 		return s.jobs.Cancel(ctx, owner, id, now, store.Audit{})
 	case bulkTrigger:
-		_, err := s.jobs.Trigger(ctx, owner, id, now, store.Audit{})
+		_, err := s.jobs.Trigger(ctx, owner, id, now, p.audit(store.ActionJobTrigger))
 		return err
 	default:
 		_, err := s.jobs.Retry(ctx, owner, id, time.Time{}, now, store.Audit{})

@@ -99,6 +99,40 @@ func TestBulkActions(t *testing.T) {
 	requireError(t, b.as(t, ann, http.MethodPost, "/api/v1/jobs:bulk", map[string]any{"action": "pause", "filter": map[string]any{"owner": bob.id.String()}}), http.StatusForbidden, api.CodeForbidden)
 }
 
+// TestBulkTriggerAudit: each job a bulk trigger runs has its job.trigger
+// entry by the caller, as a single trigger has, beside the call's job.bulk
+// entry; none is written in tock's name or without an action.
+func TestBulkTriggerAudit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ann := b.user(t, "ann", "user", nil)
+	var ids []string
+	for _, name := range []string{"one", "two"} {
+		ids = append(ids, decode[api.Job](t, b.as(t, ann, http.MethodPost, "/api/v1/jobs", spec(name, b.now.Add(time.Hour)))).ID.String())
+	}
+	rec := b.as(t, ann, http.MethodPost, "/api/v1/jobs:bulk", map[string]any{"action": "trigger", "ids": ids})
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	require.Equal(t, 2, decode[api.BulkResult](t, rec).Changed)
+
+	for _, id := range ids {
+		list := decode[api.AuditList](t, b.do(t, http.MethodGet, "/api/v1/audit?job="+id, nil))
+		var actions []string
+		for _, e := range list.Entries {
+			actions = append(actions, e.Action)
+			require.Equal(t, ann.id, e.Actor, "%s by the caller", e.Action)
+		}
+		require.ElementsMatch(t, []string{store.ActionJobCreate, store.ActionJobTrigger}, actions)
+	}
+	var unnamed []api.AuditEntry
+	for _, e := range decode[api.AuditList](t, b.do(t, http.MethodGet, "/api/v1/audit?limit=100", nil)).Entries {
+		if e.Action == "" || e.Actor == uuid.Nil {
+			unnamed = append(unnamed, e)
+		}
+	}
+	require.Empty(t, unnamed)
+	require.Len(t, decode[api.AuditList](t, b.do(t, http.MethodGet, "/api/v1/audit?action="+store.ActionJobBulk, nil)).Entries, 1)
+}
+
 // TestBulkBadInput: every malformed bulk request is a 400 naming its field,
 // or 413 over the cap, and changes nothing.
 func TestBulkBadInput(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -31,7 +33,9 @@ const (
 // method, path, query and body) gets that answer again, with
 // Idempotent-Replayed: true, and changes nothing. The same key on a
 // different request is 422, and a repeat while the first is still running
-// is 409. A server error (5xx) is not kept, so a repeat runs again.
+// is 409. Only a final answer is kept (see final): after a 429 or a server
+// error (5xx) the key is released, so a repeat runs again. An answer that
+// holds a secret is kept redacted, as its handler says (keepRedacted).
 func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		req := c.Request()
@@ -105,10 +109,10 @@ func (s *Server) runIdempotent(c *echo.Context, next echo.HandlerFunc, owner uui
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
 		defer cancel()
 		var err error
-		if answered && resp.Status < 500 {
+		if body, ok := keptBody(c, resp.Status, rec.body.Bytes()); answered && ok {
 			err = s.store.SaveIdempotentResponse(ctx, owner, key, store.StoredResponse{
 				Status: resp.Status, ContentType: resp.Header().Get(echo.HeaderContentType),
-				Location: resp.Header().Get(echo.HeaderLocation), Body: rec.body.Bytes()})
+				Location: resp.Header().Get(echo.HeaderLocation), Body: body})
 		} else {
 			err = s.store.ReleaseIdempotencyKey(ctx, owner, key)
 		}
@@ -122,6 +126,75 @@ func (s *Server) runIdempotent(c *echo.Context, next echo.HandlerFunc, owner uui
 	}
 	answered = true
 	return nil
+}
+
+// final says whether an answer is worth replaying for a day. A 429 is not:
+// it says "not yet", its Retry-After would be stale on replay, and clients
+// (the SDK, the CLI) repeat it with the same key once that time has passed.
+// Nor is a server error (5xx): the request may well succeed when repeated.
+func final(status int) bool {
+	return status != http.StatusTooManyRequests && status < 500
+}
+
+// keptKey names, on the echo context, the body a handler gives to keep
+// under an Idempotency-Key in place of the one it sends (keepRedacted).
+const keptKey = "tock.idempotency.kept"
+
+// redacted is the body to keep, and replay, in place of an answer that holds
+// a secret, and the status of the answer it stands for.
+type redacted struct {
+	status int
+	body   []byte
+}
+
+// keepRedacted marks the answer a handler is about to send as holding a
+// secret, and gives the body to keep in its place: the key's answer stays in
+// idempotency_keys for a day, where anyone who reads the database would
+// find it, and a secret is never stored in clear. A replay then answers body
+// with the status sent. Any route may use it; writeSecretJSON does for JSON.
+func keepRedacted(c *echo.Context, status int, body []byte) {
+	c.Set(keptKey, redacted{status: status, body: body})
+}
+
+// writeSecretJSON answers v, which holds a secret, and gives kept to keep
+// under an Idempotency-Key in its place: v with each secret replaced by its
+// fingerprint (secretFingerprint), saying that a replay does not repeat it.
+func writeSecretJSON(c *echo.Context, status int, v, kept any) error {
+	body, err := json.Marshal(kept)
+	if err != nil {
+		return err
+	}
+	keepRedacted(c, status, body)
+	return writeJSON(c, status, v)
+}
+
+// secretFingerprint stands for a secret in a kept answer: "secret:sha256:"
+// and the first 16 bytes of its SHA-256, in hex. It tells one secret from
+// another (a client may compare it with the secret it holds) and reveals
+// nothing of a random one such as a signing secret (32 random bytes); a
+// guessable value would need a keyed hash instead.
+func secretFingerprint(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return "secret:sha256:" + hex.EncodeToString(sum[:16])
+}
+
+// keptBody is what an Idempotency-Key keeps of an answer with status whose
+// body was sent: nothing (false) unless the answer is final; the redacted
+// body if the handler gave one. A handler that marked a secret and then
+// answered another status (an error after all) keeps nothing either: what
+// it sent is not known to be free of the secret, so the key is released.
+func keptBody(c *echo.Context, status int, sent []byte) ([]byte, bool) {
+	if !final(status) {
+		return nil, false
+	}
+	r, marked := c.Get(keptKey).(redacted)
+	switch {
+	case !marked:
+		return sent, true
+	case r.status != status:
+		return nil, false
+	}
+	return r.body, true
 }
 
 // checkIdempotencyKey accepts 1 to 255 printable ASCII characters.

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/pkg/testenv"
 	"github.com/tockhq/tock/services/dashboard/api"
 )
 
@@ -122,6 +123,36 @@ func TestIdempotencyKey(t *testing.T) {
 		require.Equal(t, http.StatusCreated, one.Code, "body: %s", one.Body.String())
 		two := b.withKey(t, nil, http.MethodPost, "/api/v1/jobs:batch", batch, "batch")
 		require.Equal(t, one.Body.String(), two.Body.String())
+	})
+
+	t.Run("RateRefusalIsNotKept", func(t *testing.T) {
+		t.Parallel()
+		// One creation a second, none saved up: the second create in a row
+		// is refused until the bucket refills.
+		q := api.DefaultQuotas
+		q.JobsPerMinute, q.JobBurst = 60, 1
+		b := setup(t, func(d *api.Deps) { d.Quotas = &q })
+		ann := b.user(t, "ann", "user", nil)
+		require.Equal(t, http.StatusCreated, b.withKey(t, &ann, http.MethodPost, "/api/v1/jobs", spec("first", b.now.Add(time.Hour)), "first").Code)
+		body := spec("second", b.now.Add(time.Hour))
+		refused := b.withKey(t, &ann, http.MethodPost, "/api/v1/jobs", body, "second")
+		requireError(t, refused, http.StatusTooManyRequests, api.CodeRateLimited)
+		require.NotEmpty(t, refused.Header().Get("Retry-After"))
+
+		// The SDK and the CLI repeat a 429 with the same key: each repeat
+		// runs again, until the limit lets it through.
+		var rec *httptest.ResponseRecorder
+		testenv.WaitUntil(t, 10*time.Second, func() bool {
+			rec = b.withKey(t, &ann, http.MethodPost, "/api/v1/jobs", body, "second")
+			require.Empty(t, rec.Header().Get("Idempotent-Replayed"), "a 429 is never replayed: %s", rec.Body.String())
+			return rec.Code != http.StatusTooManyRequests
+		}, "the repeat was still refused")
+		require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+		again := b.withKey(t, &ann, http.MethodPost, "/api/v1/jobs", body, "second")
+		require.Equal(t, http.StatusCreated, again.Code)
+		require.Equal(t, "true", again.Header().Get("Idempotent-Replayed"), "the success is kept")
+		require.Equal(t, rec.Body.String(), again.Body.String())
+		require.Len(t, decode[api.JobList](t, b.as(t, ann, http.MethodGet, "/api/v1/jobs", nil)).Jobs, 2)
 	})
 
 	t.Run("MalformedKeyIs400", func(t *testing.T) {

@@ -68,9 +68,12 @@ const (
 var DefaultQuotas = Quotas{
 	RequestsPerMinute: 1200,
 	RequestBurst:      100,
-	JobsPerMinute:     6000,
-	JobBurst:          1000,
-	MaxActiveJobs:     100000,
+	// The largest bulk create or bulk action at once (each counts all its
+	// jobs, and a request beyond the burst can never pass), then 100 a
+	// second: a full batch every 100 s.
+	JobsPerMinute: 6000,
+	JobBurst:      max(MaxBatchJobs, MaxBulkJobs),
+	MaxActiveJobs: 100000,
 	// Ten every-second jobs, or six hundred every-minute ones.
 	OccurrencesPerMinute:  600,
 	AuthFailuresPerMinute: 60,

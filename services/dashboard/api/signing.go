@@ -24,13 +24,20 @@ const (
 
 // SigningSecret is the answer of GET /api/v1/signing-secret and of a
 // rotation: the current secret, and until when the previous one still signs
-// (null when none does).
+// (null when none does). A rotation's replay under its Idempotency-Key holds
+// the secret's fingerprint instead, and Note says where the secret is.
 type SigningSecret struct {
 	Secret             string `json:"secret"`
 	Header             string `json:"header"`
 	Scheme             string `json:"scheme"`
 	PreviousValidUntil Time   `json:"previous_valid_until"`
+	Note               string `json:"note,omitempty"`
 }
+
+// rotationReplayed is the Note of a rotation's replay.
+const rotationReplayed = "This repeats the answer to an earlier request with the same Idempotency-Key. " +
+	"A replay does not repeat the secret: secret holds its fingerprint (secret:sha256: and the first 32 hex digits of its SHA-256). " +
+	"GET /api/v1/signing-secret shows the secret."
 
 const signingScheme = "t=<unix seconds>,v1=<hex HMAC-SHA256 of \"<t>.<raw body>\">[,v1=<same under the previous secret, during a rotation's grace period>]"
 
@@ -77,6 +84,9 @@ func (s *Server) rotateSigningSecret(c *echo.Context) error {
 		return dependency(err)
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return writeJSON(c, http.StatusOK, SigningSecret{Secret: sec.Current, Header: "X-Tock-Signature", Scheme: signingScheme,
-		PreviousValidUntil: Time{sec.PreviousUntil}})
+	out := SigningSecret{Secret: sec.Current, Header: "X-Tock-Signature", Scheme: signingScheme,
+		PreviousValidUntil: Time{sec.PreviousUntil}}
+	kept := out
+	kept.Secret, kept.Note = secretFingerprint(sec.Current), rotationReplayed
+	return writeSecretJSON(c, http.StatusOK, out, kept)
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -85,4 +86,44 @@ func TestTextPostgresCannotStore(t *testing.T) {
 		require.NoError(t, b.store.Pool().QueryRow(t.Context(), `SELECT count(*) FROM jobs WHERE name <> 'to-patch'`).Scan(&n))
 		require.Zero(t, n)
 	})
+}
+
+// TestTextUnfitToShow: a job's name and label values, a user's name and an
+// API key's name holding a control character or a bidirectional formatting
+// character are a 400 naming the field, on create and on change, and change
+// nothing.
+func TestTextUnfitToShow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ann := b.user(t, "ann", "user", nil)
+	j := b.create(t, "kept", b.now.Add(time.Hour))
+	for name, bad := range map[string]string{
+		"CR": "a\rb", "LF": "forged\nline", "TrailingLF": "name\n", "ESC": "\x1b[31mred", "Tab": "a\tb",
+		"C1": "a\u0085b", "RightToLeftOverride": "txt\u202eexe", "Isolate": "a\u2067b\u2069",
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, tc := range []struct {
+				what, method, path string
+				body               map[string]any
+				field              string
+			}{
+				{"job name", http.MethodPost, "/api/v1/jobs", map[string]any{"name": bad, "type": "ping", "delay": "1h",
+					"payload": map[string]any{"url": "https://example.com/"}}, "name"},
+				{"label value", http.MethodPost, "/api/v1/jobs", map[string]any{"name": "n", "type": "ping", "delay": "1h",
+					"labels": map[string]string{"team": bad}, "payload": map[string]any{"url": "https://example.com/"}}, "labels.team"},
+				{"job rename", http.MethodPatch, "/api/v1/jobs/" + j.ID.String(), map[string]any{"name": bad}, "name"},
+				{"user name", http.MethodPost, "/api/v1/users", map[string]any{"name": bad, "role": "user"}, "name"},
+				{"user rename", http.MethodPatch, "/api/v1/users/" + ann.id.String(), map[string]any{"name": bad}, "name"},
+				{"key name", http.MethodPost, "/api/v1/users/" + ann.id.String() + "/keys", map[string]any{"name": bad}, "name"},
+			} {
+				e := requireError(t, b.do(t, tc.method, tc.path, tc.body), http.StatusBadRequest, api.CodeInvalid)
+				require.Equal(t, tc.field, e.Field, tc.what)
+			}
+		})
+	}
+	require.Equal(t, "kept", decode[api.Job](t, b.do(t, http.MethodGet, "/api/v1/jobs/"+j.ID.String(), nil)).Name)
+	require.Len(t, decode[api.JobList](t, b.do(t, http.MethodGet, "/api/v1/jobs", nil)).Jobs, 1, "no job was created")
+	require.Equal(t, "ann", decode[api.User](t, b.do(t, http.MethodGet, "/api/v1/users/"+ann.id.String(), nil)).Name)
+	require.Len(t, decode[api.UserList](t, b.do(t, http.MethodGet, "/api/v1/users", nil)).Users, 2, "the administrator and ann")
+	require.Len(t, decode[api.KeyList](t, b.do(t, http.MethodGet, "/api/v1/users/"+ann.id.String()+"/keys", nil)).Keys, 1, "no key was created")
 }

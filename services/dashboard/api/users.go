@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/lifecycle"
 	"github.com/tockhq/tock/pkg/store"
 )
@@ -40,17 +41,20 @@ type userPatch struct {
 	Limits *Limits `json:"limits"`
 }
 
+// checkName trims a user's or an API key's name and checks it is present
+// (if required), not too long, and fit to show as sent (jobspec.Showable),
+// as a job's name is: the dashboard and the audit log show it.
 func checkName(field, name string, required bool) (string, error) {
-	name = strings.TrimSpace(name)
+	trimmed := strings.TrimSpace(name)
 	switch {
-	case name == "" && required:
+	case trimmed == "" && required:
 		return "", invalid(field, "is required")
-	case utf8.RuneCountInString(name) > maxUserNameLen:
+	case utf8.RuneCountInString(trimmed) > maxUserNameLen:
 		return "", invalid(field, fmt.Sprintf("is longer than %d characters", maxUserNameLen))
-	case strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
-		return "", invalid(field, "must not contain control characters")
+	case !jobspec.Showable(name):
+		return "", invalid(field, jobspec.NotShowable)
 	}
-	return name, nil
+	return trimmed, nil
 }
 
 // checkLimits validates limits given for a user.
