@@ -1,6 +1,8 @@
 package schedule
 
 import (
+	"math"
+	"math/bits"
 	"time"
 
 	"github.com/tockhq/tock/pkg/job"
@@ -28,6 +30,11 @@ const (
 // day has not seen every hour the rule may fire in: it counts every hour.
 // The minutes and seconds need no such care, since 4,000 occurrences at most
 // one a second span more than an hour.
+//
+// A cron rule without a count is not walked: its load comes from its
+// fields (cronLoad), which is cheaper for a dense rule, and exact where the
+// walk of a rule that fires on few days would stop on the number of
+// occurrences without seeing them all.
 //
 // Past the first occurrence, the walk follows one iterator over the rule's
 // wall times, as Next does within one call, rather than calling Next for
@@ -64,6 +71,9 @@ func (s *Schedule) Load(after time.Time, used int) job.Load {
 	hi := lo + int64(loadSpan/time.Second)
 	if s.hasEnd {
 		hi = min(hi, floorDiv(s.endMs-1, 1000)+1)
+	}
+	if r, ok := s.rule.(*cronRule); ok && s.spec.Count == 0 {
+		return s.cronLoad(r, lo, hi, b)
 	}
 	walls := s.rule.walls(s.zone.wallFloor(lo-1)-1, min(s.zone.wallCeil(lo, hi-1), maxTime.Unix()), b)
 	var (
@@ -104,4 +114,81 @@ func (s *Schedule) Load(after time.Time, used int) job.Load {
 			}
 		}
 	}
+}
+
+// cronLoad is the load of cron rule r from its fields rather than a walk,
+// for the instants [lo, hi) (unix seconds). Every day a cron fires, it fires
+// at the same wall times, the product of its hour, minute and second fields
+// (the day fields only choose the days), so its UTC times are those wall
+// times less each offset the zone has from lo to hi, and, under dst.gap
+// "shift", the transition a gap moves one of them to. Like the walk, it may
+// count too much, where an offset or a gap holds only part of a day, never
+// too little.
+func (s *Schedule) cronLoad(r *cronRule, lo, hi int64, b *Budget) job.Load {
+	var l job.Load
+	hours := uint32(r.spec.Hour) & job.AllHours
+	minutes, seconds := r.spec.Minute&cronField, r.spec.Second&cronField
+	// gap adds the transition at from's end if it is a gap that shifts a
+	// wall time of the rule to it.
+	gap := func(from, to period) {
+		if to.off > from.off && !s.gapSkip && firesWithin(hours, minutes, seconds, from.end+from.off, from.end+to.off) {
+			day := from.end - floorDiv(from.end, 86400)*86400
+			l.Add(int(day/3600), int(day/60%60), int(day%60))
+		}
+	}
+	p := s.zone.periodAt(lo)
+	if p.start == lo {
+		gap(s.zone.periodAt(lo-1), p) // lo may be a gap's transition itself
+	}
+	for n := 0; n < 64 && b.spend(cronNextUnits); n++ {
+		l = shifted(l, hours, minutes, seconds, p.off)
+		if p.end >= hi || p.end == math.MaxInt64 {
+			break
+		}
+		q := s.zone.periodAt(p.end)
+		gap(p, q)
+		p = q
+	}
+	return l
+}
+
+// shifted adds to l the UTC times of the wall times hours × minutes ×
+// seconds in a period of offset off (seconds east of UTC).
+func shifted(l job.Load, hours uint32, minutes, seconds uint64, off int64) job.Load {
+	if off%60 != 0 {
+		// No zone has had an offset of odd seconds since the 1970s; each
+		// wall time on its own, then.
+		for h := hours; h != 0; h &= h - 1 {
+			for m := minutes; m != 0; m &= m - 1 {
+				for sec := seconds; sec != 0; sec &= sec - 1 {
+					w := int64(bits.TrailingZeros32(h)*3600 + bits.TrailingZeros64(m)*60 + bits.TrailingZeros64(sec))
+					u := (w - off%86400 + 2*86400) % 86400
+					l.Add(int(u/3600), int(u/60%60), int(u%60))
+				}
+			}
+		}
+		return l
+	}
+	l.Seconds |= seconds
+	offMin := off / 60 % 1440
+	for h := hours; h != 0; h &= h - 1 {
+		for m := minutes; m != 0; m &= m - 1 {
+			u := (int64(bits.TrailingZeros32(h)*60+bits.TrailingZeros64(m)) - offMin + 2*1440) % 1440
+			l.Hours |= 1 << (u / 60)
+			l.Minutes |= 1 << (u % 60)
+		}
+	}
+	return l
+}
+
+// firesWithin reports whether a wall time of hours × minutes × seconds lies
+// in [from, to) (wall unix seconds; a gap, at most a day).
+func firesWithin(hours uint32, minutes, seconds uint64, from, to int64) bool {
+	for w := from; w < min(to, from+86400); w++ {
+		day := w - floorDiv(w, 86400)*86400
+		if hours&(1<<(day/3600)) != 0 && minutes&(1<<(day/60%60)) != 0 && seconds&(1<<(day%60)) != 0 {
+			return true
+		}
+	}
+	return false
 }
