@@ -114,7 +114,7 @@ func (p *Patch) Prepare(b *schedule.Budget, j *job.Job, now time.Time, lim Limit
 }
 
 // Timing is the new timing the change gives the job (RunAt, Schedule,
-// Timezone, DueAt, Occurrences, PerHour), or nil when it keeps its own.
+// Timezone, DueAt, Occurrences, PerHour, Load), or nil when it keeps its own.
 func (c *Change) Timing() *job.Job { return c.timing }
 
 // Apply changes j, under its row lock, as prepared. started says whether any
@@ -132,7 +132,7 @@ func (c *Change) Apply(j *job.Job, started bool) error {
 		}
 		next := c.timing
 		j.RunAt, j.Schedule, j.Timezone, j.DueAt = next.RunAt, next.Schedule, next.Timezone, next.DueAt
-		j.Occurrences, j.PerHour, j.LastAt = next.Occurrences, next.PerHour, time.Time{}
+		j.Occurrences, j.PerHour, j.Load, j.LastAt = next.Occurrences, next.PerHour, next.Load, time.Time{}
 		j.Generation++
 	}
 	if p.Priority != nil && *p.Priority != j.Priority {

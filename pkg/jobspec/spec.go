@@ -391,6 +391,7 @@ func (s *Spec) applyTiming(j *job.Job, now time.Time, b *schedule.Budget) error 
 		first, ok := sched.Next(now.Add(-time.Millisecond))
 		used := sched.UsedBefore(first)
 		perHour := sched.PerHour(now.Add(-time.Millisecond))
+		load := sched.Load(now.Add(-time.Millisecond), used)
 		if err := sched.Err(); err != nil {
 			return s.Schedule.BudgetError(err)
 		}
@@ -402,7 +403,7 @@ func (s *Spec) applyTiming(j *job.Job, now time.Time, b *schedule.Budget) error 
 			return fmt.Errorf("encode schedule: %w", err)
 		}
 		j.Schedule, j.Timezone, j.DueAt = raw, sched.Location().String(), first
-		j.Occurrences, j.PerHour = used, perHour
+		j.Occurrences, j.PerHour, j.Load = used, perHour, &load
 		return nil
 	}
 	if j.Timezone == "" {

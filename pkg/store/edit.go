@@ -21,6 +21,7 @@ FROM jobs WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid O
     due_at = $8, due_hour = $9, generation = $10, occurrences = $11, timezone = $12, last_at = $13,
     schedule = $14, payload = $15, name = $16, updated_at = $17, paused_reason = nullif($18, ''), per_hour = $19,
     retention_ms = $20, history = $21, labels = $22, expires_after_ms = $23, overlap = $24, notify = $25,
+    load_hours = $26, load_minutes = $27, load_seconds = $28,
     overlap_wait = CASE WHEN generation = $10 THEN overlap_wait END,
     overlap_wait_until = CASE WHEN generation = $10 THEN overlap_wait_until END
 WHERE id = $1 AND due_hour = $2
@@ -35,11 +36,11 @@ type Edit func(j *job.Job, started bool) error
 // owner's recurring jobs may run.
 type Update struct {
 	Audit Audit
-	// MaxPerHour says the cap on the occurrences an hour of an owner's
-	// scheduled recurring jobs (see Create.MaxPerHour): an edit or a resume
-	// that would make this job run more often and pass it is a *RateError.
-	// It is asked only then; nil, or 0, is no cap.
-	MaxPerHour func(ctx context.Context, owner uuid.UUID) (int, error)
+	// Rates says an owner's limits on how often their scheduled recurring
+	// jobs fire together (see Create.Rates): an edit or a resume that
+	// makes this job fire where it did not, or more often, and passes one
+	// is a *RateError. It is asked only then; nil, or zero Rates, is no cap.
+	Rates func(ctx context.Context, owner uuid.UUID) (Rates, error)
 }
 
 // UpdateJob applies edit to a job of owner and writes it back in one
@@ -59,16 +60,16 @@ func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 			if err := edit(&a, started); err != nil {
 				return err
 			}
-			if u.MaxPerHour != nil && running(&a) > running(b) {
-				max, err := u.MaxPerHour(ctx, a.Owner)
+			if u.Rates != nil && adds(b, &a) {
+				rates, err := u.Rates(ctx, a.Owner)
 				if err != nil {
 					return err
 				}
-				if max > 0 {
+				if rates.any() {
 					if _, err := tx.Exec(ctx, lockOwnerSQL, a.Owner); err != nil {
 						return translate(err)
 					}
-					if err := checkRate(ctx, tx, a.Owner, a.ID, running(&a), max); err != nil {
+					if err := checkRates(ctx, tx, a.Owner, a.ID, []job.Load{*a.Load}, rates); err != nil {
 						return err
 					}
 				}
@@ -78,7 +79,8 @@ func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 				int32(a.Timeout/time.Millisecond), nullTime(a.RunAt), nullTime(a.DueAt), dueHour(a.DueAt), int32(a.Generation),
 				int32(a.Occurrences), nullString(a.Timezone), nullTime(a.LastAt), nullJSON(a.Schedule), []byte(a.Payload), a.Name, now,
 				a.PausedReason, perHour(&a), retentionMS(a.Retention), historyColumn(a.History), labelsColumn(a.Labels),
-				retentionMS(a.ExpiresAfter), nullOverlap(a.Overlap), notifyColumn(a.Notify))
+				retentionMS(a.ExpiresAfter), nullOverlap(a.Overlap), notifyColumn(a.Notify),
+				loadHours(&a), loadMinutes(&a), loadSeconds(&a))
 			if after, err = scanJob(row); err != nil {
 				return translate(err)
 			}
@@ -95,13 +97,17 @@ func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 	return before, after, nil
 }
 
-// running is how many occurrences an hour j adds to its owner's count: its
-// rate while it is scheduled, none while it is paused or over.
-func running(j *job.Job) int {
-	if j.Status != job.StatusScheduled || !j.Recurring() {
-		return 0
+// adds reports whether a job changed from before to after may make its
+// owner's busiest minute or second busier: after is scheduled with a load
+// that fires somewhere, and before was not counted (not scheduled, or of a
+// load not known) or fired nowhere after does not and at most as often
+// (job.Load.Within). A change that moves a job within its own load, or
+// renames it, is never refused.
+func adds(before, after *job.Job) bool {
+	if after.Status != job.StatusScheduled || after.Load == nil || after.Load.Empty() {
+		return false
 	}
-	return j.PerHour
+	return before.Status != job.StatusScheduled || before.Load == nil || !after.Load.Within(*before.Load)
 }
 
 // replaceLabels brings a job's job_labels rows from before's labels to

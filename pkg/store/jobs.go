@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,7 +17,7 @@ import (
 const jobColumns = `id, owner_id, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload,
     generation, occurrences, coalesce(timezone, 'UTC'), last_at, schedule, coalesce(paused_reason, ''), coalesce(per_hour, 0),
     coalesce(retention_ms, 0), coalesce(history, 'all'), labels, coalesce(key, ''),
-    coalesce(expires_after_ms, 0), coalesce(overlap, ''), notify`
+    coalesce(expires_after_ms, 0), coalesce(overlap, ''), notify, load_hours, load_minutes, load_seconds`
 
 // scanJob scans jobColumns, then any extra columns into extra.
 func scanJob(row pgx.Row, extra ...any) (*job.Job, error) {
@@ -25,14 +27,20 @@ func scanJob(row pgx.Row, extra ...any) (*job.Job, error) {
 		retentionMS, expMS   int64
 		labels, notify       []byte
 		runAt, dueAt, lastAt *time.Time
+		loadHours            *int32
+		loadMinutes, loadSec *int64
 	)
 	dest := append([]any{&j.ID, &j.Owner, &j.Type, &j.Status, &j.Priority, &j.MaxRetries, &timeoutMS,
 		&runAt, &dueAt, &j.CreatedAt, &j.UpdatedAt, &j.Name, &j.Payload,
 		&j.Generation, &j.Occurrences, &j.Timezone, &lastAt, &j.Schedule, &j.PausedReason, &j.PerHour,
-		&retentionMS, &j.History, &labels, &j.Key, &expMS, &j.Overlap, &notify}, extra...)
+		&retentionMS, &j.History, &labels, &j.Key, &expMS, &j.Overlap, &notify,
+		&loadHours, &loadMinutes, &loadSec}, extra...)
 	err := row.Scan(dest...)
 	if err != nil {
 		return nil, err
+	}
+	if loadHours != nil && loadMinutes != nil && loadSec != nil {
+		j.Load = &job.Load{Hours: uint32(*loadHours), Minutes: uint64(*loadMinutes), Seconds: uint64(*loadSec)}
 	}
 	if len(labels) > 0 {
 		if err := json.Unmarshal(labels, &j.Labels); err != nil {
@@ -78,7 +86,22 @@ func nullTime(t time.Time) *time.Time {
 var jobCopyColumns = []string{"id", "owner_id", "due_hour", "type", "status", "priority", "max_retries",
 	"timeout_ms", "run_at", "due_at", "created_at", "updated_at", "name", "payload",
 	"generation", "occurrences", "timezone", "last_at", "schedule", "per_hour", "retention_ms", "history", "labels", "key",
-	"expires_after_ms", "overlap", "notify", "trace_parent", "claimed_by"}
+	"expires_after_ms", "overlap", "notify", "trace_parent", "claimed_by", "load_hours", "load_minutes", "load_seconds"}
+
+// jobCopyColumnList and insertJobSQL are jobCopyColumns for one INSERT.
+var (
+	jobCopyColumnList = strings.Join(jobCopyColumns, ", ")
+	insertJobSQL      = `INSERT INTO jobs (` + jobCopyColumnList + `) VALUES (` + placeholders(len(jobCopyColumns)) + `)`
+)
+
+// placeholders is "$1, $2, ..., $n".
+func placeholders(n int) string {
+	p := make([]string, n)
+	for i := range p {
+		p[i] = "$" + strconv.Itoa(i+1)
+	}
+	return strings.Join(p, ", ")
+}
 
 func jobRow(j *job.Job, claimedBy int32) []any {
 	return []any{j.ID, j.Owner, dueHour(j.DueAt), string(j.Type), string(j.Status), int16(j.Priority),
@@ -87,7 +110,33 @@ func jobRow(j *job.Job, claimedBy int32) []any {
 		int32(j.Generation), int32(j.Occurrences), nullString(j.Timezone), nullTime(j.LastAt), nullJSON(j.Schedule), perHour(j),
 		retentionMS(j.Retention), historyColumn(j.History), labelsColumn(j.Labels), nullKey(j.Key),
 		retentionMS(j.ExpiresAfter), nullOverlap(j.Overlap), notifyColumn(j.Notify), nullText(j.TraceParent),
-		claimer(j, claimedBy)}
+		claimer(j, claimedBy), loadHours(j), loadMinutes(j), loadSeconds(j)}
+}
+
+// loadHours, loadMinutes and loadSeconds are the load columns of j: NULL
+// for a one-off job, or a recurring one whose load is not known.
+func loadHours(j *job.Job) *int32 {
+	if j.Load == nil {
+		return nil
+	}
+	v := int32(j.Load.Hours)
+	return &v
+}
+
+func loadMinutes(j *job.Job) *int64 {
+	if j.Load == nil {
+		return nil
+	}
+	v := int64(j.Load.Minutes)
+	return &v
+}
+
+func loadSeconds(j *job.Job) *int64 {
+	if j.Load == nil {
+		return nil
+	}
+	v := int64(j.Load.Seconds)
+	return &v
 }
 
 // claimer is the claimed_by column: the dashboard's number on a one-off job
@@ -283,10 +332,10 @@ type Create struct {
 	// cap, every job must have the same owner, and creations for one owner
 	// are serialized so that concurrent requests cannot pass it together.
 	MaxActive int
-	// MaxPerHour caps how many occurrences an hour the owner's scheduled
-	// recurring jobs may have together (job.Job.PerHour), the new ones
-	// included; 0 means no cap. It is checked as MaxActive is.
-	MaxPerHour int
+	// Rates cap how often the owner's scheduled recurring jobs may fire
+	// together in their busiest minute and second (job.Job.Load), the new
+	// ones included. They are checked as MaxActive is.
+	Rates Rates
 	// ClaimedBy is the process number (ProcessNumber) of the dashboard that
 	// stores one-off jobs claimed and adds them to the due set after the
 	// commit; it is recorded on those jobs, so that the leader can re-add
@@ -314,14 +363,15 @@ const (
 // one entry for a single job, COPY and one entry for the whole batch
 // (ActionJobCreateBatch). A job whose DueAt is zero is stored as
 // already claimed: the caller puts its occurrence into Redis right after the
-// commit. Passing the cap is a *QuotaError and stores nothing.
+// commit. Passing the cap is a *QuotaError, passing a rate a *RateError,
+// and either stores nothing.
 func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error {
 	if len(jobs) == 0 {
 		return nil
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if c.MaxActive > 0 || c.MaxPerHour > 0 {
-			if err := checkQuota(ctx, tx, jobs, c.MaxActive, c.MaxPerHour); err != nil {
+		if c.MaxActive > 0 || c.Rates.any() {
+			if err := checkQuota(ctx, tx, jobs, c.MaxActive, c.Rates); err != nil {
 				return err
 			}
 		}
@@ -329,7 +379,7 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 			return err
 		}
 		if len(jobs) == 1 {
-			if _, err := tx.Exec(ctx, `INSERT INTO jobs (`+jobCopyColumnList+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29)`, jobRow(jobs[0], c.ClaimedBy)...); err != nil {
+			if _, err := tx.Exec(ctx, insertJobSQL, jobRow(jobs[0], c.ClaimedBy)...); err != nil {
 				return fmt.Errorf("insert job: %w", translate(err))
 			}
 			j := jobs[0]
@@ -362,15 +412,15 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 	return nil
 }
 
-func checkQuota(ctx context.Context, tx pgx.Tx, jobs []*job.Job, maxActive, maxPerHour int) error {
+func checkQuota(ctx context.Context, tx pgx.Tx, jobs []*job.Job, maxActive int, rates Rates) error {
 	owner := jobs[0].Owner
-	adding := 0
+	var adding []job.Load
 	for _, j := range jobs {
 		if j.Owner != owner {
 			return fmt.Errorf("%w: a capped batch must have one owner", job.ErrInvalid)
 		}
-		if j.Status == job.StatusScheduled {
-			adding += j.PerHour
+		if j.Status == job.StatusScheduled && j.Load != nil && !j.Load.Empty() {
+			adding = append(adding, *j.Load)
 		}
 	}
 	if _, err := tx.Exec(ctx, lockOwnerSQL, owner); err != nil {
@@ -385,44 +435,11 @@ func checkQuota(ctx context.Context, tx pgx.Tx, jobs []*job.Job, maxActive, maxP
 			return &QuotaError{Active: active, Adding: len(jobs), Max: maxActive}
 		}
 	}
-	if maxPerHour > 0 && adding > 0 {
-		return checkRate(ctx, tx, owner, uuid.Nil, adding, maxPerHour)
+	if rates.any() && len(adding) > 0 {
+		return checkRates(ctx, tx, owner, uuid.Nil, adding, rates)
 	}
 	return nil
 }
-
-// sumPerHourSQL adds up how often an owner's scheduled recurring jobs run,
-// but for one job (being edited), through the index of active jobs.
-const sumPerHourSQL = `SELECT coalesce(sum(per_hour), 0) FROM jobs
-WHERE owner_id = $1 AND status IN ('scheduled', 'paused') AND status = 'scheduled' AND per_hour > 0 AND id <> $2`
-
-// RateError refuses recurring jobs that would take their owner past
-// Create.MaxPerHour.
-type RateError struct {
-	PerHour, Adding, Max int
-}
-
-func (e *RateError) Error() string {
-	return fmt.Sprintf("%d occurrences an hour and %d more would pass the cap of %d", e.PerHour, e.Adding, e.Max)
-}
-
-// checkRate fails with a *RateError when the owner's scheduled recurring
-// jobs, but for except, and adding more occurrences an hour would pass max.
-// The caller holds the owner's lock (lockOwnerSQL).
-func checkRate(ctx context.Context, tx pgx.Tx, owner, except uuid.UUID, adding, max int) error {
-	var sum int
-	if err := tx.QueryRow(ctx, sumPerHourSQL, owner, except).Scan(&sum); err != nil {
-		return translate(err)
-	}
-	if sum+adding > max {
-		return &RateError{PerHour: sum, Adding: adding, Max: max}
-	}
-	return nil
-}
-
-const jobCopyColumnList = `id, owner_id, due_hour, type, status, priority, max_retries, timeout_ms, run_at, due_at, created_at, updated_at, name, payload,
-    generation, occurrences, timezone, last_at, schedule, per_hour, retention_ms, history, labels, key,
-    expires_after_ms, overlap, notify, trace_parent, claimed_by`
 
 // AnyOwner passed as an owner lets an administrator's query see every owner's jobs.
 var AnyOwner = uuid.Nil
