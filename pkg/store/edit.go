@@ -65,7 +65,7 @@ func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 				if err != nil {
 					return err
 				}
-				if rates.any() {
+				if rates.capped() {
 					if _, err := tx.Exec(ctx, lockOwnerSQL, a.Owner); err != nil {
 						return translate(err)
 					}

@@ -370,7 +370,7 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 		return nil
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if c.MaxActive > 0 || c.Rates.any() {
+		if c.MaxActive > 0 || c.Rates.capped() {
 			if err := checkQuota(ctx, tx, jobs, c.MaxActive, c.Rates); err != nil {
 				return err
 			}
@@ -435,7 +435,7 @@ func checkQuota(ctx context.Context, tx pgx.Tx, jobs []*job.Job, maxActive int, 
 			return &QuotaError{Active: active, Adding: len(jobs), Max: maxActive}
 		}
 	}
-	if rates.any() && len(adding) > 0 {
+	if rates.capped() && len(adding) > 0 {
 		return checkRates(ctx, tx, owner, uuid.Nil, adding, rates)
 	}
 	return nil

@@ -22,8 +22,8 @@ type Rates struct {
 	PerMinute, PerSecond int
 }
 
-// any reports whether either rate caps anything.
-func (r Rates) any() bool { return r.PerMinute > 0 || r.PerSecond > 0 }
+// capped reports whether either rate caps anything.
+func (r Rates) capped() bool { return r.PerMinute > 0 || r.PerSecond > 0 }
 
 // RateError refuses recurring jobs that would make their owner's busiest
 // minute or second pass a limit of Rates.
