@@ -3,6 +3,7 @@ package schedule
 import (
 	"math"
 	"math/bits"
+	"slices"
 	"time"
 
 	"github.com/tockhq/tock/pkg/job"
@@ -10,13 +11,14 @@ import (
 
 // The walk of Load stops after loadSpan or loadOccurrences, whichever comes
 // first. Eight days see every weekday, and a UTC day twice, so a weekly rule
-// and one that moves with a change of offset show all their hours; 4,000
-// occurrences are more than an hour of a rule that runs every second, so
-// every minute and second such a rule fires in is seen, and the walk of the
-// densest rule stays a few thousand steps of Next.
+// shows all its hours; 4,000 occurrences are more than an hour of a rule
+// that runs every second, so every minute and second such a rule fires in
+// is seen, and the walk of the densest rule stays a few thousand steps.
+// offsetSpan is how far ahead Load looks for the zone's other offsets.
 const (
 	loadSpan        = 8 * 24 * time.Hour
 	loadOccurrences = 4000
+	offsetSpan      = 366 * 24 * time.Hour
 )
 
 // Load is when the schedule fires, folded onto the UTC day (see job.Load):
@@ -30,6 +32,13 @@ const (
 // day has not seen every hour the rule may fire in: it counts every hour.
 // The minutes and seconds need no such care, since 4,000 occurrences at most
 // one a second span more than an hour.
+//
+// A job whose zone changes its offset in the coming year fires at other UTC
+// times then (09:00 in Berlin is 07:00Z in summer, 08:00Z in winter), which
+// eight days from now do not see: unless its count or end_at ends it
+// sooner, the load counts its wall times in every offset the zone has in
+// the year from its first occurrence, so a load found in summer still holds
+// in winter.
 //
 // A cron rule without a count is not walked: its load comes from its
 // fields (cronLoad), which is cheaper for a dense rule, and exact where the
@@ -49,37 +58,60 @@ const (
 // Nothing following after is an empty Load. So is a budget that ran out, or
 // whatever the walk saw until then: the caller checks Err.
 func (s *Schedule) Load(after time.Time, used int) job.Load {
-	var l job.Load
 	left := loadOccurrences
 	if c := s.spec.Count; c > 0 {
 		left = min(left, c-max(used, 0))
 	}
 	if left <= 0 {
-		return l
+		return job.Load{}
 	}
 	first, ok := s.Next(after)
 	if !ok {
-		return l
+		return job.Load{}
 	}
 	b := s.budget
 	if b == nil {
 		b = unitsOnly()
 	}
-	// Instants i (unix seconds) in [lo, hi): from the first occurrence, for
-	// loadSpan, before end_at.
+	// Instants (unix seconds) from the first occurrence: up to hi the walk,
+	// up to year the offsets; neither past end_at.
 	lo := first.Unix()
 	hi := lo + int64(loadSpan/time.Second)
+	year := lo + int64(offsetSpan/time.Second)
 	if s.hasEnd {
-		hi = min(hi, floorDiv(s.endMs-1, 1000)+1)
+		end := floorDiv(s.endMs-1, 1000) + 1
+		hi, year = min(hi, end), min(year, end)
 	}
 	if r, ok := s.rule.(*cronRule); ok && s.spec.Count == 0 {
-		return s.cronLoad(r, lo, hi, b)
+		return s.cronLoad(r, lo, year, b)
 	}
+	l, reach, ended := s.walkLoad(lo, hi, left, b)
+	if ended || l.Empty() {
+		return l
+	}
+	// The offsets the walk met, and those it did not: the wall times it saw
+	// in each of the first fall in each of the others too.
+	met, walked := s.zone.offsets(lo, lo+reach+1), l
+	for _, o := range s.zone.offsets(lo, year) {
+		if !slices.Contains(met, o) {
+			for _, m := range met {
+				l = shifted(l, walked.Hours, walked.Minutes, walked.Seconds, o-m)
+			}
+		}
+	}
+	return l
+}
+
+// walkLoad folds the occurrences in [lo, hi) (unix seconds, lo the first
+// one), at most left of them, into a load. reach is how far past lo the
+// last one folded lies, and ended says that left ran out: the schedule has
+// no occurrence beyond them.
+func (s *Schedule) walkLoad(lo, hi int64, left int, b *Budget) (l job.Load, reach int64, ended bool) {
 	walls := s.rule.walls(s.zone.wallFloor(lo-1)-1, min(s.zone.wallCeil(lo, hi-1), maxTime.Unix()), b)
 	var (
-		n, reach int
-		last     = lo - 1
-		buf      [4]int64
+		n    int
+		last = lo - 1
+		buf  [4]int64
 		// p is the period of the last wall time resolved: while every
 		// instant a wall time could be lies in it, the wall time is one
 		// instant, found without asking the zone again (as resolve would).
@@ -88,7 +120,7 @@ func (s *Schedule) Load(after time.Time, used int) job.Load {
 	for {
 		w, ok := walls()
 		if !ok || !b.spend(1) {
-			return l
+			return l, reach, false
 		}
 		instants := buf[:0]
 		if w-maxOffset >= p.start && w+maxOffset < p.end {
@@ -105,19 +137,22 @@ func (s *Schedule) Load(after time.Time, used int) job.Load {
 			last = i
 			day := i - floorDiv(i, 86400)*86400
 			l.Add(int(day/3600), int(day/60%60), int(day%60))
-			reach = max(reach, int(i-lo))
+			reach = max(reach, i-lo)
 			if n++; n == left {
-				if n == loadOccurrences && reach < 86400 {
+				if n < loadOccurrences {
+					return l, reach, true
+				}
+				if reach < 86400 {
 					l.Hours = job.AllHours
 				}
-				return l
+				return l, reach, false
 			}
 		}
 	}
 }
 
 // cronLoad is the load of cron rule r from its fields rather than a walk,
-// for the instants [lo, hi) (unix seconds). Every day a cron fires, it fires
+// for the instants [lo, hi) (unix seconds: a year, or to end_at). Every day a cron fires, it fires
 // at the same wall times, the product of its hour, minute and second fields
 // (the day fields only choose the days), so its UTC times are those wall
 // times less each offset the zone has from lo to hi, and, under dst.gap
@@ -191,4 +226,21 @@ func firesWithin(hours uint32, minutes, seconds uint64, from, to int64) bool {
 		}
 	}
 	return false
+}
+
+// offsets returns the offsets the zone has over the instants [lo, hi), each
+// once.
+func (z zone) offsets(lo, hi int64) []int64 {
+	var out []int64
+	p := z.periodAt(lo)
+	for range 64 {
+		if !slices.Contains(out, p.off) {
+			out = append(out, p.off)
+		}
+		if p.end >= hi || p.end == math.MaxInt64 {
+			break
+		}
+		p = z.periodAt(p.end)
+	}
+	return out
 }
