@@ -152,13 +152,13 @@ func (s *Schedule) walkLoad(lo, hi int64, left int, b *Budget) (l job.Load, reac
 }
 
 // cronLoad is the load of cron rule r from its fields rather than a walk,
-// for the instants [lo, hi) (unix seconds: a year, or to end_at). Every day a cron fires, it fires
-// at the same wall times, the product of its hour, minute and second fields
-// (the day fields only choose the days), so its UTC times are those wall
-// times less each offset the zone has from lo to hi, and, under dst.gap
-// "shift", the transition a gap moves one of them to. Like the walk, it may
-// count too much, where an offset or a gap holds only part of a day, never
-// too little.
+// for the instants [lo, hi) (unix seconds: a year, or to end_at). Every day
+// a cron fires, it fires at the same wall times, the product of its hour,
+// minute and second fields (the day fields only choose the days), so its
+// UTC times are those wall times less each offset the zone has from lo to
+// hi, and, under dst.gap "shift", the transition a gap moves one of them
+// to. Like the walk, it may count too much, where an offset or a gap holds
+// only part of a day, never too little.
 func (s *Schedule) cronLoad(r *cronRule, lo, hi int64, b *Budget) job.Load {
 	var l job.Load
 	hours := uint32(r.spec.Hour) & job.AllHours
