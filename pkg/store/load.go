@@ -237,7 +237,7 @@ FROM unnest($1::uuid[], $2::integer[], $3::integer[], $4::bigint[], $5::bigint[]
 WHERE j.id = u.id AND j.generation = u.generation AND j.load_seconds IS NULL`
 
 // BackfillLoads fills in the load of every recurring job that can still run
-// and has none: those stored before loads were kept (migration 022), or by
+// and has none: those stored before loads were kept (migration 023), or by
 // a dashboard of the previous release during a rolling upgrade. Until then
 // such a job is not counted by the owner's rates. It goes in batches of
 // BackfillBatch, each job's load computed from now (see

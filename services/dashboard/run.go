@@ -157,7 +157,7 @@ func reseal(ctx context.Context, log *zap.Logger, st *store.Store, encrypts bool
 }
 
 // backfillLoads fills in, after the migrations, the load of every recurring
-// job that can still run and has none (stored before migration 022, or by a
+// job that can still run and has none (stored before migration 023, or by a
 // dashboard of the previous release during the upgrade), so that the
 // owner's occurrence limits count it. Serving does not wait for it: until
 // it is done such a job is not counted.
