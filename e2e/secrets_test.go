@@ -158,7 +158,7 @@ func TestWriteOnlySecrets(t *testing.T) {
 			"payload": map[string]any{"url": amqpURL, "exchange": "", "routing_key": queue, "body": map[string]any{"tag": tag}}},
 		"recurring": {"name": "recurring webhook", "type": "webhook", "schedule": map[string]any{"cron": "0 3 1 1 *"},
 			"payload": map[string]any{"url": rec.URL + "/yearly", "headers": map[string]string{"Authorization": webhookAuth}},
-			"notify": map[string]any{"on": []string{"failed"}, "slack": map[string]any{"webhook_url": rec.URL + "/services/T1/B1/" + slackToken}}},
+			"notify":  map[string]any{"on": []string{"failed"}, "slack": map[string]any{"webhook_url": rec.URL + "/services/T1/B1/" + slackToken}}},
 		"nats": {"name": "nats message", "type": "nats", "run_at": in(2 * time.Second),
 			"payload": map[string]any{"url": nu.String(), "subject": "tock.secrets." + tag, "body": map[string]any{"tag": tag}}},
 	}
@@ -287,7 +287,7 @@ func TestWriteOnlySecrets(t *testing.T) {
 		doc := map[string]any{"jobs": []any{map[string]any{
 			"key": "applied-" + tag, "name": "applied webhook", "type": "webhook", "schedule": map[string]any{"cron": "0 9 * * *"},
 			"payload": map[string]any{"url": "https://example.com/hook", "headers": map[string]string{"Authorization": auth}},
-			"notify": map[string]any{"on": []string{"failed"}, "slack": map[string]any{"webhook_url": "https://hooks.slack.com/services/T0/B0/" + slackToken}},
+			"notify":  map[string]any{"on": []string{"failed"}, "slack": map[string]any{"webhook_url": "https://hooks.slack.com/services/T0/B0/" + slackToken}},
 		}}}
 		b, err := json.Marshal(doc)
 		require.NoError(t, err)

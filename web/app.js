@@ -13,7 +13,7 @@ const STATUSES = ['scheduled', 'paused', 'completed', 'permanently_failed', 'can
 const RUN_STATUSES = ['running', 'completed', 'failed', 'permanently_failed', 'skipped', 'aborted', 'expired'];
 const BULK_ACTIONS = [['retry', 'Retry'], ['trigger', 'Run now'], ['pause', 'Pause'], ['resume', 'Resume'], ['cancel', 'Cancel']];
 const NOTIFY_EVENTS = ['failed', 'permanently_failed', 'recovered', 'paused'];
-const LIMIT_FIELDS = ['requests_per_minute', 'request_burst', 'jobs_per_minute', 'job_burst', 'max_active_jobs', 'occurrences_per_minute', 'max_running'];
+const LIMIT_FIELDS = ['requests_per_minute', 'request_burst', 'jobs_per_minute', 'job_burst', 'max_active_jobs', 'occurrences_per_minute', 'occurrences_per_second', 'max_running'];
 // The job types and an example payload of each, from GET /api/v1/job-types
 // (the server's registered types), loaded once before the first page.
 let TYPES = [];

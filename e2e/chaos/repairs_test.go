@@ -189,7 +189,8 @@ func TestDashboardKilledMidBatch(t *testing.T) {
 
 // roomy are limits no test load here reaches.
 var roomy = map[string]any{"jobs_per_minute": 10_000_000, "job_burst": 1_000_000, "max_active_jobs": 1_000_000,
-	"requests_per_minute": 1_000_000, "request_burst": 100_000, "occurrences_per_minute": 1_000_000}
+	"requests_per_minute": 1_000_000, "request_burst": 100_000, "occurrences_per_minute": 1_000_000,
+	"occurrences_per_second": 1_000_000}
 
 // firstDeliveries maps each job to its first delivery.
 func firstDeliveries(ds []cluster.Delivery) map[string]time.Time {

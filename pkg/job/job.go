@@ -90,9 +90,15 @@ type Job struct {
 	// while more may follow.
 	LastAt time.Time
 	// PerHour is how many times an hour a recurring job runs (see
-	// schedule.Schedule.PerHour), which its owner's limit on occurrences per
-	// minute adds up; 0 for a one-off job.
+	// schedule.Schedule.PerHour); 0 for a one-off job. It is still stored for
+	// older releases, which read it, but no limit uses it any more: an hourly
+	// average lets a burst through (see Load).
 	PerHour int
+	// Load is when a recurring job fires (schedule.Schedule.Load), which its
+	// owner's limits on occurrences a minute and a second add up; nil for a
+	// one-off job, and for a recurring one stored before loads were kept
+	// until the dashboard's start-up pass fills it in (store.BackfillLoads).
+	Load *Load
 	// PausedReason says why tock paused the job itself (repeated permanent
 	// failures); empty otherwise.
 	PausedReason string

@@ -402,6 +402,7 @@ var Fields = []*Field{
 			return int32(j.PerHour)
 		},
 		scan: func(j *job.Job) (any, func() error) { return &j.PerHour, nil }}}},
+	{Name: "load", Internal: true, Columns: loadColumns()},
 	{Name: "trace_parent", Internal: true, Columns: []Column{{Name: "trace_parent", Fixed: true,
 		value: func(j *job.Job) any { return nullText(j.TraceParent) }}}},
 	{Name: "claimed_by", Internal: true, Columns: []Column{{Name: "claimed_by", Fixed: true,
@@ -411,6 +412,38 @@ var Fields = []*Field{
 			}
 			return j.ClaimedBy
 		}}}},
+}
+
+// loadColumns are a recurring job's load (job.Load): the UTC hours,
+// minutes and seconds it fires in, NULL for a one-off job or one whose
+// load is not known yet.
+func loadColumns() []Column {
+	part := func(name string, get func(l *job.Load) int64, set func(l *job.Load, v int64)) Column {
+		return Column{Name: name,
+			value: func(j *job.Job) any {
+				if j.Load == nil {
+					return nil
+				}
+				return get(j.Load)
+			},
+			scan: func(j *job.Job) (any, func() error) {
+				var v *int64
+				return &v, func() error {
+					if v != nil {
+						if j.Load == nil {
+							j.Load = &job.Load{}
+						}
+						set(j.Load, *v)
+					}
+					return nil
+				}
+			}}
+	}
+	return []Column{
+		part("load_hours", func(l *job.Load) int64 { return int64(l.Hours) }, func(l *job.Load, v int64) { l.Hours = uint32(v) }),
+		part("load_minutes", func(l *job.Load) int64 { return int64(l.Minutes) }, func(l *job.Load, v int64) { l.Minutes = uint64(v) }),
+		part("load_seconds", func(l *job.Load) int64 { return int64(l.Seconds) }, func(l *job.Load, v int64) { l.Seconds = uint64(v) }),
+	}
 }
 
 // lastTimingField is the last of the timing fields in Fields: once it is

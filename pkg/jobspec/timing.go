@@ -60,7 +60,7 @@ func (p *parser) timingStep() (applier, error) {
 			return fmt.Errorf("%w: a one-off job that has started cannot be rescheduled", job.ErrConflict)
 		}
 		j.RunAt, j.Schedule, j.Timezone, j.DueAt = next.RunAt, next.Schedule, next.Timezone, next.DueAt
-		j.Occurrences, j.PerHour, j.LastAt = next.Occurrences, next.PerHour, time.Time{}
+		j.Occurrences, j.PerHour, j.Load, j.LastAt = next.Occurrences, next.PerHour, next.Load, time.Time{}
 		if a.mode != Create {
 			j.Generation++
 			a.timingChanged = true
@@ -169,6 +169,7 @@ func (s *timingSpec) applyTiming(j *job.Job, now time.Time, b *schedule.Budget) 
 		first, ok := sched.Next(now.Add(-time.Millisecond))
 		used := sched.UsedBefore(first)
 		perHour := sched.PerHour(now.Add(-time.Millisecond))
+		load := sched.Load(now.Add(-time.Millisecond), used)
 		if err := sched.Err(); err != nil {
 			return s.Schedule.BudgetError(err)
 		}
@@ -180,7 +181,7 @@ func (s *timingSpec) applyTiming(j *job.Job, now time.Time, b *schedule.Budget) 
 			return fmt.Errorf("encode schedule: %w", err)
 		}
 		j.Schedule, j.Timezone, j.DueAt = raw, sched.Location().String(), first
-		j.Occurrences, j.PerHour = used, perHour
+		j.Occurrences, j.PerHour, j.Load = used, perHour, &load
 		return nil
 	}
 	if j.Timezone == "" {

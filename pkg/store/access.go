@@ -41,8 +41,10 @@ type Limits struct {
 	JobBurst          *int `json:"job_burst,omitempty"`
 	MaxActiveJobs     *int `json:"max_active_jobs,omitempty"`
 	// OccurrencesPerMinute caps how often the user's scheduled recurring
-	// jobs may run together, averaged over an hour.
+	// jobs may fire together in their busiest minute, OccurrencesPerSecond
+	// in their busiest second (see Rates).
 	OccurrencesPerMinute *int `json:"occurrences_per_minute,omitempty"`
+	OccurrencesPerSecond *int `json:"occurrences_per_second,omitempty"`
 	// MaxRunning caps the user's attempts in flight at once (published to
 	// the workers and not yet finished); the scheduler's publisher holds the
 	// rest back.

@@ -23,11 +23,11 @@ type Edit func(j *job.Job, started bool) error
 // owner's recurring jobs may run.
 type Update struct {
 	Audit Audit
-	// MaxPerHour says the cap on the occurrences an hour of an owner's
-	// scheduled recurring jobs (see Create.MaxPerHour): an edit or a resume
-	// that would make this job run more often and pass it is a *RateError.
-	// It is asked only then; nil, or 0, is no cap.
-	MaxPerHour func(ctx context.Context, owner uuid.UUID) (int, error)
+	// Rates says an owner's limits on how often their scheduled recurring
+	// jobs fire together (see Create.Rates): an edit or a resume that
+	// makes this job fire where it did not, or more often, and passes one
+	// is a *RateError. It is asked only then; nil, or zero Rates, is no cap.
+	Rates func(ctx context.Context, owner uuid.UUID) (Rates, error)
 }
 
 // UpdateJob applies edit to a job of owner and writes it back in one
@@ -47,16 +47,16 @@ func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 			if err := edit(&a, started); err != nil {
 				return err
 			}
-			if u.MaxPerHour != nil && running(&a) > running(b) {
-				max, err := u.MaxPerHour(ctx, a.Owner)
+			if u.Rates != nil && adds(b, &a) {
+				rates, err := u.Rates(ctx, a.Owner)
 				if err != nil {
 					return err
 				}
-				if max > 0 {
+				if rates.capped() {
 					if _, err := tx.Exec(ctx, lockOwnerSQL, a.Owner); err != nil {
 						return translate(err)
 					}
-					if err := checkRate(ctx, tx, a.Owner, a.ID, running(&a), max); err != nil {
+					if err := checkRates(ctx, tx, a.Owner, a.ID, []job.Load{*a.Load}, rates); err != nil {
 						return err
 					}
 				}
@@ -78,13 +78,17 @@ func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 	return before, after, nil
 }
 
-// running is how many occurrences an hour j adds to its owner's count: its
-// rate while it is scheduled, none while it is paused or over.
-func running(j *job.Job) int {
-	if j.Status != job.StatusScheduled || !j.Recurring() {
-		return 0
+// adds reports whether a job changed from before to after may make its
+// owner's busiest minute or second busier: after is scheduled with a load
+// that fires somewhere, and before was not counted (not scheduled, or of a
+// load not known) or fired nowhere after does not and at most as often
+// (job.Load.Within). A change that moves a job within its own load, or
+// renames it, is never refused.
+func adds(before, after *job.Job) bool {
+	if after.Status != job.StatusScheduled || after.Load == nil || after.Load.Empty() {
+		return false
 	}
-	return j.PerHour
+	return before.Status != job.StatusScheduled || before.Load == nil || !after.Load.Within(*before.Load)
 }
 
 // replaceLabels brings a job's job_labels rows from before's labels to

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -43,4 +44,15 @@ func (s *Store) StoredSecret(ctx context.Context, id uuid.UUID) (string, error) 
 func (s *Store) SetStoredSecret(ctx context.Context, id uuid.UUID, v string) error {
 	_, err := s.pool.Exec(ctx, `UPDATE users SET signing_secret = $2 WHERE id = $1`, id, v)
 	return err
+}
+
+// Busiest lets the tests check the busiest minute and second of owners'
+// loads without a database: groups counts jobs by load.
+func Busiest(groups map[job.Load]int, adding ...job.Load) (minuteAt time.Duration, minute int, secondAt time.Duration, second int) {
+	var gs []loadGroup
+	for l, n := range groups {
+		gs = append(gs, loadGroup{load: l, jobs: n})
+	}
+	m, s := busiest(gs, adding)
+	return m.at, m.n, s.at, s.n
 }

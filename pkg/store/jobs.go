@@ -133,10 +133,10 @@ type Create struct {
 	// cap, every job must have the same owner, and creations for one owner
 	// are serialized so that concurrent requests cannot pass it together.
 	MaxActive int
-	// MaxPerHour caps how many occurrences an hour the owner's scheduled
-	// recurring jobs may have together (job.Job.PerHour), the new ones
-	// included; 0 means no cap. It is checked as MaxActive is.
-	MaxPerHour int
+	// Rates cap how often the owner's scheduled recurring jobs may fire
+	// together in their busiest minute and second (job.Job.Load), the new
+	// ones included. They are checked as MaxActive is.
+	Rates Rates
 	// ClaimedBy is the process number (ProcessNumber) of the dashboard that
 	// stores one-off jobs claimed and adds them to the due set after the
 	// commit; it is recorded on those jobs, so that the leader can re-add
@@ -164,14 +164,15 @@ const (
 // one entry for a single job, COPY and one entry for the whole batch
 // (ActionJobCreateBatch). A job whose DueAt is zero is stored as
 // already claimed: the caller puts its occurrence into Redis right after the
-// commit. Passing the cap is a *QuotaError and stores nothing.
+// commit. Passing the cap is a *QuotaError, passing a rate a *RateError,
+// and either stores nothing.
 func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error {
 	if len(jobs) == 0 {
 		return nil
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if c.MaxActive > 0 || c.MaxPerHour > 0 {
-			if err := checkQuota(ctx, tx, jobs, c.MaxActive, c.MaxPerHour); err != nil {
+		if c.MaxActive > 0 || c.Rates.capped() {
+			if err := checkQuota(ctx, tx, jobs, c.MaxActive, c.Rates); err != nil {
 				return err
 			}
 		}
@@ -215,15 +216,15 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 	return nil
 }
 
-func checkQuota(ctx context.Context, tx pgx.Tx, jobs []*job.Job, maxActive, maxPerHour int) error {
+func checkQuota(ctx context.Context, tx pgx.Tx, jobs []*job.Job, maxActive int, rates Rates) error {
 	owner := jobs[0].Owner
-	adding := 0
+	var adding []job.Load
 	for _, j := range jobs {
 		if j.Owner != owner {
 			return fmt.Errorf("%w: a capped batch must have one owner", job.ErrInvalid)
 		}
-		if j.Status == job.StatusScheduled {
-			adding += j.PerHour
+		if j.Status == job.StatusScheduled && j.Load != nil && !j.Load.Empty() {
+			adding = append(adding, *j.Load)
 		}
 	}
 	if _, err := tx.Exec(ctx, lockOwnerSQL, owner); err != nil {
@@ -238,37 +239,8 @@ func checkQuota(ctx context.Context, tx pgx.Tx, jobs []*job.Job, maxActive, maxP
 			return &QuotaError{Active: active, Adding: len(jobs), Max: maxActive}
 		}
 	}
-	if maxPerHour > 0 && adding > 0 {
-		return checkRate(ctx, tx, owner, uuid.Nil, adding, maxPerHour)
-	}
-	return nil
-}
-
-// sumPerHourSQL adds up how often an owner's scheduled recurring jobs run,
-// but for one job (being edited), through the index of active jobs.
-const sumPerHourSQL = `SELECT coalesce(sum(per_hour), 0) FROM jobs
-WHERE owner_id = $1 AND status IN ('scheduled', 'paused') AND status = 'scheduled' AND per_hour > 0 AND id <> $2`
-
-// RateError refuses recurring jobs that would take their owner past
-// Create.MaxPerHour.
-type RateError struct {
-	PerHour, Adding, Max int
-}
-
-func (e *RateError) Error() string {
-	return fmt.Sprintf("%d occurrences an hour and %d more would pass the cap of %d", e.PerHour, e.Adding, e.Max)
-}
-
-// checkRate fails with a *RateError when the owner's scheduled recurring
-// jobs, but for except, and adding more occurrences an hour would pass max.
-// The caller holds the owner's lock (lockOwnerSQL).
-func checkRate(ctx context.Context, tx pgx.Tx, owner, except uuid.UUID, adding, max int) error {
-	var sum int
-	if err := tx.QueryRow(ctx, sumPerHourSQL, owner, except).Scan(&sum); err != nil {
-		return translate(err)
-	}
-	if sum+adding > max {
-		return &RateError{PerHour: sum, Adding: adding, Max: max}
+	if rates.capped() && len(adding) > 0 {
+		return checkRates(ctx, tx, owner, uuid.Nil, adding, rates)
 	}
 	return nil
 }

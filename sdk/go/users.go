@@ -34,6 +34,7 @@ type Limits struct {
 	JobBurst             *int `json:"job_burst,omitempty"`
 	MaxActiveJobs        *int `json:"max_active_jobs,omitempty"`
 	OccurrencesPerMinute *int `json:"occurrences_per_minute,omitempty"`
+	OccurrencesPerSecond *int `json:"occurrences_per_second,omitempty"`
 	MaxRunning           *int `json:"max_running,omitempty"`
 }
 
@@ -45,6 +46,7 @@ type EffectiveLimits struct {
 	JobBurst             int `json:"job_burst"`
 	MaxActiveJobs        int `json:"max_active_jobs"`
 	OccurrencesPerMinute int `json:"occurrences_per_minute"`
+	OccurrencesPerSecond int `json:"occurrences_per_second"`
 	MaxRunning           int `json:"max_running"`
 }
 

@@ -60,6 +60,7 @@ func readConfig(e *config.Env) (Config, error) {
 			JobBurst:              e.Int("TOCK_LIMIT_JOB_BURST", api.DefaultQuotas.JobBurst, 0, 10_000_000),
 			MaxActiveJobs:         e.Int("TOCK_LIMIT_MAX_ACTIVE_JOBS", api.DefaultQuotas.MaxActiveJobs, 0, 1_000_000_000),
 			OccurrencesPerMinute:  e.Int("TOCK_LIMIT_OCCURRENCES_PER_MINUTE", api.DefaultQuotas.OccurrencesPerMinute, 0, 10_000_000),
+			OccurrencesPerSecond:  e.Int("TOCK_LIMIT_OCCURRENCES_PER_SECOND", api.DefaultQuotas.OccurrencesPerSecond, 0, 10_000_000),
 			MaxRunning:            e.Int("TOCK_LIMIT_MAX_RUNNING", 0, 0, 10_000_000),
 			AuthFailuresPerMinute: e.Int("TOCK_LIMIT_AUTH_FAILURES_PER_MINUTE", api.DefaultQuotas.AuthFailuresPerMinute, 0, 10_000_000),
 			AuthFailureBurst:      e.Int("TOCK_LIMIT_AUTH_FAILURE_BURST", api.DefaultQuotas.AuthFailureBurst, 0, 10_000_000),

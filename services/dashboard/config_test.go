@@ -24,20 +24,24 @@ func TestReadConfig(t *testing.T) {
 		require.Equal(t, 1<<20, c.MaxBodyBytes)
 		require.Equal(t, "tock", c.RedisPrefix)
 		require.Equal(t, "info", c.LogLevel)
+		require.Equal(t, 600, c.Quotas.OccurrencesPerMinute)
+		require.Equal(t, 100, c.Quotas.OccurrencesPerSecond)
 	})
 
 	t.Run("ReadsEverySetting", func(t *testing.T) {
 		t.Parallel()
 		c, err := readConfig(config.FromMap(map[string]string{
-			"TOCK_ADMIN_TOKEN":       "0123456789abcdef-longer",
-			"TOCK_HTTP_ADDR":         "0.0.0.0:9000",
-			"TOCK_METRICS_ADDR":      "0.0.0.0:9100",
-			"TOCK_LOAD_HORIZON":      "5m",
-			"TOCK_MISFIRE_THRESHOLD": "30s",
-			"TOCK_MAX_PAYLOAD_BYTES": "1024",
-			"TOCK_MAX_BODY_BYTES":    "2048",
-			"TOCK_REDIS_PREFIX":      "blue",
-			"TOCK_LOG_LEVEL":         "debug",
+			"TOCK_ADMIN_TOKEN":                  "0123456789abcdef-longer",
+			"TOCK_HTTP_ADDR":                    "0.0.0.0:9000",
+			"TOCK_METRICS_ADDR":                 "0.0.0.0:9100",
+			"TOCK_LOAD_HORIZON":                 "5m",
+			"TOCK_MISFIRE_THRESHOLD":            "30s",
+			"TOCK_MAX_PAYLOAD_BYTES":            "1024",
+			"TOCK_MAX_BODY_BYTES":               "2048",
+			"TOCK_REDIS_PREFIX":                 "blue",
+			"TOCK_LOG_LEVEL":                    "debug",
+			"TOCK_LIMIT_OCCURRENCES_PER_MINUTE": "1200",
+			"TOCK_LIMIT_OCCURRENCES_PER_SECOND": "0",
 		}))
 		require.NoError(t, err)
 		require.Equal(t, "0.0.0.0:9000", c.HTTPAddr)
@@ -48,6 +52,8 @@ func TestReadConfig(t *testing.T) {
 		require.Equal(t, 2048, c.MaxBodyBytes)
 		require.Equal(t, "blue", c.RedisPrefix)
 		require.Equal(t, "debug", c.LogLevel)
+		require.Equal(t, 1200, c.Quotas.OccurrencesPerMinute)
+		require.Equal(t, 0, c.Quotas.OccurrencesPerSecond, "0 is no cap")
 	})
 
 	t.Run("ReportsEveryProblemWithoutTheToken", func(t *testing.T) {

@@ -98,6 +98,7 @@ func run(ctx context.Context) error {
 			beats.start(ctx)
 			gate.Open()
 			reseal(ctx, log, st, cfg.Secrets.Encrypts())
+			backfillLoads(ctx, log, st)
 		}
 	}()
 	log.Info("dashboard_started", zap.String("addr", ln.Addr().String()), zap.String("metrics_addr", cfg.MetricsAddr),
@@ -163,5 +164,23 @@ func reseal(ctx context.Context, log *zap.Logger, st *store.Store, encrypts bool
 		case n > 0:
 			log.Info("secrets_resealed", zap.String("secrets", pass.what), zap.Int("resealed", n))
 		}
+	}
+}
+
+// backfillLoads fills in, after the migrations, the load of every recurring
+// job that can still run and has none (stored before migration 023, or by a
+// dashboard of the previous release during the upgrade), so that the
+// owner's occurrence limits count it. Serving does not wait for it: until
+// it is done such a job is not counted.
+func backfillLoads(ctx context.Context, log *zap.Logger, st *store.Store) {
+	filled, skipped, err := st.BackfillLoads(ctx, time.Now())
+	switch {
+	case err != nil:
+		log.Error("backfill_loads_failed", zap.Int("filled", filled), zap.Int("skipped", skipped), zap.Error(err))
+	case skipped > 0:
+		log.Warn("backfill_loads_incomplete", zap.Int("filled", filled), zap.Int("skipped", skipped),
+			zap.String("why", "their schedules no longer compile, or need more than a request's schedule budget; they are not counted by the occurrence limits"))
+	case filled > 0:
+		log.Info("loads_backfilled", zap.Int("filled", filled))
 	}
 }

@@ -112,7 +112,7 @@ func (s *Server) createBatch(c *echo.Context) error {
 	if err := s.allowJobs(c, len(jobs)); err != nil {
 		return err
 	}
-	create := store.Create{Audit: caller(c).audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), MaxPerHour: s.maxPerHour(owner)}
+	create := store.Create{Audit: caller(c).audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), Rates: s.rates(owner)}
 	if err := s.createJobs(c, jobs, now, create); err != nil {
 		return createError(err)
 	}

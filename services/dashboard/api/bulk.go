@@ -296,7 +296,7 @@ func (s *Server) bulkOne(ctx context.Context, p principal, action string, id uui
 		_, err := s.jobs.Edit(ctx, owner, id, now, func(j *job.Job, started bool) error {
 			refused = e(j, started)
 			return refused
-		}, store.Update{MaxPerHour: s.maxPerHourOf(p)})
+		}, store.Update{Rates: s.ratesOf(p)})
 		if refused != nil && errors.Is(err, job.ErrConflict) {
 			return refused
 		}
@@ -329,7 +329,7 @@ func bulkReason(err error) string {
 	case errors.Is(err, job.ErrNotFound):
 		return "not found"
 	case errors.As(err, &re):
-		return "over your limit: " + re.Error()
+		return rateMessage(re)
 	case errors.As(err, &fe):
 		return fe.Error()
 	case errors.Is(err, job.ErrConflict):

@@ -115,7 +115,7 @@ func (s *Server) edit(c *echo.Context, id uuid.UUID, now time.Time, action strin
 	after, err := s.jobs.Edit(c.Request().Context(), caller(c).scope(), id, now, func(j *job.Job, started bool) error {
 		refused = e(j, started)
 		return refused
-	}, store.Update{Audit: caller(c).audit(action), MaxPerHour: s.ownerMaxPerHour(c)})
+	}, store.Update{Audit: caller(c).audit(action), Rates: s.ownerRates(c)})
 	if err != nil {
 		return editError(err, refused)
 	}

@@ -89,7 +89,7 @@ func (s *Server) create(c *echo.Context, req *jobspec.Request, owner *store.User
 	if err := s.allowJobs(c, 1); err != nil {
 		return err
 	}
-	create := store.Create{Audit: caller(c).audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), MaxPerHour: s.maxPerHour(owner)}
+	create := store.Create{Audit: caller(c).audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), Rates: s.rates(owner)}
 	if err := s.createJobs(c, []*job.Job{j}, now, create); err != nil {
 		return createError(err)
 	}

@@ -36,9 +36,11 @@ type Quotas struct {
 	// (scheduled or paused); 0 means no cap.
 	MaxActiveJobs int
 	// OccurrencesPerMinute caps how often a user's scheduled recurring jobs
-	// may run together, averaged over an hour (each job's rate is its
-	// schedule.Schedule.PerHour); 0 means no cap.
+	// may fire together in their busiest minute, and OccurrencesPerSecond in
+	// their busiest second (each job's load is schedule.Schedule.Load; see
+	// store.Rates); 0 means no cap.
 	OccurrencesPerMinute int
+	OccurrencesPerSecond int
 	// MaxRunning caps a user's attempts in flight at once. The dashboard
 	// only shows and stores it; the scheduler's publisher applies it, and
 	// 0 leaves the scheduler's default.
@@ -74,8 +76,16 @@ var DefaultQuotas = Quotas{
 	JobsPerMinute: 6000,
 	JobBurst:      max(MaxBatchJobs, MaxBulkJobs),
 	MaxActiveJobs: 100000,
-	// Ten every-second jobs, or six hundred every-minute ones.
-	OccurrencesPerMinute:  600,
+	// Ten every-second jobs, or six hundred every-minute ones (at six or
+	// more seconds of the minute: see OccurrencesPerSecond).
+	OccurrencesPerMinute: 600,
+	// A tenth of the minute's limit in any one second, ten times the
+	// average rate that limit allows: room for the seconds jobs crowd into
+	// (a 5-field cron fires at second 0, @daily at midnight), while no
+	// user lines a minute's worth, or 35,000 jobs, up in one second, which
+	// the loader, the publisher and the workers would all have to take at
+	// once, late for everyone else.
+	OccurrencesPerSecond:  100,
 	AuthFailuresPerMinute: 60,
 	AuthFailureBurst:      20,
 	MaxKeys:               50,
@@ -99,6 +109,7 @@ func (q Quotas) effective(l store.Limits, admin bool) Quotas {
 	pick(&q.JobBurst, l.JobBurst)
 	pick(&q.MaxActiveJobs, l.MaxActiveJobs)
 	pick(&q.OccurrencesPerMinute, l.OccurrencesPerMinute)
+	pick(&q.OccurrencesPerSecond, l.OccurrencesPerSecond)
 	pick(&q.MaxRunning, l.MaxRunning)
 	if q.RequestsPerMinute > 0 && q.RequestBurst <= 0 {
 		q.RequestBurst = q.RequestsPerMinute
@@ -232,41 +243,57 @@ func (s *Server) maxActive(owner *store.User) int {
 	return s.quotas.effective(owner.Limits, owner.Role == store.RoleAdmin).MaxActiveJobs
 }
 
-// maxPerHour is the cap on occurrences an hour of an owner's recurring jobs.
-func (s *Server) maxPerHour(owner *store.User) int {
-	return 60 * s.quotas.effective(owner.Limits, owner.Role == store.RoleAdmin).OccurrencesPerMinute
+// rates are an owner's limits on how often their recurring jobs fire
+// together: their own limits and role, whoever creates the job for them.
+func (s *Server) rates(owner *store.User) store.Rates {
+	return s.quotas.effective(owner.Limits, owner.Role == store.RoleAdmin).rates()
 }
 
-// ownerMaxPerHour answers, for an edit, the cap on occurrences an hour of a
-// job owner's recurring jobs: the caller's own, or the limits of the user an
-// administrator edits a job of.
-func (s *Server) ownerMaxPerHour(c *echo.Context) func(context.Context, uuid.UUID) (int, error) {
-	return s.maxPerHourOf(caller(c))
+// rates are the limits of q on how often recurring jobs fire together.
+func (q Quotas) rates() store.Rates {
+	return store.Rates{PerMinute: q.OccurrencesPerMinute, PerSecond: q.OccurrencesPerSecond}
 }
 
-// maxPerHourOf is ownerMaxPerHour for a caller p.
-func (s *Server) maxPerHourOf(p principal) func(context.Context, uuid.UUID) (int, error) {
-	return func(ctx context.Context, owner uuid.UUID) (int, error) {
+// ownerRates answers, for an edit, the limits on how often a job owner's
+// recurring jobs fire together: the caller's own, or the limits of the user
+// an administrator edits a job of.
+func (s *Server) ownerRates(c *echo.Context) func(context.Context, uuid.UUID) (store.Rates, error) {
+	return s.ratesOf(caller(c))
+}
+
+// ratesOf is ownerRates for a caller p.
+func (s *Server) ratesOf(p principal) func(context.Context, uuid.UUID) (store.Rates, error) {
+	return func(ctx context.Context, owner uuid.UUID) (store.Rates, error) {
 		if owner == p.user {
-			return 60 * s.quotas.effective(p.limits, p.admin).OccurrencesPerMinute, nil
+			return s.quotas.effective(p.limits, p.admin).rates(), nil
 		}
 		u, err := s.store.GetUser(ctx, owner)
 		if err != nil {
-			return 0, err
+			return store.Rates{}, err
 		}
-		return s.maxPerHour(u), nil
+		return s.rates(u), nil
 	}
 }
 
-// rateError refuses a recurring job that would make its owner's jobs run
-// more often than their limit allows.
+// rateError refuses recurring jobs that would make their owner's busiest
+// minute or second pass its limit: a 400 on the schedule, like any rule a
+// schedule breaks, not a 429, since the same request is refused again
+// however long the client waits, until the jobs or the limit change.
 func rateError(e *store.RateError) error {
-	return newError(http.StatusTooManyRequests, CodeQuotaExceeded, "schedule",
-		fmt.Sprintf("the owner's scheduled recurring jobs run %d times a minute and this one would add %d; the limit is %d a minute (occurrences_per_minute): pause or cancel some, run this one less often, or ask an administrator to raise the limit",
-			ceilDiv(e.PerHour, 60), ceilDiv(e.Adding, 60), e.Max/60))
+	return invalid("schedule", rateMessage(e))
 }
 
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
+// rateMessage says which limit a *store.RateError passed, where, and what to
+// do; a bulk action gives it as a job's skip reason.
+func rateMessage(e *store.RateError) string {
+	these, them := "this job", "it"
+	if e.Jobs > 1 {
+		these, them = fmt.Sprintf("these %d jobs", e.Jobs), "them"
+	}
+	unit := e.Unit()
+	return fmt.Sprintf("with %s, the owner's scheduled recurring jobs would fire %d times in their busiest %s (%s UTC), past the limit of %d (occurrences_per_%s): spread the jobs over more %ss, run %s less often, or ask an administrator to raise the limit",
+		these, e.Count, unit, e.When(), e.Max, unit, unit, them)
+}
 
 func quotaError(e *store.QuotaError) error {
 	return newError(http.StatusTooManyRequests, CodeQuotaExceeded, "",

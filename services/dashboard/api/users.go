@@ -82,6 +82,9 @@ func checkLimits(l *Limits) (store.Limits, error) {
 	if l.OccurrencesPerMinute != nil && (*l.OccurrencesPerMinute < 0 || *l.OccurrencesPerMinute > 10_000_000) {
 		return store.Limits{}, invalid("limits.occurrences_per_minute", "must be an integer from 0 (no cap) to 10000000")
 	}
+	if l.OccurrencesPerSecond != nil && (*l.OccurrencesPerSecond < 0 || *l.OccurrencesPerSecond > 10_000_000) {
+		return store.Limits{}, invalid("limits.occurrences_per_second", "must be an integer from 0 (no cap) to 10000000")
+	}
 	if l.MaxRunning != nil && (*l.MaxRunning < 1 || *l.MaxRunning > 10_000_000) {
 		return store.Limits{}, invalid("limits.max_running", "must be an integer from 1 to 10000000")
 	}

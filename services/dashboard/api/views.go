@@ -186,8 +186,10 @@ type Limits struct {
 	JobBurst          *int `json:"job_burst,omitempty"`
 	MaxActiveJobs     *int `json:"max_active_jobs,omitempty"`
 	// OccurrencesPerMinute caps how often the user's scheduled recurring jobs
-	// run together, averaged over an hour.
+	// fire together in their busiest minute, OccurrencesPerSecond in their
+	// busiest second.
 	OccurrencesPerMinute *int `json:"occurrences_per_minute,omitempty"`
+	OccurrencesPerSecond *int `json:"occurrences_per_second,omitempty"`
 	// MaxRunning caps the user's attempts in flight at once.
 	MaxRunning *int `json:"max_running,omitempty"`
 }
@@ -200,8 +202,9 @@ type EffectiveLimits struct {
 	JobsPerMinute     int `json:"jobs_per_minute"`
 	JobBurst          int `json:"job_burst"`
 	MaxActiveJobs     int `json:"max_active_jobs"`
-	// OccurrencesPerMinute: 0 is unlimited.
+	// OccurrencesPerMinute and OccurrencesPerSecond: 0 is unlimited.
 	OccurrencesPerMinute int `json:"occurrences_per_minute"`
+	OccurrencesPerSecond int `json:"occurrences_per_second"`
 	// MaxRunning: 0 means the scheduler's default, derived from the
 	// workers' slots (TOCK_LIMIT_MAX_RUNNING, docs/operations.md).
 	MaxRunning int `json:"max_running"`
@@ -231,7 +234,7 @@ func (s *Server) userView(u *store.User) User {
 		Limits:     Limits(u.Limits),
 		EffectiveLimits: EffectiveLimits{RequestsPerMinute: q.RequestsPerMinute, RequestBurst: q.RequestBurst,
 			JobsPerMinute: q.JobsPerMinute, JobBurst: q.JobBurst, MaxActiveJobs: q.MaxActiveJobs,
-			OccurrencesPerMinute: q.OccurrencesPerMinute, MaxRunning: q.MaxRunning},
+			OccurrencesPerMinute: q.OccurrencesPerMinute, OccurrencesPerSecond: q.OccurrencesPerSecond, MaxRunning: q.MaxRunning},
 	}
 }
 
