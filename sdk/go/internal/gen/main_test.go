@@ -1,10 +1,54 @@
 package main
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 )
+
+// TestTypesAreCurrent fails while the checked-in types_gen.go is not what
+// the generator makes of the checked-in openapi.json: someone changed the
+// API's document (or this generator) without running `make generate`.
+func TestTypesAreCurrent(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "types_gen.go")
+	if err := run("../../openapi.json", out); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("../../types_gen.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line, ok := firstDifference(got, want); ok {
+		t.Fatalf("sdk/go/types_gen.go is not what sdk/go/openapi.json generates (first difference at line %d: have %q, want %q); run `make generate`",
+			line+1, lineAt(got, line), lineAt(want, line))
+	}
+}
+
+func firstDifference(a, b []byte) (int, bool) {
+	la, lb := bytes.Split(a, []byte("\n")), bytes.Split(b, []byte("\n"))
+	for i := range max(len(la), len(lb)) {
+		if i >= len(la) || i >= len(lb) || !bytes.Equal(la[i], lb[i]) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+func lineAt(b []byte, i int) string {
+	lines := bytes.Split(b, []byte("\n"))
+	if i >= len(lines) {
+		return "(end of file)"
+	}
+	return string(lines[i])
+}
 
 // fieldLine is a struct field as generated: name, type and tag.
 var fieldLine = regexp.MustCompile("(?m)^\t(\\w+) +(\\S+) +`json:\"([^\"]*)\"`$")
