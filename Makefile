@@ -10,7 +10,7 @@ FUZZTIME ?= 50000x
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: build run test lint unit e2e fuzz clean chaos browser bench bench-quick bench-1m
+.PHONY: build run test lint unit e2e fuzz clean chaos browser bench bench-quick bench-1m generate
 
 ## build: compile bin/dashboard, bin/scheduler, bin/worker and the command line bin/tock
 build:
@@ -29,6 +29,10 @@ run: build
 ## test: gofmt, go vet, then every module's tests (unit, integration, end-to-end)
 test: lint
 	go run ./scripts/pgpeak -max 40 -- go test -count=1 -timeout 20m $(PKGS)
+
+## generate: copy the OpenAPI document the dashboard serves to sdk/go/openapi.json and generate the Go SDK's types from it (sdk/go/types_gen.go); `make test` fails while either is stale
+generate:
+	go generate ./services/dashboard/api/ ./sdk/go/
 
 ## lint: gofmt and go vet over every module
 lint:

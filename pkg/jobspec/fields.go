@@ -96,7 +96,7 @@ var Fields = []*Field{
 	},
 	{
 		Name:       "max_retries",
-		Schema:     `{"type": "integer", "minimum": 0, "maximum": 25, "description": "Retries after a failed attempt, with backoff. Default 3."}`,
+		Schema:     `{"type": "integer", "minimum": 0, "maximum": 25, "x-go-type": "*int", "description": "Retries after a failed attempt, with backoff. Default 3."}`,
 		ViewSchema: `{"type": "integer", "minimum": 0, "maximum": 25}`,
 		Default:    `3`, Example: `5`, Other: `0`,
 		parse: func(raw json.RawMessage, _ *parser) (applier, error) {

@@ -22,13 +22,6 @@ type Error struct {
 	Items []ItemError
 }
 
-// ItemError is one invalid job of a batch.
-type ItemError struct {
-	Index   int    `json:"index"`
-	Field   string `json:"field,omitempty"`
-	Message string `json:"message"`
-}
-
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tock: %d", e.Status)
@@ -47,14 +40,9 @@ func (e *Error) Error() string {
 // newError reads an error answer; a body that is not the API's error shape
 // (a proxy's page, say) leaves Code empty and its start in Message.
 func newError(resp *http.Response, body []byte) *Error {
-	var wire struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-			Field   string `json:"field"`
-		} `json:"error"`
-		Errors []ItemError `json:"errors"`
-	}
+	// A refused batch's body (BatchInvalid) is every error body's (Error)
+	// with the invalid jobs added, so one decode reads either.
+	var wire batchInvalid
 	e := &Error{Status: resp.StatusCode}
 	if json.Unmarshal(body, &wire) == nil && wire.Error.Code != "" {
 		e.Code, e.Message, e.Field, e.Items = wire.Error.Code, wire.Error.Message, wire.Error.Field, wire.Errors

@@ -11,6 +11,29 @@ import (
 // JobsService holds the routes under /api/v1/jobs.
 type JobsService struct{ c *Client }
 
+// The overlap policies of a recurring job (JobSpec.Overlap).
+const (
+	OverlapAllow     = "allow"
+	OverlapSkip      = "skip"
+	OverlapBufferOne = "buffer_one"
+)
+
+// The actions of Bulk (BulkRequest.Action).
+const (
+	BulkPause   = "pause"
+	BulkResume  = "resume"
+	BulkCancel  = "cancel"
+	BulkTrigger = "trigger"
+	BulkRetry   = "retry"
+)
+
+// The actions of a DryRun: what PutDryRun or UpdateDryRun would do.
+const (
+	DryRunCreate    = "create"
+	DryRunUpdate    = "update"
+	DryRunUnchanged = "unchanged"
+)
+
 // JobFilter chooses the jobs of a listing; zero fields do not filter.
 type JobFilter struct {
 	// Status is scheduled, paused, completed, permanently_failed, cancelled
@@ -144,9 +167,7 @@ func (s *JobsService) Trigger(ctx context.Context, id string, opts ...CallOption
 // Retry queues one more attempt, now, of a permanently failed occurrence:
 // the one due at scheduledFor, or the latest when it is zero.
 func (s *JobsService) Retry(ctx context.Context, id string, scheduledFor time.Time, opts ...CallOption) (*Retried, error) {
-	var body struct {
-		ScheduledFor *time.Time `json:"scheduled_for,omitempty"`
-	}
+	var body retryRequest
 	if !scheduledFor.IsZero() {
 		body.ScheduledFor = &scheduledFor
 	}
@@ -172,9 +193,7 @@ func (s *JobsService) Abort(ctx context.Context, id string, opts ...CallOption) 
 func (s *JobsService) Next(ctx context.Context, id string, n int) ([]Upcoming, error) {
 	q := query{}
 	q.int("n", n)
-	var out struct {
-		Next []Upcoming `json:"next"`
-	}
+	var out upcomingList
 	if err := s.c.do(ctx, call{method: http.MethodGet, path: path("/api/v1/jobs", id, "next"), query: url.Values(q)}, &out); err != nil {
 		return nil, err
 	}
@@ -270,12 +289,6 @@ func (s *JobsService) Bulk(ctx context.Context, req BulkRequest, opts ...CallOpt
 		return nil, err
 	}
 	return &out, nil
-}
-
-// JobCounts is how many of the caller's jobs are in each status.
-type JobCounts struct {
-	Counts map[string]int64 `json:"counts"`
-	Total  int64            `json:"total"`
 }
 
 // Counts counts the caller's jobs by status (GET /api/v1/jobs:counts);

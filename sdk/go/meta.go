@@ -18,17 +18,6 @@ func (c *Client) Me(ctx context.Context) (*User, error) {
 	return &u, nil
 }
 
-// SigningSecret is the caller's webhook signing secret and how requests
-// carry the signature.
-type SigningSecret struct {
-	Secret string `json:"secret"`
-	Header string `json:"header"`
-	Scheme string `json:"scheme"`
-	// PreviousValidUntil, after a rotation, is until when deliveries are
-	// signed under the previous secret too; nil when they are not.
-	PreviousValidUntil *time.Time `json:"previous_valid_until"`
-}
-
 // SigningSecret returns the caller's webhook signing secret.
 func (c *Client) SigningSecret(ctx context.Context) (*SigningSecret, error) {
 	var s SigningSecret
@@ -42,9 +31,9 @@ func (c *Client) SigningSecret(ctx context.Context) (*SigningSecret, error) {
 // keeps signing for grace (0: not at all; the server's default, 24h, when
 // grace is negative). Retried safely: it carries an Idempotency-Key.
 func (c *Client) RotateSigningSecret(ctx context.Context, grace time.Duration) (*SigningSecret, error) {
-	body := map[string]string{}
+	var body signingSecretRotation
 	if grace >= 0 {
-		body["grace"] = grace.String()
+		body.Grace = grace.String()
 	}
 	var s SigningSecret
 	if err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/signing-secret:rotate", body: body, create: true}, &s); err != nil {
@@ -62,62 +51,22 @@ func (c *Client) RotateSigningSecret(ctx context.Context, grace time.Duration) (
 // replays under an Idempotency-Key ("secret:sha256:<32 hex digits>").
 const secretFingerprint = "secret:sha256:"
 
-// JobType is one job type with an example payload.
-type JobType struct {
-	Type    string          `json:"type"`
-	Summary string          `json:"summary"`
-	Example json.RawMessage `json:"example"`
-}
-
 // JobTypes lists the job types the server runs.
 func (c *Client) JobTypes(ctx context.Context) ([]JobType, error) {
-	var out struct {
-		JobTypes []JobType `json:"job_types"`
-	}
+	var out jobTypeList
 	if err := c.do(ctx, call{method: http.MethodGet, path: "/api/v1/job-types"}, &out); err != nil {
 		return nil, err
 	}
 	return out.JobTypes, nil
 }
 
-// PreviewRequest is a timing, as in JobSpec (exactly one of RunAt, Delay,
-// RunOn or Schedule), and how many occurrences to list (N, 1 to 100; 0 for
-// the server's 10).
-type PreviewRequest struct {
-	RunAt    *time.Time `json:"run_at,omitempty"`
-	Delay    string     `json:"delay,omitempty"`
-	RunOn    string     `json:"run_on,omitempty"`
-	Timezone string     `json:"timezone,omitempty"`
-	Schedule *Schedule  `json:"schedule,omitempty"`
-	N        int        `json:"n,omitempty"`
-}
-
 // Preview lists the next occurrences of a timing, creating nothing.
 func (c *Client) Preview(ctx context.Context, req PreviewRequest) ([]Upcoming, error) {
-	var out struct {
-		Next []Upcoming `json:"next"`
-	}
+	var out upcomingList
 	if err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/schedules/preview", body: req, readOnly: true}, &out); err != nil {
 		return nil, err
 	}
 	return out.Next, nil
-}
-
-// AuditEntry is one change in the audit log.
-type AuditEntry struct {
-	ID         int64           `json:"id"`
-	At         time.Time       `json:"at"`
-	Actor      string          `json:"actor"`
-	Action     string          `json:"action"`
-	TargetType string          `json:"target_type"`
-	TargetID   string          `json:"target_id"`
-	Change     json.RawMessage `json:"change"`
-}
-
-// AuditList is one page of the audit log, newest first.
-type AuditList struct {
-	Entries    []AuditEntry `json:"entries"`
-	NextCursor string       `json:"next_cursor"`
 }
 
 // AuditFilter chooses the entries of the audit log; zero fields do not
@@ -153,66 +102,6 @@ func (c *Client) Audit(ctx context.Context, f AuditFilter) (*AuditList, error) {
 	return &out, nil
 }
 
-// System is the system page's figures (administrators).
-type System struct {
-	GeneratedAt time.Time        `json:"generated_at"`
-	DueNextHour []MinuteCount    `json:"due_next_hour"`
-	Queue       SystemQueue      `json:"queue"`
-	Runs        []MinuteRuns     `json:"runs"`
-	Lateness    []MinuteLateness `json:"lateness"`
-	Scheduler   SystemScheduler  `json:"scheduler"`
-	Schedulers  []SchedulerInfo  `json:"schedulers"`
-	Workers     []WorkerInfo     `json:"workers"`
-}
-
-// SystemQueue is the size of each stage of the Redis queue.
-type SystemQueue struct {
-	Due     int64 `json:"due"`
-	Stream  int64 `json:"stream"`
-	Pending int64 `json:"pending"`
-	Held    int64 `json:"held"`
-}
-
-// SystemScheduler is the state of the loader's leadership lock.
-type SystemScheduler struct {
-	LoaderLockHeld  bool  `json:"loader_lock_held"`
-	LoaderLockTTLMS int64 `json:"loader_lock_ttl_ms"`
-}
-
-// SchedulerInfo is one live scheduler instance.
-type SchedulerInfo struct {
-	Name     string    `json:"name"`
-	LastSeen time.Time `json:"last_seen"`
-	Leader   bool      `json:"leader"`
-}
-
-// WorkerInfo is one live worker instance.
-type WorkerInfo struct {
-	Name    string `json:"name"`
-	Pending int64  `json:"pending"`
-	IdleMS  int64  `json:"idle_ms"`
-}
-
-// MinuteCount is a count in one minute.
-type MinuteCount struct {
-	Minute time.Time `json:"minute"`
-	Count  int64     `json:"count"`
-}
-
-// MinuteRuns counts one minute's runs by status.
-type MinuteRuns struct {
-	Minute time.Time        `json:"minute"`
-	Counts map[string]int64 `json:"counts"`
-}
-
-// MinuteLateness is one minute's lateness percentiles.
-type MinuteLateness struct {
-	Minute time.Time `json:"minute"`
-	P50MS  float64   `json:"p50_ms"`
-	P99MS  float64   `json:"p99_ms"`
-	Runs   int64     `json:"runs"`
-}
-
 // System returns the system page's figures.
 func (c *Client) System(ctx context.Context) (*System, error) {
 	var out System
@@ -220,14 +109,6 @@ func (c *Client) System(ctx context.Context) (*System, error) {
 		return nil, err
 	}
 	return &out, nil
-}
-
-// Readiness is GET /readyz: whether Postgres and Redis answer.
-type Readiness struct {
-	Status   string `json:"status"`
-	Startup  string `json:"startup"`
-	Postgres string `json:"postgres"`
-	Redis    string `json:"redis"`
 }
 
 // Health reports whether the dashboard is alive (GET /healthz).

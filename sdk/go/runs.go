@@ -12,33 +12,6 @@ import (
 // /api/v1/runs:stats.
 type RunsService struct{ c *Client }
 
-// Run is one attempt of one occurrence of a job.
-type Run struct {
-	ID           string    `json:"id"`
-	JobID        string    `json:"job_id"`
-	ScheduledFor time.Time `json:"scheduled_for"`
-	Attempt      int       `json:"attempt"`
-	// Status is running, completed, failed, permanently_failed, skipped,
-	// aborted or expired.
-	Status    string    `json:"status"`
-	StartedAt time.Time `json:"started_at"`
-	// FinishedAt is nil while the attempt runs.
-	FinishedAt *time.Time `json:"finished_at"`
-	Output     string     `json:"output"`
-	Error      string     `json:"error"`
-	// LatenessMS is how long after its due time the attempt started.
-	LatenessMS int64  `json:"lateness_ms"`
-	JobName    string `json:"job_name"`
-	JobType    string `json:"job_type"`
-}
-
-// RunList is one page of runs, newest first; NextCursor is empty on the
-// last page.
-type RunList struct {
-	Runs       []Run  `json:"runs"`
-	NextCursor string `json:"next_cursor"`
-}
-
 // RunFilter chooses the runs of a search; zero fields do not filter.
 type RunFilter struct {
 	Owner  string
@@ -102,24 +75,6 @@ type StatsFilter struct {
 	Until time.Time
 	// GroupBy is status (default), type or job.
 	GroupBy string
-}
-
-// RunStats counts runs in a window by group, largest first.
-type RunStats struct {
-	Since   time.Time       `json:"since"`
-	Until   time.Time       `json:"until"`
-	GroupBy string          `json:"group_by"`
-	Groups  []RunStatsGroup `json:"groups"`
-	// Truncated is true when more than the 1,000 groups listed had runs.
-	Truncated bool `json:"truncated"`
-}
-
-// RunStatsGroup is one group's count; Name is the job's name when grouped
-// by job.
-type RunStatsGroup struct {
-	Key   string `json:"key"`
-	Name  string `json:"name,omitempty"`
-	Count int64  `json:"count"`
 }
 
 // Stats counts runs (GET /api/v1/runs:stats).

@@ -5,78 +5,11 @@ import (
 	"iter"
 	"net/http"
 	"net/url"
-	"time"
 )
 
 // UsersService holds the routes under /api/v1/users; all but a user's own
 // keys need an administrator.
 type UsersService struct{ c *Client }
-
-// User is a user as the API shows it.
-type User struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Role      string    `json:"role"`
-	CreatedAt time.Time `json:"created_at"`
-	// DisabledAt is nil for a user who may sign in.
-	DisabledAt *time.Time `json:"disabled_at"`
-	// Limits are the user's own; EffectiveLimits those that hold, the
-	// operator's filling the gaps.
-	Limits          Limits          `json:"limits"`
-	EffectiveLimits EffectiveLimits `json:"effective_limits"`
-}
-
-// Limits are a user's own limits, each overriding the operator's when set.
-type Limits struct {
-	RequestsPerMinute    *int `json:"requests_per_minute,omitempty"`
-	RequestBurst         *int `json:"request_burst,omitempty"`
-	JobsPerMinute        *int `json:"jobs_per_minute,omitempty"`
-	JobBurst             *int `json:"job_burst,omitempty"`
-	MaxActiveJobs        *int `json:"max_active_jobs,omitempty"`
-	OccurrencesPerMinute *int `json:"occurrences_per_minute,omitempty"`
-	OccurrencesPerSecond *int `json:"occurrences_per_second,omitempty"`
-	MaxRunning           *int `json:"max_running,omitempty"`
-}
-
-// EffectiveLimits are the limits that hold for a user.
-type EffectiveLimits struct {
-	RequestsPerMinute    int `json:"requests_per_minute"`
-	RequestBurst         int `json:"request_burst"`
-	JobsPerMinute        int `json:"jobs_per_minute"`
-	JobBurst             int `json:"job_burst"`
-	MaxActiveJobs        int `json:"max_active_jobs"`
-	OccurrencesPerMinute int `json:"occurrences_per_minute"`
-	OccurrencesPerSecond int `json:"occurrences_per_second"`
-	MaxRunning           int `json:"max_running"`
-}
-
-// UserCreate is a new user: Role is "admin" or "user".
-type UserCreate struct {
-	Name   string  `json:"name"`
-	Role   string  `json:"role"`
-	Limits *Limits `json:"limits,omitempty"`
-}
-
-// UserUpdate changes the fields it sets; Limits replace the user's as a
-// whole, and an empty Limits clears them.
-type UserUpdate struct {
-	Name   *string `json:"name,omitempty"`
-	Limits *Limits `json:"limits,omitempty"`
-}
-
-// UserList is one page of users.
-type UserList struct {
-	Users      []User `json:"users"`
-	NextCursor string `json:"next_cursor"`
-}
-
-// Erased counts what erasing a user removed.
-type Erased struct {
-	Jobs                 int64 `json:"jobs"`
-	Runs                 int64 `json:"runs"`
-	Keys                 int64 `json:"keys"`
-	AuditEntriesScrubbed int64 `json:"audit_entries_scrubbed"`
-}
 
 // Create adds a user.
 func (s *UsersService) Create(ctx context.Context, u UserCreate) (*User, error) {
@@ -157,24 +90,6 @@ func (s *UsersService) Jobs(ctx context.Context, id string, f JobFilter) (*JobLi
 // KeysService holds the routes on API keys.
 type KeysService struct{ c *Client }
 
-// Key is an API key; Secret is set only in the answer to Create, the one
-// time it is shown.
-type Key struct {
-	ID         string     `json:"id"`
-	UserID     string     `json:"user_id"`
-	Name       string     `json:"name"`
-	Prefix     string     `json:"prefix"`
-	CreatedAt  time.Time  `json:"created_at"`
-	LastUsedAt *time.Time `json:"last_used_at"`
-	RevokedAt  *time.Time `json:"revoked_at"`
-	// Scopes are what the key may do (ScopeJobsRead...); AllScopes says it
-	// was made without naming any, so it may do all its user's role allows.
-	Scopes    []string   `json:"scopes"`
-	AllScopes bool       `json:"all_scopes"`
-	ExpiresAt *time.Time `json:"expires_at"`
-	Secret    string     `json:"key,omitempty"`
-}
-
 // The scopes a key may carry.
 const (
 	ScopeJobsRead  = "jobs:read"
@@ -182,14 +97,6 @@ const (
 	ScopeRunsRead  = "runs:read"
 	ScopeAdmin     = "admin"
 )
-
-// KeyOptions are the options of a new key: a name, the scopes (nil: all
-// the user's role allows) and an expiry (nil: never).
-type KeyOptions struct {
-	Name      string     `json:"name,omitempty"`
-	Scopes    []string   `json:"scopes,omitempty"`
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
-}
 
 // Create makes a new key for the user (an administrator, or the user),
 // with every scope the user's role allows.
@@ -210,9 +117,7 @@ func (s *KeysService) CreateWith(ctx context.Context, userID string, opts KeyOpt
 
 // List returns the user's keys.
 func (s *KeysService) List(ctx context.Context, userID string) ([]Key, error) {
-	var out struct {
-		Keys []Key `json:"keys"`
-	}
+	var out keyList
 	if err := s.c.do(ctx, call{method: http.MethodGet, path: path("/api/v1/users", userID, "keys")}, &out); err != nil {
 		return nil, err
 	}

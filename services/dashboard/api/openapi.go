@@ -14,6 +14,12 @@ import (
 	"github.com/tockhq/tock/pkg/jobtype"
 )
 
+// The Go SDK generates its types from the served document; its copy,
+// sdk/go/openapi.json, is refreshed by `make generate` (openapi_test.go fails
+// while it differs).
+//
+//go:generate go run ../cmd/openapi ../../../sdk/go/openapi.json
+
 // openapiSource is the OpenAPI 3 description of this API, written by hand
 // except for what the job types give: openapi_test.go keeps it true (every
 // route must be in it, and every response the API's tests provoke must

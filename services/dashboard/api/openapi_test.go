@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -263,6 +264,19 @@ func TestOpenAPI(t *testing.T) {
 		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &doc))
 		require.Equal(t, jobtype.Names(), doc.Components.Schemas["JobSpec"].Properties["type"].Enum, "the job types come from package jobtype")
 		require.Contains(t, doc.Components.Schemas, "NATSPayload", "a type without a hand-written schema gets one")
+	})
+
+	t.Run("SDKCopyIsCurrent", func(t *testing.T) {
+		t.Parallel()
+		// The Go SDK's types are generated from its copy of the served
+		// document (cmd/openapi writes it), so a change to openapi.json or to
+		// a job field must be copied there, and the types regenerated.
+		want, err := api.OpenAPIDocument()
+		require.NoError(t, err)
+		got, err := os.ReadFile("../../../sdk/go/openapi.json")
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(append(want, '\n'), got),
+			"sdk/go/openapi.json is not the document the dashboard serves; run `make generate`")
 	})
 
 	t.Run("JobTypesListsEveryType", func(t *testing.T) {
