@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -123,4 +126,89 @@ func TestUpgradeInPlace(t *testing.T) {
 	}
 	time.Sleep(time.Second) // a duplicate would arrive within the publish tick
 	require.Equal(t, pending, target.Count(), "no pending job ran twice")
+}
+
+// schemaBeforeSealedSecrets is the schema of the last release that stored
+// a job's credentials in clear in its payload and notify.
+const schemaBeforeSealedSecrets = 20
+
+// TestSecretsSealedOnUpgrade: jobs the previous release stored, with
+// credentials in clear in their payload and notify, are sealed by the new
+// services as they start (every dashboard's pass after the migrations):
+// views show fingerprints, a dump of every table holds none of the
+// credentials, and the jobs deliver exactly as before, the credentials
+// themselves in their headers.
+func TestSecretsSealedOnUpgrade(t *testing.T) {
+	rec := newReceiver(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	admin := store.BootstrapAdmin
+	auth, alertAuth, slack := "Bearer old-"+randomHex(t, 12), "Bearer alert-"+randomHex(t, 12), "slk"+randomHex(t, 12)
+	oneOff, recurring := job.NewID(), job.NewID()
+	due := now.Add(6 * time.Second)
+	prepare := func(ctx context.Context, url string) error {
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		if err := store.MigrateTo(ctx, conn, schemaBeforeSealedSecrets); err != nil {
+			return err
+		}
+		// As the previous release wrote them: the payload and notify as
+		// given, credentials and all.
+		insert := `INSERT INTO jobs (id, owner_id, due_hour, type, status, max_retries, timeout_ms, run_at, due_at,
+		    created_at, updated_at, name, payload, timezone, schedule, per_hour, notify)
+		  VALUES ($1, $2, extract(hour FROM $4::timestamptz AT TIME ZONE 'UTC')::smallint, 'webhook', 'scheduled', 0, 5000,
+		    $3, $4, $5, $5, $6, $7::jsonb, 'UTC', $8::jsonb, $9, $10::jsonb)`
+		payload := func(path string) string {
+			return fmt.Sprintf(`{"url": %q, "headers": {"Authorization": %q, "Content-Type": "application/json"}}`, rec.URL+path, auth)
+		}
+		notify := fmt.Sprintf(`{"on": ["failed"], "webhook": {"url": %q, "headers": {"Authorization": %q}}}`, rec.URL+"/alert", alertAuth)
+		if _, err := conn.Exec(ctx, insert, oneOff, admin, due, due, now, "old one-off", payload("/old-hook"), nil, nil, notify); err != nil {
+			return err
+		}
+		yearly := `{"cron": "0 3 1 1 *", "timezone": "UTC", "start_at": "` + now.Format(time.RFC3339Nano) + `", "misfire": "run_once", "misfire_max": 100, "dst": {"gap": "shift", "overlap": "first"}}`
+		next := time.Date(now.Year()+1, 1, 1, 3, 0, 0, 0, time.UTC)
+		slackNotify := fmt.Sprintf(`{"on": ["failed"], "slack": {"webhook_url": %q}}`, "https://hooks.slack.com/services/T0/B0/"+slack)
+		_, err = conn.Exec(ctx, insert, recurring, admin, nil, next, now, "old recurring", payload("/old-yearly"), yearly, 1, slackNotify)
+		return err
+	}
+	c := start(t, cluster.Options{Schedulers: 1, Workers: 1, Prepare: prepare})
+	ctx := t.Context()
+	api := c.API()
+
+	// The pass runs right after the migrations; the job then delivers
+	// with its credential, as before the upgrade.
+	require.True(t, cluster.WaitUntil(20*time.Second, 100*time.Millisecond, func() bool { return len(rec.find("/old-hook")) > 0 }),
+		"the old one-off job ran")
+	require.Equal(t, auth, rec.find("/old-hook")[0].Header.Get("Authorization"), "delivered with its credential unchanged")
+	conn, err := pgx.Connect(ctx, c.DatabaseURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	require.True(t, cluster.WaitUntil(20*time.Second, 100*time.Millisecond, func() bool {
+		var unsealed int
+		return conn.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE secrets IS NULL OR secrets NOT LIKE 'enc:v1:%'`).Scan(&unsealed) == nil && unsealed == 0
+	}), "every old job's credentials are sealed")
+	for _, id := range []uuid.UUID{oneOff, recurring} {
+		var v map[string]any
+		code, err := api.Do(ctx, http.MethodGet, "/api/v1/jobs/"+id.String(), nil, &v)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, code)
+		b, _ := json.Marshal(v)
+		require.Contains(t, string(b), "secret:sha256:")
+		for _, s := range []string{auth, alertAuth, slack} {
+			require.NotContains(t, string(b), s)
+		}
+	}
+	dump, err := exec.CommandContext(ctx, "pg_dump", "--data-only", c.DatabaseURL).Output()
+	require.NoError(t, err)
+	for _, s := range []string{auth, alertAuth, slack} {
+		require.NotContains(t, string(dump), s, "the dump holds an old credential")
+	}
+	// The sealed recurring job still delivers with its credential.
+	code, err := api.Action(ctx, recurring.String(), "trigger")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, code)
+	require.True(t, cluster.WaitUntil(20*time.Second, 100*time.Millisecond, func() bool { return len(rec.find("/old-yearly")) > 0 }))
+	require.Equal(t, auth, rec.find("/old-yearly")[0].Header.Get("Authorization"))
 }

@@ -30,7 +30,10 @@ type Spot struct {
 }
 
 // Set puts v in the spot's place.
-func (s *Spot) Set(v string) { s.set(v) }
+func (s *Spot) Set(v string) {
+	s.set(v)
+	s.Value = v
+}
 
 // Secrets are the credentials of one payload, found by its type.
 type Secrets struct {
