@@ -10,6 +10,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // Aborted is the answer of POST /api/v1/jobs/{id}/abort: the attempts that
@@ -44,7 +45,7 @@ func (s *Server) abortJob(c *echo.Context) error {
 		if _, m, ok := strings.Cut(err.Error(), job.ErrConflict.Error()+": "); ok {
 			msg = m
 		}
-		return newError(http.StatusConflict, CodeConflict, "", msg)
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", msg)
 	}
 	if err != nil {
 		return dependency(err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // principal is who a request acts for.
@@ -270,4 +271,4 @@ func selfOrAdmin(c *echo.Context, user uuid.UUID) error {
 	return errForbidden
 }
 
-var errForbidden = newError(http.StatusForbidden, CodeForbidden, "", "this needs an administrator")
+var errForbidden = apierr.New(http.StatusForbidden, apierr.CodeForbidden, "", "this needs an administrator")

@@ -18,6 +18,7 @@ import (
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // bulkRoute is POST /api/v1/jobs:bulk; the colon is escaped as in batchRoute.
@@ -109,26 +110,26 @@ func parseBulk(raw []byte) (*bulkPlan, error) {
 		found = found || a == req.Action
 	}
 	if !found {
-		return nil, invalid("action", "must be one of "+strings.Join(bulkActions, ", "))
+		return nil, apierr.Invalid("action", "must be one of "+strings.Join(bulkActions, ", "))
 	}
 	switch {
 	case req.IDs != nil && req.Filter != nil:
-		return nil, invalid("filter", "give ids or a filter, not both")
+		return nil, apierr.Invalid("filter", "give ids or a filter, not both")
 	case req.IDs == nil && req.Filter == nil:
-		return nil, invalid("ids", "give the jobs' ids, or a filter")
+		return nil, apierr.Invalid("ids", "give the jobs' ids, or a filter")
 	case req.IDs != nil:
 		if len(req.IDs) == 0 {
-			return nil, invalid("ids", "must name at least one job")
+			return nil, apierr.Invalid("ids", "must name at least one job")
 		}
 		if len(req.IDs) > MaxBulkJobs {
-			return nil, newError(http.StatusRequestEntityTooLarge, CodeTooLarge, "ids",
+			return nil, apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeTooLarge, "ids",
 				fmt.Sprintf("at most %d jobs per bulk action; %d given", MaxBulkJobs, len(req.IDs)))
 		}
 		seen := make(map[uuid.UUID]bool, len(req.IDs))
 		for i, s := range req.IDs {
 			id, err := uuid.Parse(s)
 			if err != nil {
-				return nil, invalid(fmt.Sprintf("ids[%d]", i), "is not a job id")
+				return nil, apierr.Invalid(fmt.Sprintf("ids[%d]", i), "is not a job id")
 			}
 			if !seen[id] {
 				seen[id] = true
@@ -141,13 +142,13 @@ func parseBulk(raw []byte) (*bulkPlan, error) {
 	if v := req.Filter.Status; v != "" {
 		f.Status = job.Status(v)
 		if !validStatus(f.Status) {
-			return nil, invalid("filter.status", "must be one of scheduled, paused, completed, permanently_failed, cancelled, expired")
+			return nil, apierr.Invalid("filter.status", "must be one of scheduled, paused, completed, permanently_failed, cancelled, expired")
 		}
 	}
 	if v := req.Filter.Type; v != "" {
 		f.Type = job.Type(v)
 		if _, ok := jobtype.Lookup(f.Type); !ok {
-			return nil, invalid("filter.type", "must be one of "+strings.Join(jobtype.Names(), ", "))
+			return nil, apierr.Invalid("filter.type", "must be one of "+strings.Join(jobtype.Names(), ", "))
 		}
 	}
 	if v := strings.TrimSpace(req.Filter.Q); v != "" {
@@ -163,13 +164,13 @@ func parseBulk(raw []byte) (*bulkPlan, error) {
 		if err := json.Unmarshal(req.Filter.Label, &one); err == nil {
 			labels = []string{one}
 		} else if err := json.Unmarshal(req.Filter.Label, &labels); err != nil {
-			return nil, invalid("filter.label", `must be "key=value" or a list of them`)
+			return nil, apierr.Invalid("filter.label", `must be "key=value" or a list of them`)
 		}
 		var err error
 		if f.Labels, err = labelFilter(labels); err != nil {
-			var ae *apiError
+			var ae *apierr.Error
 			if errors.As(err, &ae) {
-				return nil, invalid("filter.label", ae.detail.Message)
+				return nil, apierr.Invalid("filter.label", ae.Detail.Message)
 			}
 			return nil, err
 		}
@@ -177,7 +178,7 @@ func parseBulk(raw []byte) (*bulkPlan, error) {
 	if v := req.Filter.Owner; v != "" {
 		id, err := uuid.Parse(v)
 		if err != nil {
-			return nil, invalid("filter.owner", "is not a user id")
+			return nil, apierr.Invalid("filter.owner", "is not a user id")
 		}
 		plan.owner = id
 	}
@@ -209,11 +210,11 @@ func (s *Server) bulkJobs(c *echo.Context) error {
 		f.Owner = p.scope()
 		if plan.owner != uuid.Nil {
 			if !p.admin && plan.owner != p.user {
-				return newError(http.StatusForbidden, CodeForbidden, "filter.owner", "only an administrator may act on another user's jobs")
+				return apierr.New(http.StatusForbidden, apierr.CodeForbidden, "filter.owner", "only an administrator may act on another user's jobs")
 			}
 			if _, err := s.store.GetUser(ctx, plan.owner); err != nil {
 				if errors.Is(err, job.ErrNotFound) {
-					return invalid("filter.owner", "no such user")
+					return apierr.Invalid("filter.owner", "no such user")
 				}
 				return dependency(err)
 			}
@@ -221,12 +222,12 @@ func (s *Server) bulkJobs(c *echo.Context) error {
 		}
 		if ids, err = s.store.MatchJobs(ctx, f, MaxBulkJobs); err != nil {
 			if errors.Is(err, store.ErrTooBroad) {
-				return invalid("filter", err.Error())
+				return apierr.Invalid("filter", err.Error())
 			}
 			return dependency(err)
 		}
 		if len(ids) > MaxBulkJobs {
-			return newError(http.StatusRequestEntityTooLarge, CodeTooLarge, "filter",
+			return apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeTooLarge, "filter",
 				fmt.Sprintf("the filter selects more than %d jobs; narrow it, or act in several calls", MaxBulkJobs))
 		}
 	}
@@ -383,7 +384,7 @@ func (s *Server) countJobs(c *echo.Context) error {
 	counts, err := s.store.CountJobs(c.Request().Context(), owner)
 	if err != nil {
 		if errors.Is(err, store.ErrTooBroad) {
-			return invalid("owner", "too many jobs to count at once; name one owner")
+			return apierr.Invalid("owner", "too many jobs to count at once; name one owner")
 		}
 		return dependency(err)
 	}

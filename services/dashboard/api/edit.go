@@ -12,6 +12,7 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // patchJob edits a job in place, keeping its id: only the fields given
@@ -140,10 +141,10 @@ func editError(err, refused error) error {
 				msg = m
 			}
 		}
-		return newError(http.StatusConflict, CodeConflict, "", msg)
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", msg)
 	case errors.Is(err, job.ErrInvalid) && refused != nil:
 		msg, _ := strings.CutPrefix(refused.Error(), job.ErrInvalid.Error()+": ")
-		return invalid("", msg)
+		return apierr.Invalid("", msg)
 	}
 	return dependency(err)
 }

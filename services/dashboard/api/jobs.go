@@ -17,6 +17,7 @@ import (
 	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/schedule"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // Page sizes of the listings.
@@ -66,7 +67,7 @@ func (s *Server) decodeJob(c *echo.Context, mode jobspec.Mode) (*jobspec.Request
 	var owner string
 	if v, ok := req.Extra("owner"); ok {
 		if json.Unmarshal(v, &owner) != nil {
-			return nil, "", invalid("owner", "must be a user id (a UUID)")
+			return nil, "", apierr.Invalid("owner", "must be a user id (a UUID)")
 		}
 	}
 	return req, owner, nil
@@ -110,7 +111,7 @@ func (s *Server) owner(c *echo.Context, named string) (*store.User, error) {
 	if named != "" {
 		var err error
 		if id, err = uuid.Parse(named); err != nil {
-			return nil, invalid("owner", "must be a user id (a UUID)")
+			return nil, apierr.Invalid("owner", "must be a user id (a UUID)")
 		}
 	}
 	if named == "" || id == p.user {
@@ -121,17 +122,17 @@ func (s *Server) owner(c *echo.Context, named string) (*store.User, error) {
 		return &store.User{ID: p.user, Role: role, Limits: p.limits}, nil
 	}
 	if !p.admin {
-		return nil, newError(http.StatusForbidden, CodeForbidden, "owner", "only an administrator can create a job for another user")
+		return nil, apierr.New(http.StatusForbidden, apierr.CodeForbidden, "owner", "only an administrator can create a job for another user")
 	}
 	u, err := s.store.GetUser(c.Request().Context(), id)
 	if errors.Is(err, job.ErrNotFound) {
-		return nil, invalid("owner", "is not a user")
+		return nil, apierr.Invalid("owner", "is not a user")
 	}
 	if err != nil {
 		return nil, dependency(err)
 	}
 	if !u.DisabledAt.IsZero() {
-		return nil, invalid("owner", "is a disabled user")
+		return nil, apierr.Invalid("owner", "is a disabled user")
 	}
 	return u, nil
 }
@@ -143,7 +144,7 @@ func createError(err error) error {
 	var ke *store.KeyTakenError
 	switch {
 	case errors.As(err, &ke):
-		return newError(http.StatusConflict, CodeConflict, "key",
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "key",
 			fmt.Sprintf("key %q is held by another of your jobs that can still run; PUT /api/v1/jobs/by-key/{key} replaces it", ke.Key))
 	case errors.As(err, &qe):
 		return quotaError(qe)
@@ -174,7 +175,7 @@ func queryOwner(c *echo.Context) (owner uuid.UUID, named bool, err error) {
 		return uuid.Nil, false, nil
 	}
 	if owner, err = uuid.Parse(v); err != nil {
-		return uuid.Nil, true, invalid("owner", "must be a user id")
+		return uuid.Nil, true, apierr.Invalid("owner", "must be a user id")
 	}
 	if p := caller(c); !p.admin && owner != p.user {
 		return uuid.Nil, true, errForbidden
@@ -210,13 +211,13 @@ func (s *Server) pageJobs(c *echo.Context, f store.JobFilter) error {
 	if v := c.QueryParam("status"); v != "" {
 		f.Status = job.Status(v)
 		if !validStatus(f.Status) {
-			return invalid("status", "must be one of scheduled, paused, completed, permanently_failed, cancelled, expired")
+			return apierr.Invalid("status", "must be one of scheduled, paused, completed, permanently_failed, cancelled, expired")
 		}
 	}
 	if v := c.QueryParam("type"); v != "" {
 		f.Type = job.Type(v)
 		if _, ok := jobtype.Lookup(f.Type); !ok {
-			return invalid("type", "must be one of "+strings.Join(jobtype.Names(), ", "))
+			return apierr.Invalid("type", "must be one of "+strings.Join(jobtype.Names(), ", "))
 		}
 	}
 	limit, err := pageSize(c)
@@ -225,7 +226,7 @@ func (s *Server) pageJobs(c *echo.Context, f store.JobFilter) error {
 	}
 	if v := c.QueryParam("cursor"); v != "" {
 		if f.Before, err = parseJobCursor(v); err != nil {
-			return invalid("cursor", "is not a cursor this API returned")
+			return apierr.Invalid("cursor", "is not a cursor this API returned")
 		}
 	}
 	if f.Labels, err = labelFilter(c.QueryParams()["label"]); err != nil {
@@ -261,17 +262,17 @@ func (s *Server) pageJobs(c *echo.Context, f store.JobFilter) error {
 // must carry: at most job.MaxLabels, each key a valid label key.
 func labelFilter(values []string) ([]store.Label, error) {
 	if len(values) > job.MaxLabels {
-		return nil, invalid("label", fmt.Sprintf("at most %d label filters", job.MaxLabels))
+		return nil, apierr.Invalid("label", fmt.Sprintf("at most %d label filters", job.MaxLabels))
 	}
 	out := make([]store.Label, 0, len(values))
 	seen := map[store.Label]bool{}
 	for _, v := range values {
 		key, value, ok := strings.Cut(v, "=")
 		if !ok || !job.ValidLabelKey(key) {
-			return nil, invalid("label", "must be key=value, the key 1 to 63 of a-z, 0-9, '_', '.' and '-'")
+			return nil, apierr.Invalid("label", "must be key=value, the key 1 to 63 of a-z, 0-9, '_', '.' and '-'")
 		}
 		if utf8.RuneCountInString(value) > job.MaxLabelValue {
-			return nil, invalid("label", fmt.Sprintf("a value is at most %d characters", job.MaxLabelValue))
+			return nil, apierr.Invalid("label", fmt.Sprintf("a value is at most %d characters", job.MaxLabelValue))
 		}
 		l := store.Label{Key: key, Value: value}
 		if !seen[l] {
@@ -294,11 +295,11 @@ func (s *Server) cancelJob(c *echo.Context) error {
 	case "true":
 		return s.purgeJob(c, id)
 	default:
-		return invalid("purge", "must be true or false")
+		return apierr.Invalid("purge", "must be true or false")
 	}
 	err = s.jobs.Cancel(c.Request().Context(), caller(c).scope(), id, s.clock(), caller(c).audit(store.ActionJobCancel))
 	if errors.Is(err, job.ErrConflict) {
-		return newError(http.StatusConflict, CodeConflict, "", "the job has started or finished; only a one-off job that has not started, or a recurring job, can be cancelled")
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", "the job has started or finished; only a one-off job that has not started, or a recurring job, can be cancelled")
 	}
 	if err != nil {
 		return dependency(err)
@@ -314,7 +315,7 @@ func (s *Server) purgeJob(c *echo.Context, id uuid.UUID) error {
 	case errors.Is(err, job.ErrNotFound):
 		return errJobNotFound
 	case errors.Is(err, job.ErrConflict):
-		return newError(http.StatusConflict, CodeConflict, "", "the job can still run; cancel it first, then purge it")
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", "the job can still run; cancel it first, then purge it")
 	case err != nil:
 		return dependency(err)
 	}
@@ -339,7 +340,7 @@ func pageSize(c *echo.Context) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > MaxPageSize {
-		return 0, invalid("limit", "must be an integer from 1 to "+strconv.Itoa(MaxPageSize))
+		return 0, apierr.Invalid("limit", "must be an integer from 1 to "+strconv.Itoa(MaxPageSize))
 	}
 	return n, nil
 }

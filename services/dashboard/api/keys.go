@@ -13,6 +13,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // keyRequest is the optional body of POST /api/v1/users/{id}/keys.
@@ -35,14 +36,14 @@ func (s *Server) checkKeyRequest(req keyRequest, role string, p principal) ([]st
 	var scopes []string
 	if req.Scopes != nil {
 		if len(*req.Scopes) == 0 {
-			return nil, time.Time{}, invalid("scopes", "must name at least one scope: "+strings.Join(allScopeNames(), ", "))
+			return nil, time.Time{}, apierr.Invalid("scopes", "must name at least one scope: "+strings.Join(allScopeNames(), ", "))
 		}
 		set, bad := parseScopes(*req.Scopes)
 		if bad >= 0 {
-			return nil, time.Time{}, invalid("scopes["+strconv.Itoa(bad)+"]", "is not a scope: "+strings.Join(allScopeNames(), ", "))
+			return nil, time.Time{}, apierr.Invalid("scopes["+strconv.Itoa(bad)+"]", "is not a scope: "+strings.Join(allScopeNames(), ", "))
 		}
 		if extra := set &^ roleScopes(role); extra != 0 {
-			return nil, time.Time{}, invalid("scopes", "names "+strings.Join(extra.names(), ", ")+", which a "+role+" cannot have")
+			return nil, time.Time{}, apierr.Invalid("scopes", "names "+strings.Join(extra.names(), ", ")+", which a "+role+" cannot have")
 		}
 		scopes = set.names()
 	}
@@ -51,7 +52,7 @@ func (s *Server) checkKeyRequest(req keyRequest, role string, p principal) ([]st
 		granted, _ = parseScopes(scopes)
 	}
 	if extra := granted &^ p.scopes; extra != 0 {
-		return nil, time.Time{}, newError(http.StatusForbidden, CodeForbidden, "scopes",
+		return nil, time.Time{}, apierr.New(http.StatusForbidden, apierr.CodeForbidden, "scopes",
 			"your key lacks "+strings.Join(extra.names(), ", ")+", so it cannot give it; name the scopes the new key needs")
 	}
 	var expires time.Time
@@ -60,11 +61,11 @@ func (s *Server) checkKeyRequest(req keyRequest, role string, p principal) ([]st
 		now := s.now()
 		switch {
 		case err != nil:
-			return nil, time.Time{}, invalid("expires_at", "must be an RFC 3339 time, such as 2030-01-02T15:04:05Z")
+			return nil, time.Time{}, apierr.Invalid("expires_at", "must be an RFC 3339 time, such as 2030-01-02T15:04:05Z")
 		case !t.After(now):
-			return nil, time.Time{}, invalid("expires_at", "must be in the future")
+			return nil, time.Time{}, apierr.Invalid("expires_at", "must be in the future")
 		case t.Sub(now) > MaxKeyLifetime:
-			return nil, time.Time{}, invalid("expires_at", "must be within 10 years")
+			return nil, time.Time{}, apierr.Invalid("expires_at", "must be within 10 years")
 		}
 		expires = t.UTC()
 	}
@@ -75,7 +76,7 @@ func (s *Server) checkKeyRequest(req keyRequest, role string, p principal) ([]st
 		case expires.IsZero():
 			expires = p.expires
 		case expires.After(p.expires):
-			return nil, time.Time{}, newError(http.StatusForbidden, CodeForbidden, "expires_at",
+			return nil, time.Time{}, apierr.New(http.StatusForbidden, apierr.CodeForbidden, "expires_at",
 				"your key expires at "+p.expires.Format(time.RFC3339)+", so a key it makes must expire no later")
 		}
 	}
@@ -117,7 +118,7 @@ func (s *Server) createKey(c *echo.Context) error {
 	k := &store.Key{ID: job.NewID(), UserID: id, Name: name, Prefix: prefix, CreatedAt: s.now(), Scopes: scopes, ExpiresAt: expires}
 	out, err := s.store.CreateKey(ctx, k, hash, s.quotas.MaxKeys, caller(c).audit(store.ActionKeyCreate))
 	if errors.Is(err, store.ErrTooManyKeys) {
-		return newError(http.StatusConflict, CodeConflict, "",
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "",
 			fmt.Sprintf("the user has %d live keys, the most allowed (TOCK_LIMIT_MAX_KEYS); revoke one first", s.quotas.MaxKeys))
 	}
 	if err != nil {
@@ -177,7 +178,7 @@ func (s *Server) revokeKey(c *echo.Context) error {
 		for _, k := range keys {
 			if k.ID == id {
 				if extra := keyScopes(k, store.RoleUser) &^ p.scopes; extra != 0 {
-					return newError(http.StatusForbidden, CodeForbidden, "",
+					return apierr.New(http.StatusForbidden, apierr.CodeForbidden, "",
 						"that key has "+strings.Join(extra.names(), ", ")+", which your key lacks, so your key cannot revoke it")
 				}
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // Quotas are the operator's limits for every user (TOCK_LIMIT_*). A user's
@@ -169,7 +170,7 @@ func (l *limiter) unavailable(bucket string, err error, policy string) error {
 	}
 	l.mu.Unlock()
 	if policy == LimitsDeny {
-		return newError(http.StatusServiceUnavailable, CodeUnavailable, "",
+		return apierr.New(http.StatusServiceUnavailable, apierr.CodeUnavailable, "",
 			"rate limits cannot be checked while Redis is unavailable; retry shortly")
 	}
 	return nil
@@ -200,7 +201,7 @@ func (l *limiter) allow(c *echo.Context, bucket string, user uuid.UUID, perMinut
 	retry := res.RetryAfter
 	if n > burst {
 		// More than the bucket holds can never pass at once.
-		return newError(http.StatusTooManyRequests, CodeRateLimited, "",
+		return apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimited, "",
 			fmt.Sprintf("%d jobs at once is more than your burst of %d; send smaller batches", n, burst))
 	}
 	h.Set("Retry-After", strconv.Itoa(int(math.Ceil(max(retry, time.Second).Seconds()))))
@@ -208,7 +209,7 @@ func (l *limiter) allow(c *echo.Context, bucket string, user uuid.UUID, perMinut
 	if bucket == bucketJobs {
 		what = "job creations"
 	}
-	return newError(http.StatusTooManyRequests, CodeRateLimited, "",
+	return apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimited, "",
 		fmt.Sprintf("too many %s: the limit is %d a minute with bursts of %d; retry after %s", what, perMinute, burst, retry.Round(time.Millisecond)))
 }
 
@@ -280,7 +281,7 @@ func (s *Server) ratesOf(p principal) func(context.Context, uuid.UUID) (store.Ra
 // schedule breaks, not a 429, since the same request is refused again
 // however long the client waits, until the jobs or the limit change.
 func rateError(e *store.RateError) error {
-	return invalid("schedule", rateMessage(e))
+	return apierr.Invalid("schedule", rateMessage(e))
 }
 
 // rateMessage says which limit a *store.RateError passed, where, and what to
@@ -296,6 +297,6 @@ func rateMessage(e *store.RateError) string {
 }
 
 func quotaError(e *store.QuotaError) error {
-	return newError(http.StatusTooManyRequests, CodeQuotaExceeded, "",
+	return apierr.New(http.StatusTooManyRequests, apierr.CodeQuotaExceeded, "",
 		fmt.Sprintf("the owner has %d active jobs and may have at most %d; cancel some, or ask an administrator to raise max_active_jobs", e.Active, e.Max))
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // listRuns pages through one job's attempts, newest occurrence and attempt
@@ -24,7 +25,7 @@ func (s *Server) listRuns(c *echo.Context) error {
 	f := store.RunFilter{Owner: caller(c).scope(), JobID: id, Limit: limit + 1}
 	if v := c.QueryParam("cursor"); v != "" {
 		if f.Before, err = parseRunCursor(v); err != nil {
-			return invalid("cursor", "is not a cursor this API returned")
+			return apierr.Invalid("cursor", "is not a cursor this API returned")
 		}
 	}
 	ctx := c.Request().Context()

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // The scopes of an API key: what it may do, within what its user's role
@@ -126,8 +127,8 @@ func requireScope(c *echo.Context, p principal) error {
 		return nil
 	}
 	if need == canAdmin {
-		return newError(http.StatusForbidden, CodeForbidden, "", "this needs an administrator (a key with the admin scope)")
+		return apierr.New(http.StatusForbidden, apierr.CodeForbidden, "", "this needs an administrator (a key with the admin scope)")
 	}
-	return newError(http.StatusForbidden, CodeForbidden, "",
+	return apierr.New(http.StatusForbidden, apierr.CodeForbidden, "",
 		"this key lacks the "+strings.Join(need.names(), ", ")+" scope")
 }

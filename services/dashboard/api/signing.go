@@ -9,6 +9,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // rotateRoute is the path of POST /api/v1/signing-secret:rotate (echo reads
@@ -74,7 +75,7 @@ func (s *Server) rotateSigningSecret(c *echo.Context) error {
 			d, err = 0, nil
 		}
 		if err != nil || d < 0 || d > MaxSigningGrace {
-			return invalid("grace", "must be a duration from 0s to "+strconv.Itoa(int(MaxSigningGrace/(24*time.Hour)))+"d, such as 24h")
+			return apierr.Invalid("grace", "must be a duration from 0s to "+strconv.Itoa(int(MaxSigningGrace/(24*time.Hour)))+"d, such as 24h")
 		}
 		grace = d
 	}

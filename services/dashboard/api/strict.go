@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // strictHeaders refuses a request that names its credentials or its body's
@@ -26,7 +27,7 @@ import (
 func strictHeaders(r *http.Request) error {
 	for _, name := range []string{"Authorization", "Content-Type"} {
 		if len(r.Header.Values(name)) > 1 {
-			return newError(http.StatusBadRequest, CodeInvalid, name, "the "+name+" header appears more than once; send it once")
+			return apierr.New(http.StatusBadRequest, apierr.CodeInvalid, name, "the "+name+" header appears more than once; send it once")
 		}
 	}
 	return nil
@@ -107,7 +108,7 @@ func (b *blockedAddrs) block(addr string, now, until time.Time) {
 func tooManyFailures(c *echo.Context, retry time.Duration) error {
 	secs := int(max(retry, time.Second).Round(time.Second) / time.Second)
 	c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
-	return newError(http.StatusTooManyRequests, CodeRateLimited, "",
+	return apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimited, "",
 		"too many requests without valid credentials from your address; retry after "+strconv.Itoa(secs)+"s")
 }
 
