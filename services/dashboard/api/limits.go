@@ -6,7 +6,6 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -15,9 +14,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/dashboard/apierr"
+	"github.com/tockhq/tock/services/dashboard/rate"
 )
 
 // Quotas are the operator's limits for every user (TOCK_LIMIT_*). A user's
@@ -57,15 +56,9 @@ type Quotas struct {
 	// 0 means no cap.
 	MaxKeys int
 	// OnRedisDown is what the limits do while Redis cannot be asked:
-	// LimitsAllow (let requests through) or LimitsDeny (503).
+	// rate.Allow (let requests through) or rate.Deny (503).
 	OnRedisDown string
 }
-
-// The policies of Quotas.OnRedisDown (TOCK_LIMITS_ON_REDIS_DOWN).
-const (
-	LimitsAllow = "allow"
-	LimitsDeny  = "deny"
-)
 
 // DefaultQuotas are the limits when the operator sets none.
 var DefaultQuotas = Quotas{
@@ -90,7 +83,7 @@ var DefaultQuotas = Quotas{
 	AuthFailuresPerMinute: 60,
 	AuthFailureBurst:      20,
 	MaxKeys:               50,
-	OnRedisDown:           LimitsAllow,
+	OnRedisDown:           rate.Allow,
 }
 
 // effective resolves the limits that hold for a user with overrides l and
@@ -121,20 +114,14 @@ func (q Quotas) effective(l store.Limits, admin bool) Quotas {
 	return q
 }
 
-// limiter holds the per-user GCRA buckets in Redis (go-redis/redis_rate), so
-// every dashboard instance shares them.
+// limiter holds the per-user buckets (rate), and what the limit on failed
+// authentication keeps beside them.
 type limiter struct {
-	rl *redis_rate.Limiter
+	buckets *rate.Limiter
 	// rdb records and finds the credentials minted lately (vouch).
 	rdb    redis.UniversalClient
 	prefix string
 	log    *zap.Logger
-
-	// While Redis cannot be asked, one warning a minute says how many
-	// requests met the outage, instead of one per request.
-	mu       sync.Mutex
-	missed   int
-	warnedAt time.Time
 
 	// blocked are the client addresses refused before any lookup, and
 	// clientAddr reads a request's (clientAddrFunc).
@@ -142,38 +129,6 @@ type limiter struct {
 	clientAddr echo.IPExtractor
 	// good are the tokens that authenticated lately (authGate).
 	good goodTokens
-}
-
-// take takes n tokens from the bucket of key (a user id, or a client
-// address), within a second.
-func (l *limiter) take(ctx context.Context, bucket, key string, limit redis_rate.Limit, n int) (*redis_rate.Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	return l.rl.AllowN(ctx, queue.RateKey(l.prefix, bucket, stringer(key)), limit, n)
-}
-
-type stringer string
-
-func (s stringer) String() string { return string(s) }
-
-// unavailable applies the outage policy to a request whose limit could not
-// be checked: nil lets it through (LimitsAllow), or a 503 refuses it
-// (LimitsDeny). Either way the outage is logged at most once a minute, with
-// the number of requests it met since the last line.
-func (l *limiter) unavailable(bucket string, err error, policy string) error {
-	l.mu.Lock()
-	l.missed++
-	if now := time.Now(); now.Sub(l.warnedAt) >= time.Minute {
-		l.log.Warn("rate_limit_unavailable", zap.String("bucket", bucket), zap.Int("requests", l.missed),
-			zap.String("policy", policy), zap.Error(err))
-		l.missed, l.warnedAt = 0, now
-	}
-	l.mu.Unlock()
-	if policy == LimitsDeny {
-		return apierr.New(http.StatusServiceUnavailable, apierr.CodeUnavailable, "",
-			"rate limits cannot be checked while Redis is unavailable; retry shortly")
-	}
-	return nil
 }
 
 // allow takes n tokens from one of a user's buckets. A refusal is a 429 with
@@ -186,9 +141,9 @@ func (l *limiter) allow(c *echo.Context, bucket string, user uuid.UUID, perMinut
 		return nil
 	}
 	limit := redis_rate.Limit{Rate: perMinute, Burst: burst, Period: time.Minute}
-	res, err := l.take(c.Request().Context(), bucket, user.String(), limit, n)
+	res, err := l.buckets.Take(c.Request().Context(), bucket, user.String(), limit, n)
 	if err != nil {
-		return l.unavailable(bucket, err, policy)
+		return l.buckets.Unavailable(bucket, err, policy)
 	}
 	h := c.Response().Header()
 	if bucket == bucketRequests {

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
 	"github.com/labstack/echo/v5"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
@@ -24,6 +23,7 @@ import (
 	"github.com/tockhq/tock/pkg/probe"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/rate"
 )
 
 // AdminID is the bootstrap administrator that the first migration creates and
@@ -153,7 +153,7 @@ func New(d Deps) *Server {
 		s.quotas = *d.Quotas
 	}
 	if s.redis != nil && s.queue != nil {
-		s.limiter = &limiter{rl: redis_rate.NewLimiter(s.redis), rdb: s.redis, prefix: s.queue.Prefix(), log: s.log.Named("limits"),
+		s.limiter = &limiter{buckets: rate.New(rate.Deps{Redis: s.redis, Prefix: s.queue.Prefix(), Logger: s.log.Named("limits")}), rdb: s.redis, prefix: s.queue.Prefix(), log: s.log.Named("limits"),
 			clientAddr: clientAddrFunc(d.TrustedProxies)}
 	}
 	if s.limits.MaxPayloadBytes <= 0 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/services/dashboard/apierr"
+	"github.com/tockhq/tock/services/dashboard/rate"
 )
 
 // strictHeaders refuses a request that names its credentials or its body's
@@ -170,7 +171,7 @@ func (l *limiter) vouched(ctx context.Context, token string, sum [32]byte) bool 
 	defer cancel()
 	n, err := l.rdb.Exists(ctx, queue.VouchedKey(l.prefix, sum)).Result()
 	if err != nil {
-		_ = l.unavailable(bucketVouched, err, LimitsAllow)
+		_ = l.buckets.Unavailable(bucketVouched, err, rate.Allow)
 		return false
 	}
 	return n == 1
@@ -239,9 +240,9 @@ func (s *Server) authFailed(c *echo.Context, answer func() error) error {
 		burst = q.AuthFailuresPerMinute
 	}
 	limit := redis_rate.Limit{Rate: q.AuthFailuresPerMinute, Burst: burst, Period: time.Minute}
-	res, err := s.limiter.take(c.Request().Context(), bucketAuthFailures, addr, limit, 1)
+	res, err := s.limiter.buckets.Take(c.Request().Context(), bucketAuthFailures, addr, limit, 1)
 	if err != nil {
-		if derr := s.limiter.unavailable(bucketAuthFailures, err, q.OnRedisDown); derr != nil {
+		if derr := s.limiter.buckets.Unavailable(bucketAuthFailures, err, q.OnRedisDown); derr != nil {
 			return derr
 		}
 		return answer()

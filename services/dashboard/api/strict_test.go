@@ -20,6 +20,7 @@ import (
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/dashboard/api"
 	"github.com/tockhq/tock/services/dashboard/apierr"
+	"github.com/tockhq/tock/services/dashboard/rate"
 )
 
 // TestStrictHeaders refuses a request that names its credentials or its
@@ -131,7 +132,7 @@ func TestLimitsWhileRedisIsDown(t *testing.T) {
 	for _, tt := range []struct {
 		policy string
 		want   int
-	}{{api.LimitsAllow, http.StatusOK}, {api.LimitsDeny, http.StatusServiceUnavailable}} {
+	}{{rate.Allow, http.StatusOK}, {rate.Deny, http.StatusServiceUnavailable}} {
 		t.Run(tt.policy, func(t *testing.T) {
 			t.Parallel()
 			q := api.DefaultQuotas
@@ -143,8 +144,8 @@ func TestLimitsWhileRedisIsDown(t *testing.T) {
 				require.Equal(t, tt.want, rec.Code, rec.Body.String())
 			}
 			requireError(t, b.request(t, http.MethodGet, "/api/v1/me", nil, "Bearer nope"), map[string]int{
-				api.LimitsAllow: http.StatusUnauthorized, api.LimitsDeny: http.StatusServiceUnavailable}[tt.policy], map[string]string{
-				api.LimitsAllow: apierr.CodeUnauthorized, api.LimitsDeny: apierr.CodeUnavailable}[tt.policy])
+				rate.Allow: http.StatusUnauthorized, rate.Deny: http.StatusServiceUnavailable}[tt.policy], map[string]string{
+				rate.Allow: apierr.CodeUnauthorized, rate.Deny: apierr.CodeUnavailable}[tt.policy])
 		})
 	}
 }
