@@ -20,6 +20,7 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/dashboard/apierr"
+	"github.com/tockhq/tock/services/dashboard/guard"
 )
 
 // principal is who a request acts for.
@@ -103,15 +104,15 @@ func splitKey(token string) (prefix string, ok bool) {
 // the session cookie (see session.go), which acts as the key or token it was
 // opened with. Every failure looks the same to the client: 401, saying
 // nothing of which check failed; an address that keeps failing gets 429
-// before any lookup (authFailed). A request naming its credentials twice is
-// a 400 (strictHeaders).
+// before any lookup (guard.Gate). A request naming its credentials twice is
+// a 400 (guard.StrictHeaders).
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		r := c.Request()
-		if err := strictHeaders(r); err != nil {
+		if err := guard.StrictHeaders(r); err != nil {
 			return err
 		}
-		refuse := func() error { return s.authFailed(c, func() error { return unauthorized(c) }) }
+		refuse := func() error { return s.gate.Failed(c, func() error { return unauthorized(c) }) }
 		var token string
 		cookie := false
 		if h := r.Header.Get("Authorization"); h != "" {
@@ -129,7 +130,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			token, cookie = t, true
 		}
-		if err := s.authGate(c, token); err != nil {
+		if err := s.gate.Admit(c, token); err != nil {
 			return err
 		}
 		lookup := s.credential
@@ -166,8 +167,8 @@ func (s *Server) credential(ctx context.Context, token string) (*principal, erro
 		return adminPrincipal(), nil
 	}
 	p, err := s.keyPrincipal(ctx, token, got[:])
-	if p != nil && s.limiter != nil {
-		s.limiter.good.add(got, s.clock())
+	if p != nil {
+		s.gate.Passed(got)
 	}
 	return p, err
 }
@@ -240,8 +241,8 @@ func (s *Server) sessionPrincipal(ctx context.Context, id string) (*principal, e
 	case len(s.token) > 0 && sc.User.ID == store.BootstrapAdmin && hmac.Equal(adminBinding(s.token, id), sc.Session.AdminBinding):
 		p = adminPrincipal()
 	}
-	if p != nil && s.limiter != nil {
-		s.limiter.good.add(sum, s.clock())
+	if p != nil {
+		s.gate.Passed(sum)
 	}
 	return p, nil
 }
@@ -272,3 +273,11 @@ func selfOrAdmin(c *echo.Context, user uuid.UUID) error {
 }
 
 var errForbidden = apierr.New(http.StatusForbidden, apierr.CodeForbidden, "", "this needs an administrator")
+
+// minted reports whether a token is shaped like a credential tock mints (a
+// key, a session id): past a blocked address, only those are worth asking
+// Redis about (guard.Deps.Minted).
+func minted(token string) bool {
+	_, ok := splitKey(token)
+	return ok || sessionShaped(token)
+}

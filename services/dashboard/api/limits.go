@@ -11,8 +11,6 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
-	"github.com/redis/go-redis/v9"
-	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/dashboard/apierr"
@@ -114,36 +112,19 @@ func (q Quotas) effective(l store.Limits, admin bool) Quotas {
 	return q
 }
 
-// limiter holds the per-user buckets (rate), and what the limit on failed
-// authentication keeps beside them.
-type limiter struct {
-	buckets *rate.Limiter
-	// rdb records and finds the credentials minted lately (vouch).
-	rdb    redis.UniversalClient
-	prefix string
-	log    *zap.Logger
-
-	// blocked are the client addresses refused before any lookup, and
-	// clientAddr reads a request's (clientAddrFunc).
-	blocked    blockedAddrs
-	clientAddr echo.IPExtractor
-	// good are the tokens that authenticated lately (authGate).
-	good goodTokens
-}
-
 // allow takes n tokens from one of a user's buckets. A refusal is a 429 with
 // Retry-After in whole seconds, rounded up. When Redis fails, policy
 // (TOCK_LIMITS_ON_REDIS_DOWN) decides: by default the request is let
 // through, since the limits protect tock from a user and refusing everyone
 // while Redis is away would protect nothing; "deny" answers 503.
-func (l *limiter) allow(c *echo.Context, bucket string, user uuid.UUID, perMinute, burst, n int, policy string) error {
+func allow(c *echo.Context, l *rate.Limiter, bucket string, user uuid.UUID, perMinute, burst, n int, policy string) error {
 	if perMinute <= 0 || l == nil {
 		return nil
 	}
 	limit := redis_rate.Limit{Rate: perMinute, Burst: burst, Period: time.Minute}
-	res, err := l.buckets.Take(c.Request().Context(), bucket, user.String(), limit, n)
+	res, err := l.Take(c.Request().Context(), bucket, user.String(), limit, n)
 	if err != nil {
-		return l.buckets.Unavailable(bucket, err, policy)
+		return l.Unavailable(bucket, err, policy)
 	}
 	h := c.Response().Header()
 	if bucket == bucketRequests {
@@ -179,7 +160,7 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		p := caller(c)
 		q := s.quotas.effective(p.limits, p.admin)
-		if err := s.limiter.allow(c, bucketRequests, p.user, q.RequestsPerMinute, q.RequestBurst, 1, s.quotas.OnRedisDown); err != nil {
+		if err := allow(c, s.limiter, bucketRequests, p.user, q.RequestsPerMinute, q.RequestBurst, 1, s.quotas.OnRedisDown); err != nil {
 			return err
 		}
 		return next(c)
@@ -190,7 +171,7 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) allowJobs(c *echo.Context, n int) error {
 	p := caller(c)
 	q := s.quotas.effective(p.limits, p.admin)
-	return s.limiter.allow(c, bucketJobs, p.user, q.JobsPerMinute, q.JobBurst, n, s.quotas.OnRedisDown)
+	return allow(c, s.limiter, bucketJobs, p.user, q.JobsPerMinute, q.JobBurst, n, s.quotas.OnRedisDown)
 }
 
 // maxActive is the cap on active jobs of an owner: their own limits and role,

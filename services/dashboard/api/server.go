@@ -23,6 +23,7 @@ import (
 	"github.com/tockhq/tock/pkg/probe"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/guard"
 	"github.com/tockhq/tock/services/dashboard/rate"
 )
 
@@ -96,9 +97,12 @@ type Server struct {
 	maxBatchBody int64
 	ready        probe.Check
 	quotas       Quotas
-	limiter      *limiter
-	metrics      *metrics.API
-	tracer       trace.Tracer
+	// limiter holds the per-user buckets; nil without Redis.
+	limiter *rate.Limiter
+	// gate limits failed authentications per client address.
+	gate    *guard.Gate
+	metrics *metrics.API
+	tracer  trace.Tracer
 	// jobs commits job changes and then tells the due set.
 	jobs *lifecycle.Jobs
 	// evaluating lets each user compile and walk one schedule at a time.
@@ -152,10 +156,14 @@ func New(d Deps) *Server {
 	if d.Quotas != nil {
 		s.quotas = *d.Quotas
 	}
+	gd := guard.Deps{Logger: s.log, Clock: s.clock, AdminToken: d.AdminToken,
+		FailuresPerMinute: s.quotas.AuthFailuresPerMinute, FailureBurst: s.quotas.AuthFailureBurst,
+		OnRedisDown: s.quotas.OnRedisDown, TrustedProxies: d.TrustedProxies, Minted: minted}
 	if s.redis != nil && s.queue != nil {
-		s.limiter = &limiter{buckets: rate.New(rate.Deps{Redis: s.redis, Prefix: s.queue.Prefix(), Logger: s.log.Named("limits")}), rdb: s.redis, prefix: s.queue.Prefix(), log: s.log.Named("limits"),
-			clientAddr: clientAddrFunc(d.TrustedProxies)}
+		s.limiter = rate.New(rate.Deps{Redis: s.redis, Prefix: s.queue.Prefix(), Logger: s.log.Named("limits")})
+		gd.Limiter, gd.Redis, gd.Prefix = s.limiter, s.redis, s.queue.Prefix()
 	}
+	s.gate = guard.New(gd)
 	if s.limits.MaxPayloadBytes <= 0 {
 		s.limits.MaxPayloadBytes = jobspec.DefaultLimits.MaxPayloadBytes
 	}

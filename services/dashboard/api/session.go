@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/guard"
 )
 
 // The browser dashboard's session is a random id in a cookie the page's
@@ -127,7 +128,7 @@ func (s *Server) signIn(c *echo.Context) error {
 	if !sameOrigin(r) {
 		return errForbidden
 	}
-	if err := strictHeaders(r); err != nil {
+	if err := guard.StrictHeaders(r); err != nil {
 		return err
 	}
 	form := !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")
@@ -144,7 +145,7 @@ func (s *Server) signIn(c *echo.Context) error {
 		key = body.Key
 	}
 	key = strings.TrimSpace(key)
-	if err := s.authGate(c, key); err != nil {
+	if err := s.gate.Admit(c, key); err != nil {
 		return err
 	}
 	p, err := s.credential(r.Context(), key)
@@ -152,7 +153,7 @@ func (s *Server) signIn(c *echo.Context) error {
 		return err
 	}
 	if p == nil {
-		return s.authFailed(c, func() error {
+		return s.gate.Failed(c, func() error {
 			if form {
 				return c.Redirect(http.StatusSeeOther, "/#/signin?failed=1")
 			}
@@ -162,7 +163,7 @@ func (s *Server) signIn(c *echo.Context) error {
 	// Each sign-in stores a row: it counts against the user's request
 	// rate, so that a key cannot fill the table.
 	q := s.quotas.effective(p.limits, p.admin)
-	if err := s.limiter.allow(c, bucketRequests, p.user, q.RequestsPerMinute, q.RequestBurst, 1, s.quotas.OnRedisDown); err != nil {
+	if err := allow(c, s.limiter, bucketRequests, p.user, q.RequestsPerMinute, q.RequestBurst, 1, s.quotas.OnRedisDown); err != nil {
 		return err
 	}
 	id, sum := newSessionID()
@@ -176,7 +177,7 @@ func (s *Server) signIn(c *echo.Context) error {
 	}
 	// Behind a load balancer the next request may reach another dashboard:
 	// each lets the new session past a blocked address as its own.
-	s.limiter.vouch(r.Context(), sum, now)
+	s.gate.Vouch(r.Context(), sum)
 	c.SetCookie(&http.Cookie{
 		Name: sessionCookie, Value: id, Path: "/", MaxAge: int(sessionAge / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r),
@@ -203,7 +204,7 @@ func (s *Server) signOut(c *echo.Context) error {
 	if !ok || !sessionShaped(id) {
 		return c.NoContent(http.StatusNoContent)
 	}
-	if err := s.authGate(c, id); err != nil {
+	if err := s.gate.Admit(c, id); err != nil {
 		return err
 	}
 	sum := sha256.Sum256([]byte(id))
@@ -212,7 +213,7 @@ func (s *Server) signOut(c *echo.Context) error {
 		return dependency(err)
 	}
 	if !found {
-		return s.authFailed(c, func() error { return c.NoContent(http.StatusNoContent) })
+		return s.gate.Failed(c, func() error { return c.NoContent(http.StatusNoContent) })
 	}
 	return c.NoContent(http.StatusNoContent)
 }
