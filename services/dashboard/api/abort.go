@@ -48,7 +48,7 @@ func (s *Server) abortJob(c *echo.Context) error {
 		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", msg)
 	}
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	out := Aborted{JobID: id, Attempts: make([]AbortedAttempt, len(runs))}
 	for i, r := range runs {

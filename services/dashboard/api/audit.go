@@ -46,7 +46,7 @@ func (s *Server) listAudit(c *echo.Context) error {
 	}
 	entries, err := s.store.ListAudit(c.Request().Context(), f)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	var out AuditList
 	entries, out.NextCursor = page(entries, limit, func(e store.AuditEntry) string { return auditCursor(e.ID) })

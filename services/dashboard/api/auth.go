@@ -190,7 +190,7 @@ func (s *Server) keyPrincipal(ctx context.Context, token string, hash []byte) (*
 		return nil, nil
 	}
 	if err != nil {
-		return nil, dependency(err)
+		return nil, apierr.Dependency(err)
 	}
 	if subtle.ConstantTimeCompare(hash, cred.Hash) != 1 {
 		return nil, nil
@@ -232,7 +232,7 @@ func (s *Server) sessionPrincipal(ctx context.Context, id string) (*principal, e
 		return nil, nil
 	}
 	if err != nil {
-		return nil, dependency(err)
+		return nil, apierr.Dependency(err)
 	}
 	var p *principal
 	switch {

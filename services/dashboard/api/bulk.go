@@ -216,7 +216,7 @@ func (s *Server) bulkJobs(c *echo.Context) error {
 				if errors.Is(err, job.ErrNotFound) {
 					return apierr.Invalid("filter.owner", "no such user")
 				}
-				return dependency(err)
+				return apierr.Dependency(err)
 			}
 			f.Owner = plan.owner
 		}
@@ -224,7 +224,7 @@ func (s *Server) bulkJobs(c *echo.Context) error {
 			if errors.Is(err, store.ErrTooBroad) {
 				return apierr.Invalid("filter", err.Error())
 			}
-			return dependency(err)
+			return apierr.Dependency(err)
 		}
 		if len(ids) > MaxBulkJobs {
 			return apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeTooLarge, "filter",
@@ -386,7 +386,7 @@ func (s *Server) countJobs(c *echo.Context) error {
 		if errors.Is(err, store.ErrTooBroad) {
 			return apierr.Invalid("owner", "too many jobs to count at once; name one owner")
 		}
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	out := JobCounts{Counts: map[job.Status]int64{}}
 	for _, st := range []job.Status{job.StatusScheduled, job.StatusPaused, job.StatusCompleted, job.StatusPermanentlyFailed, job.StatusCancelled, job.StatusExpired} {

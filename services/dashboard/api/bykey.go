@@ -55,7 +55,7 @@ func (s *Server) jobByKey(c *echo.Context) (*job.Job, error) {
 		return nil, errJobNotFound
 	}
 	if err != nil {
-		return nil, dependency(err)
+		return nil, apierr.Dependency(err)
 	}
 	return j, nil
 }
@@ -80,7 +80,7 @@ func (s *Server) cancelJobByKey(c *echo.Context) error {
 		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", "the job has started or finished; only a one-off job that has not started, or a recurring job, can be cancelled")
 	}
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -123,7 +123,7 @@ func (s *Server) putJobByKey(c *echo.Context) error {
 	switch {
 	case errors.Is(err, job.ErrNotFound):
 	case err != nil:
-		return dependency(err)
+		return apierr.Dependency(err)
 	case cur.Status == job.StatusScheduled || cur.Status == job.StatusPaused:
 		if raw, ok := req.Raw("type"); ok {
 			var t job.Type

@@ -38,7 +38,7 @@ func (s *Server) patchJob(c *echo.Context) error {
 	// change is then applied under the lock in a few comparisons.
 	cur, err := s.store.GetJob(c.Request().Context(), caller(c).scope(), id)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	return s.change(c, req, cur, dry)
 }
@@ -146,7 +146,7 @@ func editError(err, refused error) error {
 		msg, _ := strings.CutPrefix(refused.Error(), job.ErrInvalid.Error()+": ")
 		return apierr.Invalid("", msg)
 	}
-	return dependency(err)
+	return apierr.Dependency(err)
 }
 
 // triggerJob runs a scheduled job once more, now, in addition to its

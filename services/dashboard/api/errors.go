@@ -20,30 +20,13 @@ var (
 	errInternal     = apierr.New(http.StatusInternalServerError, apierr.CodeInternal, "", "internal error")
 )
 
-// unavailableError marks a failure of Postgres or Redis: the request may
-// succeed if retried, so it is a 503, not a 500.
-type unavailableError struct{ err error }
-
-func (e *unavailableError) Error() string { return e.err.Error() }
-func (e *unavailableError) Unwrap() error { return e.err }
-
-// dependency classifies an error from the store or the queue: the domain's
-// sentinels pass through to be mapped to 4xx, anything else is the database
-// or Redis failing.
-func dependency(err error) error {
-	if err == nil || errors.Is(err, job.ErrNotFound) || errors.Is(err, job.ErrConflict) || errors.Is(err, job.ErrInvalid) {
-		return err
-	}
-	return &unavailableError{err: err}
-}
-
 // toResponse maps any error a handler or echo returns onto a status and body.
 // Only an error nobody classified is a 500: that is a bug.
 func toResponse(err error) (int, apierr.Detail) {
 	var (
 		ae  *apierr.Error
 		fe  *job.FieldError
-		ue  *unavailableError
+		ue  *apierr.DependencyError
 		mbe *http.MaxBytesError
 	)
 	switch {

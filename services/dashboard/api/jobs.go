@@ -129,7 +129,7 @@ func (s *Server) owner(c *echo.Context, named string) (*store.User, error) {
 		return nil, apierr.Invalid("owner", "is not a user")
 	}
 	if err != nil {
-		return nil, dependency(err)
+		return nil, apierr.Dependency(err)
 	}
 	if !u.DisabledAt.IsZero() {
 		return nil, apierr.Invalid("owner", "is a disabled user")
@@ -151,7 +151,7 @@ func createError(err error) error {
 	case errors.As(err, &re):
 		return rateError(re)
 	}
-	return dependency(err)
+	return apierr.Dependency(err)
 }
 
 // getJob returns one job of the caller's.
@@ -162,7 +162,7 @@ func (s *Server) getJob(c *echo.Context) error {
 	}
 	j, err := s.store.GetJob(c.Request().Context(), caller(c).scope(), id)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	return writeJSON(c, http.StatusOK, s.jobView(j, s.clock()))
 }
@@ -243,7 +243,7 @@ func (s *Server) pageJobs(c *echo.Context, f store.JobFilter) error {
 		jobs, err = s.store.ListJobs(c.Request().Context(), f)
 	}
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	var out jobPage
 	jobs, out.NextCursor = page(jobs, limit, func(j *job.Job) string { return jobCursor(j.ID) })
@@ -302,7 +302,7 @@ func (s *Server) cancelJob(c *echo.Context) error {
 		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", "the job has started or finished; only a one-off job that has not started, or a recurring job, can be cancelled")
 	}
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -317,7 +317,7 @@ func (s *Server) purgeJob(c *echo.Context, id uuid.UUID) error {
 	case errors.Is(err, job.ErrConflict):
 		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", "the job can still run; cancel it first, then purge it")
 	case err != nil:
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	return c.NoContent(http.StatusNoContent)
 }

@@ -151,7 +151,7 @@ func (s *Server) listKeys(c *echo.Context) error {
 	}
 	keys, err := s.store.ListKeys(ctx, id)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	out := KeyList{Keys: make([]Key, len(keys))}
 	for i, k := range keys {
@@ -173,7 +173,7 @@ func (s *Server) revokeKey(c *echo.Context) error {
 		// could otherwise take away the keys that can undo what it does.
 		keys, err := s.store.ListKeys(c.Request().Context(), p.user)
 		if err != nil {
-			return dependency(err)
+			return apierr.Dependency(err)
 		}
 		for _, k := range keys {
 			if k.ID == id {
@@ -189,7 +189,7 @@ func (s *Server) revokeKey(c *echo.Context) error {
 		return errKeyNotFound
 	}
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	return c.NoContent(http.StatusNoContent)
 }

@@ -31,11 +31,11 @@ func (s *Server) listRuns(c *echo.Context) error {
 	ctx := c.Request().Context()
 	j, err := s.store.GetJob(ctx, f.Owner, id)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	runs, err := s.store.ListRuns(ctx, f)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	var out RunList
 	runs, out.NextCursor = page(runs, limit, func(r job.Run) string { return runCursor(r.ScheduledFor, r.Attempt) })

@@ -90,7 +90,7 @@ func (s *Server) searchRuns(c *echo.Context) error {
 	f.Limit = limit + 1
 	runs, resume, err := s.store.SearchRuns(c.Request().Context(), f)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	var out RunList
 	runs, out.NextCursor = page(runs, limit, func(r store.FoundRun) string {
@@ -142,7 +142,7 @@ func (s *Server) runStats(c *echo.Context) error {
 	}
 	counts, err := s.store.CountRuns(c.Request().Context(), owner, since, until, by, MaxRunGroups+1)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	out := RunStats{Since: Time{since}, Until: Time{until}, GroupBy: string(by), Groups: make([]RunStatsGroup, 0, len(counts))}
 	if len(counts) > MaxRunGroups {

@@ -38,7 +38,7 @@ func (s *Server) nextRuns(c *echo.Context) error {
 	}
 	j, err := s.store.GetJob(c.Request().Context(), caller(c).scope(), id)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	times, err := upcoming(requestBudget(c), j, s.clock(), n)
 	if err != nil {

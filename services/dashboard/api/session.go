@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 	"github.com/tockhq/tock/services/dashboard/guard"
 )
 
@@ -173,7 +174,7 @@ func (s *Server) signIn(c *echo.Context) error {
 		sess.AdminBinding = adminBinding(s.token, id)
 	}
 	if err := s.store.CreateSession(r.Context(), sum[:], sess); err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	// Behind a load balancer the next request may reach another dashboard:
 	// each lets the new session past a blocked address as its own.
@@ -210,7 +211,7 @@ func (s *Server) signOut(c *echo.Context) error {
 	sum := sha256.Sum256([]byte(id))
 	found, err := s.store.DeleteSession(r.Context(), sum[:])
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	if !found {
 		return s.gate.Failed(c, func() error { return c.NoContent(http.StatusNoContent) })

@@ -48,7 +48,7 @@ const signingScheme = "t=<unix seconds>,v1=<hex HMAC-SHA256 of \"<t>.<raw body>\
 func (s *Server) signingSecret(c *echo.Context) error {
 	sec, err := s.store.SigningSecrets(c.Request().Context(), caller(c).user, s.now())
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return writeJSON(c, http.StatusOK, SigningSecret{Secret: sec.Current, Header: "X-Tock-Signature", Scheme: signingScheme,
@@ -82,7 +82,7 @@ func (s *Server) rotateSigningSecret(c *echo.Context) error {
 	p := caller(c)
 	sec, err := s.store.RotateSigningSecret(c.Request().Context(), p.user, s.now(), grace, p.audit(store.ActionSigningRotate))
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	out := SigningSecret{Secret: sec.Current, Header: "X-Tock-Signature", Scheme: signingScheme,

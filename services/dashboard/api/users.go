@@ -112,7 +112,7 @@ func (s *Server) createUser(c *echo.Context) error {
 	u := &store.User{ID: job.NewID(), Name: name, Role: req.Role, CreatedAt: s.now(), Limits: limits}
 	out, err := s.store.CreateUser(c.Request().Context(), u, caller(c).audit(store.ActionUserCreate))
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	if out.Limits.MaxRunning != nil {
 		s.syncOwnerCap(c.Request().Context(), out)
@@ -134,7 +134,7 @@ func (s *Server) listUsers(c *echo.Context) error {
 	}
 	users, err := s.store.ListUsers(c.Request().Context(), after, limit+1)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	var out UserList
 	users, out.NextCursor = page(users, limit, func(u *store.User) string { return jobCursor(u.ID) })
@@ -149,7 +149,7 @@ func (s *Server) listUsers(c *echo.Context) error {
 func (s *Server) me(c *echo.Context) error {
 	u, err := s.store.GetUser(c.Request().Context(), caller(c).user)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	v := s.userView(u)
 	v.Scopes = caller(c).scopes.names()
@@ -171,7 +171,7 @@ func userError(err error) error {
 	if errors.Is(err, job.ErrNotFound) {
 		return errUserNotFound
 	}
-	return dependency(err)
+	return apierr.Dependency(err)
 }
 
 // getUser shows one user: to an administrator, or to the user themself.
@@ -266,7 +266,7 @@ func (s *Server) eraseUser(c *echo.Context) error {
 		return errUserNotFound
 	}
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	s.jobs.AbortOwner(c.Request().Context(), id, caller(c).user, now)
 	return writeJSON(c, http.StatusOK, erased)

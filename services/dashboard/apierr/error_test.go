@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
@@ -42,4 +43,20 @@ func TestError(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, ae.Status)
 	require.Equal(t, apierr.Detail{Code: apierr.CodeInvalid, Message: "is too long", Field: "name"}, ae.Detail)
 	require.Equal(t, "invalid: is too long", ae.Error())
+}
+
+// TestDependency passes the domain's sentinels through, to be answered as
+// 4xx, and marks any other failure of the store or the queue as one of a
+// backing service, keeping it for the log.
+func TestDependency(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, apierr.Dependency(nil))
+	for _, sentinel := range []error{job.ErrNotFound, job.ErrConflict, job.ErrInvalid} {
+		wrapped := fmt.Errorf("get job: %w", sentinel)
+		require.Same(t, wrapped, apierr.Dependency(wrapped))
+	}
+	cause := errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+	var de *apierr.DependencyError
+	require.True(t, errors.As(apierr.Dependency(cause), &de))
+	require.ErrorIs(t, de, cause)
 }
