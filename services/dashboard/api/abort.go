@@ -10,6 +10,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
 	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
@@ -36,10 +37,10 @@ func (s *Server) abortJob(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := caller(c)
+	p := access.Caller(c)
 	now := s.now()
 	ctx := c.Request().Context()
-	runs, err := s.jobs.Abort(ctx, p.scope(), id, now, p.audit(store.ActionJobAbort))
+	runs, err := s.jobs.Abort(ctx, p.Owner(), id, now, p.Audit(store.ActionJobAbort))
 	if errors.Is(err, job.ErrConflict) {
 		msg := "no attempt of this job is running"
 		if _, m, ok := strings.Cut(err.Error(), job.ErrConflict.Error()+": "); ok {

@@ -16,6 +16,7 @@ import (
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/schedule"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
 	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
@@ -113,7 +114,7 @@ func (s *Server) createBatch(c *echo.Context) error {
 	if err := s.allowJobs(c, len(jobs)); err != nil {
 		return err
 	}
-	create := store.Create{Audit: caller(c).audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), Rates: s.rates(owner)}
+	create := store.Create{Audit: access.Caller(c).Audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), Rates: s.rates(owner)}
 	if err := s.createJobs(c, jobs, now, create); err != nil {
 		return createError(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
 	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
@@ -202,14 +203,14 @@ func (s *Server) bulkJobs(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := caller(c)
+	p := access.Caller(c)
 	ctx := c.Request().Context()
 	ids := plan.ids
 	if plan.filter != nil {
 		f := *plan.filter
-		f.Owner = p.scope()
+		f.Owner = p.Owner()
 		if plan.owner != uuid.Nil {
-			if !p.admin && plan.owner != p.user {
+			if !p.Admin && plan.owner != p.User {
 				return apierr.New(http.StatusForbidden, apierr.CodeForbidden, "filter.owner", "only an administrator may act on another user's jobs")
 			}
 			if _, err := s.store.GetUser(ctx, plan.owner); err != nil {
@@ -249,7 +250,7 @@ func (s *Server) bulkJobs(c *echo.Context) error {
 // applyBulk runs the action on each job, bulkWorkers at a time, filling in
 // out's counts and skips (in the order the ids were given), and returns the
 // ids it changed.
-func (s *Server) applyBulk(ctx context.Context, p principal, action string, ids []uuid.UUID, out *BulkResult) []uuid.UUID {
+func (s *Server) applyBulk(ctx context.Context, p access.Principal, action string, ids []uuid.UUID, out *BulkResult) []uuid.UUID {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bulkTimeout)
 	defer cancel()
 	now := s.now()
@@ -290,8 +291,8 @@ func (s *Server) applyBulk(ctx context.Context, p principal, action string, ids 
 // it all), except a trigger: it adds an occurrence, whose idempotency key
 // only the trigger's own entry records, so it is audited as the single-job
 // trigger is, job.trigger by the caller.
-func (s *Server) bulkOne(ctx context.Context, p principal, action string, id uuid.UUID, now time.Time) error {
-	owner := p.scope()
+func (s *Server) bulkOne(ctx context.Context, p access.Principal, action string, id uuid.UUID, now time.Time) error {
+	owner := p.Owner()
 	var refused error
 	edit := func(e store.Edit) error {
 		_, err := s.jobs.Edit(ctx, owner, id, now, func(j *job.Job, started bool) error {
@@ -311,7 +312,7 @@ func (s *Server) bulkOne(ctx context.Context, p principal, action string, id uui
 	case bulkCancel:
 		return s.jobs.Cancel(ctx, owner, id, now, store.Audit{})
 	case bulkTrigger:
-		_, err := s.jobs.Trigger(ctx, owner, id, now, p.audit(store.ActionJobTrigger))
+		_, err := s.jobs.Trigger(ctx, owner, id, now, p.Audit(store.ActionJobTrigger))
 		return err
 	default:
 		_, err := s.jobs.Retry(ctx, owner, id, time.Time{}, now, store.Audit{})
@@ -346,12 +347,12 @@ func bulkReason(err error) string {
 // auditBulk writes the call's one audit entry: the action, how many jobs it
 // selected, and the ids it changed. The changes are many transactions, so
 // the entry follows them; a failure to write it is logged.
-func (s *Server) auditBulk(ctx context.Context, p principal, action string, matched int, changed []uuid.UUID) {
+func (s *Server) auditBulk(ctx context.Context, p access.Principal, action string, matched int, changed []uuid.UUID) {
 	if changed == nil {
 		changed = []uuid.UUID{}
 	}
 	raw, _ := json.Marshal(map[string]any{"action": action, "matched": matched, "changed": len(changed), "ids": changed})
-	e := store.AuditEntry{At: s.now(), Actor: p.user, Action: store.ActionJobBulk, TargetType: store.TargetBulk,
+	e := store.AuditEntry{At: s.now(), Actor: p.User, Action: store.ActionJobBulk, TargetType: store.TargetBulk,
 		TargetID: job.NewID(), Change: raw}
 	if err := s.store.RecordAudit(context.WithoutCancel(ctx), e); err != nil {
 		s.log.Error("audit_failed", zap.String("action", e.Action), zap.Int("jobs", len(changed)), zap.Error(err))
@@ -375,7 +376,7 @@ type JobCounts struct {
 // store.CountTimeout: beyond, 503 would mislead, so it is a 400 asking to
 // narrow it to one owner.
 func (s *Server) countJobs(c *echo.Context) error {
-	owner := caller(c).scope()
+	owner := access.Caller(c).Owner()
 	if o, named, err := queryOwner(c); err != nil {
 		return err
 	} else if named {

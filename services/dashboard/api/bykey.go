@@ -12,6 +12,7 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
 	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
@@ -37,7 +38,7 @@ func keyOwner(c *echo.Context) (uuid.UUID, error) {
 	if id, named, err := queryOwner(c); named || err != nil {
 		return id, err
 	}
-	return caller(c).user, nil
+	return access.Caller(c).User, nil
 }
 
 // jobByKey finds the job that holds the key named in the path.
@@ -75,7 +76,7 @@ func (s *Server) cancelJobByKey(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	err = s.jobs.Cancel(c.Request().Context(), caller(c).scope(), j.ID, s.clock(), caller(c).audit(store.ActionJobCancel))
+	err = s.jobs.Cancel(c.Request().Context(), access.Caller(c).Owner(), j.ID, s.clock(), access.Caller(c).Audit(store.ActionJobCancel))
 	if errors.Is(err, job.ErrConflict) {
 		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", "the job has started or finished; only a one-off job that has not started, or a recurring job, can be cancelled")
 	}

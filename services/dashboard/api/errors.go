@@ -10,14 +10,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/services/dashboard/access"
 	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 var (
-	errUnauthorized = apierr.New(http.StatusUnauthorized, apierr.CodeUnauthorized, "", "a valid bearer token is required")
-	errJobNotFound  = apierr.New(http.StatusNotFound, apierr.CodeNotFound, "", "job not found")
-	errTooLarge     = apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeTooLarge, "", "request body is too large")
-	errInternal     = apierr.New(http.StatusInternalServerError, apierr.CodeInternal, "", "internal error")
+	errJobNotFound = apierr.New(http.StatusNotFound, apierr.CodeNotFound, "", "job not found")
+	errTooLarge    = apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeTooLarge, "", "request body is too large")
+	errInternal    = apierr.New(http.StatusInternalServerError, apierr.CodeInternal, "", "internal error")
 )
 
 // toResponse maps any error a handler or echo returns onto a status and body.
@@ -54,7 +54,7 @@ func toResponse(err error) (int, apierr.Detail) {
 	case http.StatusMethodNotAllowed:
 		return status, apierr.Detail{Code: apierr.CodeMethodNotAllowed, Message: "method not allowed on this route"}
 	case http.StatusUnauthorized:
-		return errUnauthorized.Status, errUnauthorized.Detail
+		return access.ErrUnauthorized.Status, access.ErrUnauthorized.Detail
 	case http.StatusRequestEntityTooLarge:
 		return errTooLarge.Status, errTooLarge.Detail
 	case http.StatusBadRequest:

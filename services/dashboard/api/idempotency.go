@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
 	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
@@ -65,7 +66,7 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 			h.Write([]byte{0})
 		}
 		h.Write(body)
-		owner := caller(c).user
+		owner := access.Caller(c).User
 		state, stored, err := s.store.ClaimIdempotencyKey(req.Context(), owner, key, h.Sum(nil), s.clock())
 		if err != nil {
 			return err

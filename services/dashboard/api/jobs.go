@@ -17,6 +17,7 @@ import (
 	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/schedule"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
 	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
@@ -90,7 +91,7 @@ func (s *Server) create(c *echo.Context, req *jobspec.Request, owner *store.User
 	if err := s.allowJobs(c, 1); err != nil {
 		return err
 	}
-	create := store.Create{Audit: caller(c).audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), Rates: s.rates(owner)}
+	create := store.Create{Audit: access.Caller(c).Audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), Rates: s.rates(owner)}
 	if err := s.createJobs(c, []*job.Job{j}, now, create); err != nil {
 		return createError(err)
 	}
@@ -106,7 +107,7 @@ func requestBudget(c *echo.Context) *schedule.Budget {
 // owner resolves whom a new job belongs to: the caller, or the user an
 // administrator names. A user naming anyone but themself is refused.
 func (s *Server) owner(c *echo.Context, named string) (*store.User, error) {
-	p := caller(c)
+	p := access.Caller(c)
 	var id uuid.UUID
 	if named != "" {
 		var err error
@@ -114,14 +115,14 @@ func (s *Server) owner(c *echo.Context, named string) (*store.User, error) {
 			return nil, apierr.Invalid("owner", "must be a user id (a UUID)")
 		}
 	}
-	if named == "" || id == p.user {
+	if named == "" || id == p.User {
 		role := store.RoleUser
-		if p.admin {
+		if p.Admin {
 			role = store.RoleAdmin
 		}
-		return &store.User{ID: p.user, Role: role, Limits: p.limits}, nil
+		return &store.User{ID: p.User, Role: role, Limits: p.Limits}, nil
 	}
-	if !p.admin {
+	if !p.Admin {
 		return nil, apierr.New(http.StatusForbidden, apierr.CodeForbidden, "owner", "only an administrator can create a job for another user")
 	}
 	u, err := s.store.GetUser(c.Request().Context(), id)
@@ -160,7 +161,7 @@ func (s *Server) getJob(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	j, err := s.store.GetJob(c.Request().Context(), caller(c).scope(), id)
+	j, err := s.store.GetJob(c.Request().Context(), access.Caller(c).Owner(), id)
 	if err != nil {
 		return apierr.Dependency(err)
 	}
@@ -177,8 +178,8 @@ func queryOwner(c *echo.Context) (owner uuid.UUID, named bool, err error) {
 	if owner, err = uuid.Parse(v); err != nil {
 		return uuid.Nil, true, apierr.Invalid("owner", "must be a user id")
 	}
-	if p := caller(c); !p.admin && owner != p.user {
-		return uuid.Nil, true, errForbidden
+	if p := access.Caller(c); !p.Admin && owner != p.User {
+		return uuid.Nil, true, access.ErrForbidden
 	}
 	return owner, true, nil
 }
@@ -187,8 +188,8 @@ func queryOwner(c *echo.Context) (owner uuid.UUID, named bool, err error) {
 // q finds a job by its exact id, or the jobs whose name contains it
 // (ignoring case); owner narrows an administrator's listing to one user.
 func (s *Server) listJobs(c *echo.Context) error {
-	p := caller(c)
-	f := store.JobFilter{Owner: p.scope()}
+	p := access.Caller(c)
+	f := store.JobFilter{Owner: p.Owner()}
 	if owner, named, err := queryOwner(c); err != nil {
 		return err
 	} else if named {
@@ -297,7 +298,7 @@ func (s *Server) cancelJob(c *echo.Context) error {
 	default:
 		return apierr.Invalid("purge", "must be true or false")
 	}
-	err = s.jobs.Cancel(c.Request().Context(), caller(c).scope(), id, s.clock(), caller(c).audit(store.ActionJobCancel))
+	err = s.jobs.Cancel(c.Request().Context(), access.Caller(c).Owner(), id, s.clock(), access.Caller(c).Audit(store.ActionJobCancel))
 	if errors.Is(err, job.ErrConflict) {
 		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", "the job has started or finished; only a one-off job that has not started, or a recurring job, can be cancelled")
 	}
@@ -310,7 +311,7 @@ func (s *Server) cancelJob(c *echo.Context) error {
 // purgeJob removes a finished job and its runs now (DELETE ?purge=true):
 // what its retention would remove later, at once, for an erasure request.
 func (s *Server) purgeJob(c *echo.Context, id uuid.UUID) error {
-	err := s.store.PurgeJob(c.Request().Context(), caller(c).scope(), id, s.clock(), caller(c).audit(store.ActionJobPurge))
+	err := s.store.PurgeJob(c.Request().Context(), access.Caller(c).Owner(), id, s.clock(), access.Caller(c).Audit(store.ActionJobPurge))
 	switch {
 	case errors.Is(err, job.ErrNotFound):
 		return errJobNotFound

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
 	"github.com/tockhq/tock/services/dashboard/apierr"
 	"github.com/tockhq/tock/services/dashboard/rate"
 )
@@ -158,9 +159,9 @@ const (
 // rateLimit holds every authenticated request to the caller's request rate.
 func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
-		p := caller(c)
-		q := s.quotas.effective(p.limits, p.admin)
-		if err := allow(c, s.limiter, bucketRequests, p.user, q.RequestsPerMinute, q.RequestBurst, 1, s.quotas.OnRedisDown); err != nil {
+		p := access.Caller(c)
+		q := s.quotas.effective(p.Limits, p.Admin)
+		if err := allow(c, s.limiter, bucketRequests, p.User, q.RequestsPerMinute, q.RequestBurst, 1, s.quotas.OnRedisDown); err != nil {
 			return err
 		}
 		return next(c)
@@ -169,9 +170,9 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 
 // allowJobs takes n jobs from the caller's creation rate.
 func (s *Server) allowJobs(c *echo.Context, n int) error {
-	p := caller(c)
-	q := s.quotas.effective(p.limits, p.admin)
-	return allow(c, s.limiter, bucketJobs, p.user, q.JobsPerMinute, q.JobBurst, n, s.quotas.OnRedisDown)
+	p := access.Caller(c)
+	q := s.quotas.effective(p.Limits, p.Admin)
+	return allow(c, s.limiter, bucketJobs, p.User, q.JobsPerMinute, q.JobBurst, n, s.quotas.OnRedisDown)
 }
 
 // maxActive is the cap on active jobs of an owner: their own limits and role,
@@ -195,14 +196,14 @@ func (q Quotas) rates() store.Rates {
 // recurring jobs fire together: the caller's own, or the limits of the user
 // an administrator edits a job of.
 func (s *Server) ownerRates(c *echo.Context) func(context.Context, uuid.UUID) (store.Rates, error) {
-	return s.ratesOf(caller(c))
+	return s.ratesOf(access.Caller(c))
 }
 
 // ratesOf is ownerRates for a caller p.
-func (s *Server) ratesOf(p principal) func(context.Context, uuid.UUID) (store.Rates, error) {
+func (s *Server) ratesOf(p access.Principal) func(context.Context, uuid.UUID) (store.Rates, error) {
 	return func(ctx context.Context, owner uuid.UUID) (store.Rates, error) {
-		if owner == p.user {
-			return s.quotas.effective(p.limits, p.admin).rates(), nil
+		if owner == p.User {
+			return s.quotas.effective(p.Limits, p.Admin).rates(), nil
 		}
 		u, err := s.store.GetUser(ctx, owner)
 		if err != nil {

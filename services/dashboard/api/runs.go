@@ -7,6 +7,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
 	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
@@ -22,7 +23,7 @@ func (s *Server) listRuns(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := store.RunFilter{Owner: caller(c).scope(), JobID: id, Limit: limit + 1}
+	f := store.RunFilter{Owner: access.Caller(c).Owner(), JobID: id, Limit: limit + 1}
 	if v := c.QueryParam("cursor"); v != "" {
 		if f.Before, err = parseRunCursor(v); err != nil {
 			return apierr.Invalid("cursor", "is not a cursor this API returned")

@@ -12,6 +12,7 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
 	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
@@ -36,7 +37,7 @@ const (
 // applied over a bounded walk (store.DefaultRunWalk runs a page): a short
 // or empty page may then still have a next one.
 func (s *Server) searchRuns(c *echo.Context) error {
-	f := store.RunSearch{Owner: caller(c).scope(), Now: s.clock()}
+	f := store.RunSearch{Owner: access.Caller(c).Owner(), Now: s.clock()}
 	if owner, named, err := queryOwner(c); err != nil {
 		return err
 	} else if named {
@@ -110,7 +111,7 @@ func (s *Server) searchRuns(c *echo.Context) error {
 // them) scheduled in a window of at most store.MaxRunWindow, by status,
 // job type or job.
 func (s *Server) runStats(c *echo.Context) error {
-	owner := caller(c).scope()
+	owner := access.Caller(c).Owner()
 	if o, named, err := queryOwner(c); err != nil {
 		return err
 	} else if named {

@@ -11,6 +11,7 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/schedule"
+	"github.com/tockhq/tock/services/dashboard/access"
 	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
@@ -36,7 +37,7 @@ func (s *Server) nextRuns(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	j, err := s.store.GetJob(c.Request().Context(), caller(c).scope(), id)
+	j, err := s.store.GetJob(c.Request().Context(), access.Caller(c).Owner(), id)
 	if err != nil {
 		return apierr.Dependency(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
 	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
@@ -46,7 +47,7 @@ const signingScheme = "t=<unix seconds>,v1=<hex HMAC-SHA256 of \"<t>.<raw body>\
 // need to verify X-Tock-Signature (docs/webhooks.md). It is only ever sent to
 // its owner and never logged.
 func (s *Server) signingSecret(c *echo.Context) error {
-	sec, err := s.store.SigningSecrets(c.Request().Context(), caller(c).user, s.now())
+	sec, err := s.store.SigningSecrets(c.Request().Context(), access.Caller(c).User, s.now())
 	if err != nil {
 		return apierr.Dependency(err)
 	}
@@ -79,8 +80,8 @@ func (s *Server) rotateSigningSecret(c *echo.Context) error {
 		}
 		grace = d
 	}
-	p := caller(c)
-	sec, err := s.store.RotateSigningSecret(c.Request().Context(), p.user, s.now(), grace, p.audit(store.ActionSigningRotate))
+	p := access.Caller(c)
+	sec, err := s.store.RotateSigningSecret(c.Request().Context(), p.User, s.now(), grace, p.Audit(store.ActionSigningRotate))
 	if err != nil {
 		return apierr.Dependency(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/lifecycle"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
 	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
@@ -110,7 +111,7 @@ func (s *Server) createUser(c *echo.Context) error {
 		return err
 	}
 	u := &store.User{ID: job.NewID(), Name: name, Role: req.Role, CreatedAt: s.now(), Limits: limits}
-	out, err := s.store.CreateUser(c.Request().Context(), u, caller(c).audit(store.ActionUserCreate))
+	out, err := s.store.CreateUser(c.Request().Context(), u, access.Caller(c).Audit(store.ActionUserCreate))
 	if err != nil {
 		return apierr.Dependency(err)
 	}
@@ -147,12 +148,12 @@ func (s *Server) listUsers(c *echo.Context) error {
 
 // me answers who the caller is, with the limits that hold for them.
 func (s *Server) me(c *echo.Context) error {
-	u, err := s.store.GetUser(c.Request().Context(), caller(c).user)
+	u, err := s.store.GetUser(c.Request().Context(), access.Caller(c).User)
 	if err != nil {
 		return apierr.Dependency(err)
 	}
 	v := s.userView(u)
-	v.Scopes = caller(c).scopes.names()
+	v.Scopes = access.Caller(c).Scopes.Names()
 	return writeJSON(c, http.StatusOK, v)
 }
 
@@ -180,7 +181,7 @@ func (s *Server) getUser(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := selfOrAdmin(c, id); err != nil {
+	if err := access.SelfOrAdmin(c, id); err != nil {
 		return err
 	}
 	u, err := s.store.GetUser(c.Request().Context(), id)
@@ -242,7 +243,7 @@ func (s *Server) disableUser(c *echo.Context) error {
 	})
 	if err == nil {
 		// Their jobs are paused; what of theirs is running is stopped too.
-		s.jobs.AbortOwner(c.Request().Context(), id, caller(c).user, now)
+		s.jobs.AbortOwner(c.Request().Context(), id, access.Caller(c).User, now)
 	}
 	return err
 }
@@ -257,18 +258,18 @@ func (s *Server) eraseUser(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if id == store.BootstrapAdmin || id == caller(c).user {
+	if id == store.BootstrapAdmin || id == access.Caller(c).User {
 		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", "neither the bootstrap administrator nor yourself can be erased")
 	}
 	now := s.now()
-	erased, err := s.store.EraseUser(c.Request().Context(), id, now, caller(c).audit(store.ActionUserErase))
+	erased, err := s.store.EraseUser(c.Request().Context(), id, now, access.Caller(c).Audit(store.ActionUserErase))
 	if errors.Is(err, job.ErrNotFound) {
 		return errUserNotFound
 	}
 	if err != nil {
 		return apierr.Dependency(err)
 	}
-	s.jobs.AbortOwner(c.Request().Context(), id, caller(c).user, now)
+	s.jobs.AbortOwner(c.Request().Context(), id, access.Caller(c).User, now)
 	return writeJSON(c, http.StatusOK, erased)
 }
 
@@ -293,7 +294,7 @@ func (s *Server) updateUser(c *echo.Context, id uuid.UUID, action string, edit s
 	u, err := s.store.UpdateUser(c.Request().Context(), id, s.now(), func(u *store.User) error {
 		refused = edit(u)
 		return refused
-	}, caller(c).audit(action))
+	}, access.Caller(c).Audit(action))
 	if err != nil {
 		if refused != nil && errors.Is(err, job.ErrConflict) {
 			msg, _ := strings.CutPrefix(refused.Error(), job.ErrConflict.Error()+": ")
