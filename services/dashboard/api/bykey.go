@@ -76,7 +76,8 @@ func (s *Server) cancelJobByKey(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	err = s.jobs.Cancel(c.Request().Context(), access.Caller(c).Owner(), j.ID, s.clock(), access.Caller(c).Audit(store.ActionJobCancel))
+	p := access.Caller(c)
+	err = s.jobs.Cancel(c.Request().Context(), p.Owner(), j.ID, s.clock(), p.Audit(store.ActionJobCancel))
 	if errors.Is(err, job.ErrConflict) {
 		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", "the job has started or finished; only a one-off job that has not started, or a recurring job, can be cancelled")
 	}

@@ -160,7 +160,8 @@ func (s *Server) triggerJob(c *echo.Context) error {
 		return err
 	}
 	now := s.now()
-	occ, err := s.jobs.Trigger(c.Request().Context(), access.Caller(c).Owner(), id, now, access.Caller(c).Audit(store.ActionJobTrigger))
+	p := access.Caller(c)
+	occ, err := s.jobs.Trigger(c.Request().Context(), p.Owner(), id, now, p.Audit(store.ActionJobTrigger))
 	if err != nil {
 		return editError(err, err)
 	}
@@ -197,7 +198,8 @@ func (s *Server) retryJob(c *echo.Context) error {
 			return err
 		}
 	}
-	occ, err := s.jobs.Retry(c.Request().Context(), access.Caller(c).Owner(), id, req.ScheduledFor.Time, s.now(), access.Caller(c).Audit(store.ActionJobRetry))
+	p := access.Caller(c)
+	occ, err := s.jobs.Retry(c.Request().Context(), p.Owner(), id, req.ScheduledFor.Time, s.now(), p.Audit(store.ActionJobRetry))
 	if err != nil {
 		return editError(err, errors.Unwrap(err))
 	}

@@ -298,7 +298,8 @@ func (s *Server) cancelJob(c *echo.Context) error {
 	default:
 		return apierr.Invalid("purge", "must be true or false")
 	}
-	err = s.jobs.Cancel(c.Request().Context(), access.Caller(c).Owner(), id, s.clock(), access.Caller(c).Audit(store.ActionJobCancel))
+	p := access.Caller(c)
+	err = s.jobs.Cancel(c.Request().Context(), p.Owner(), id, s.clock(), p.Audit(store.ActionJobCancel))
 	if errors.Is(err, job.ErrConflict) {
 		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", "the job has started or finished; only a one-off job that has not started, or a recurring job, can be cancelled")
 	}
@@ -311,7 +312,8 @@ func (s *Server) cancelJob(c *echo.Context) error {
 // purgeJob removes a finished job and its runs now (DELETE ?purge=true):
 // what its retention would remove later, at once, for an erasure request.
 func (s *Server) purgeJob(c *echo.Context, id uuid.UUID) error {
-	err := s.store.PurgeJob(c.Request().Context(), access.Caller(c).Owner(), id, s.clock(), access.Caller(c).Audit(store.ActionJobPurge))
+	p := access.Caller(c)
+	err := s.store.PurgeJob(c.Request().Context(), p.Owner(), id, s.clock(), p.Audit(store.ActionJobPurge))
 	switch {
 	case errors.Is(err, job.ErrNotFound):
 		return errJobNotFound

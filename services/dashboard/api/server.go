@@ -158,14 +158,30 @@ func New(d Deps) *Server {
 	if d.Quotas != nil {
 		s.quotas = *d.Quotas
 	}
-	gd := guard.Deps{Logger: s.log, Clock: s.clock, AdminToken: d.AdminToken,
-		FailuresPerMinute: s.quotas.AuthFailuresPerMinute, FailureBurst: s.quotas.AuthFailureBurst,
-		OnRedisDown: s.quotas.OnRedisDown, TrustedProxies: d.TrustedProxies, Minted: access.Minted}
+	// The limits count in Redis, the per-user ones and the per-address
+	// limit on failed authentications alike; without Redis (tests of the
+	// routes alone) nothing is limited.
+	gd := guard.Deps{
+		Logger:            s.log,
+		Clock:             s.clock,
+		AdminToken:        d.AdminToken,
+		FailuresPerMinute: s.quotas.AuthFailuresPerMinute,
+		FailureBurst:      s.quotas.AuthFailureBurst,
+		OnRedisDown:       s.quotas.OnRedisDown,
+		TrustedProxies:    d.TrustedProxies,
+		Minted:            access.Minted,
+	}
 	if s.redis != nil && s.queue != nil {
 		s.limiter = rate.New(rate.Deps{Redis: s.redis, Prefix: s.queue.Prefix(), Logger: s.log.Named("limits")})
 		gd.Limiter, gd.Redis, gd.Prefix = s.limiter, s.redis, s.queue.Prefix()
 	}
-	s.access = access.New(access.Deps{Store: s.store, Gate: guard.New(gd), Logger: s.log, Clock: s.clock, AdminToken: d.AdminToken})
+	s.access = access.New(access.Deps{
+		Store:      s.store,
+		Gate:       guard.New(gd),
+		Logger:     s.log,
+		Clock:      s.clock,
+		AdminToken: d.AdminToken,
+	})
 	if s.limits.MaxPayloadBytes <= 0 {
 		s.limits.MaxPayloadBytes = jobspec.DefaultLimits.MaxPayloadBytes
 	}
