@@ -10,6 +10,7 @@ import (
 	"github.com/tockhq/tock/pkg/config"
 	"github.com/tockhq/tock/pkg/outbound"
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/rate"
 )
 
 // minTokenLen keeps the admin token out of reach of guessing.
@@ -65,12 +66,12 @@ func readConfig(e *config.Env) (Config, error) {
 			AuthFailuresPerMinute: e.Int("TOCK_LIMIT_AUTH_FAILURES_PER_MINUTE", api.DefaultQuotas.AuthFailuresPerMinute, 0, 10_000_000),
 			AuthFailureBurst:      e.Int("TOCK_LIMIT_AUTH_FAILURE_BURST", api.DefaultQuotas.AuthFailureBurst, 0, 10_000_000),
 			MaxKeys:               e.Int("TOCK_LIMIT_MAX_KEYS", api.DefaultQuotas.MaxKeys, 0, 1_000_000),
-			OnRedisDown:           e.String("TOCK_LIMITS_ON_REDIS_DOWN", api.LimitsAllow),
+			OnRedisDown:           e.String("TOCK_LIMITS_ON_REDIS_DOWN", rate.Allow),
 		},
 	}
 	c.TrustedProxies = e.Prefixes("TOCK_TRUSTED_PROXIES", "10.0.0.0/16")
-	if p := c.Quotas.OnRedisDown; p != api.LimitsAllow && p != api.LimitsDeny {
-		e.Check(fmt.Errorf("TOCK_LIMITS_ON_REDIS_DOWN=%q must be %s or %s", p, api.LimitsAllow, api.LimitsDeny))
+	if p := c.Quotas.OnRedisDown; p != rate.Allow && p != rate.Deny {
+		e.Check(fmt.Errorf("TOCK_LIMITS_ON_REDIS_DOWN=%q must be %s or %s", p, rate.Allow, rate.Deny))
 	}
 	if c.AdminToken != "" && len(c.AdminToken) < minTokenLen {
 		e.Check(fmt.Errorf("TOCK_ADMIN_TOKEN must be at least %d characters", minTokenLen))

@@ -17,6 +17,7 @@ import (
 	"github.com/tockhq/tock/pkg/service"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/guard"
 )
 
 // drainTimeout is how long in-flight requests get to finish at shutdown.
@@ -65,7 +66,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on TOCK_HTTP_ADDR: %w", err)
 	}
-	ln = api.StrictListener(ln, log.Named("http_server"))
+	ln = guard.StrictListener(ln, log.Named("http_server"))
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,

@@ -10,6 +10,8 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // Aborted is the answer of POST /api/v1/jobs/{id}/abort: the attempts that
@@ -35,19 +37,19 @@ func (s *Server) abortJob(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := caller(c)
+	p := access.Caller(c)
 	now := s.now()
 	ctx := c.Request().Context()
-	runs, err := s.jobs.Abort(ctx, p.scope(), id, now, p.audit(store.ActionJobAbort))
+	runs, err := s.jobs.Abort(ctx, p.Owner(), id, now, p.Audit(store.ActionJobAbort))
 	if errors.Is(err, job.ErrConflict) {
 		msg := "no attempt of this job is running"
 		if _, m, ok := strings.Cut(err.Error(), job.ErrConflict.Error()+": "); ok {
 			msg = m
 		}
-		return newError(http.StatusConflict, CodeConflict, "", msg)
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", msg)
 	}
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	out := Aborted{JobID: id, Attempts: make([]AbortedAttempt, len(runs))}
 	for i, r := range runs {

@@ -11,6 +11,7 @@ import (
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // running records an attempt of j as running, as a worker's start does.
@@ -51,7 +52,7 @@ func TestAbortJob(t *testing.T) {
 		t.Parallel()
 		j := b.create(t, "idle", b.now.Add(time.Hour))
 		rec := b.do(t, http.MethodPost, "/api/v1/jobs/"+j.ID.String()+"/abort", nil)
-		requireError(t, rec, http.StatusConflict, api.CodeConflict)
+		requireError(t, rec, http.StatusConflict, apierr.CodeConflict)
 		require.Equal(t, job.StatusScheduled, b.stored(t, j.ID).Status)
 	})
 
@@ -60,7 +61,7 @@ func TestAbortJob(t *testing.T) {
 		j := b.create(t, "admin's", b.now.Add(time.Second))
 		b.running(t, j, j.RunAt.Time)
 		u := b.user(t, "nosy", "user", nil)
-		requireError(t, b.as(t, u, http.MethodPost, "/api/v1/jobs/"+j.ID.String()+"/abort", nil), http.StatusNotFound, api.CodeNotFound)
+		requireError(t, b.as(t, u, http.MethodPost, "/api/v1/jobs/"+j.ID.String()+"/abort", nil), http.StatusNotFound, apierr.CodeNotFound)
 	})
 
 	t.Run("DisablingAUserAbortsTheirAttempts", func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // person is a user the test created, with a live key.
@@ -99,14 +100,14 @@ func TestKeys(t *testing.T) {
 			"tock_short_secret",
 		} {
 			rec := b.request(t, http.MethodGet, "/api/v1/jobs", nil, "Bearer "+bad)
-			requireError(t, rec, http.StatusUnauthorized, api.CodeUnauthorized)
+			requireError(t, rec, http.StatusUnauthorized, apierr.CodeUnauthorized)
 		}
 		require.Equal(t, http.StatusOK, b.as(t, p, http.MethodGet, "/api/v1/jobs", nil).Code)
 
 		keys := decode[api.KeyList](t, b.do(t, http.MethodGet, "/api/v1/users/"+p.id.String()+"/keys", nil))
 		rec := b.do(t, http.MethodDelete, "/api/v1/keys/"+keys.Keys[0].ID.String(), nil)
 		require.Equal(t, http.StatusNoContent, rec.Code, rec.Body.String())
-		requireError(t, b.as(t, p, http.MethodGet, "/api/v1/jobs", nil), http.StatusUnauthorized, api.CodeUnauthorized)
+		requireError(t, b.as(t, p, http.MethodGet, "/api/v1/jobs", nil), http.StatusUnauthorized, apierr.CodeUnauthorized)
 
 		keys = decode[api.KeyList](t, b.do(t, http.MethodGet, "/api/v1/users/"+p.id.String()+"/keys", nil))
 		require.False(t, keys.Keys[0].RevokedAt.IsZero())
@@ -121,10 +122,10 @@ func TestKeys(t *testing.T) {
 		require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
 		second := decode[api.Key](t, rec)
 
-		requireError(t, b.as(t, p, http.MethodPost, "/api/v1/users/"+other.id.String()+"/keys", nil), http.StatusForbidden, api.CodeForbidden)
-		requireError(t, b.as(t, p, http.MethodGet, "/api/v1/users/"+other.id.String()+"/keys", nil), http.StatusForbidden, api.CodeForbidden)
+		requireError(t, b.as(t, p, http.MethodPost, "/api/v1/users/"+other.id.String()+"/keys", nil), http.StatusForbidden, apierr.CodeForbidden)
+		requireError(t, b.as(t, p, http.MethodGet, "/api/v1/users/"+other.id.String()+"/keys", nil), http.StatusForbidden, apierr.CodeForbidden)
 		otherKeys := decode[api.KeyList](t, b.do(t, http.MethodGet, "/api/v1/users/"+other.id.String()+"/keys", nil))
-		requireError(t, b.as(t, p, http.MethodDelete, "/api/v1/keys/"+otherKeys.Keys[0].ID.String(), nil), http.StatusNotFound, api.CodeNotFound)
+		requireError(t, b.as(t, p, http.MethodDelete, "/api/v1/keys/"+otherKeys.Keys[0].ID.String(), nil), http.StatusNotFound, apierr.CodeNotFound)
 		require.Equal(t, http.StatusOK, b.as(t, other, http.MethodGet, "/api/v1/me", nil).Code, "the other key still works")
 
 		require.Equal(t, http.StatusNoContent, b.as(t, p, http.MethodDelete, "/api/v1/keys/"+second.ID.String(), nil).Code)
@@ -133,10 +134,10 @@ func TestKeys(t *testing.T) {
 
 	t.Run("UnknownKeyOrUserIs404", func(t *testing.T) {
 		t.Parallel()
-		requireError(t, b.do(t, http.MethodDelete, "/api/v1/keys/"+uuid.NewString(), nil), http.StatusNotFound, api.CodeNotFound)
-		requireError(t, b.do(t, http.MethodDelete, "/api/v1/keys/not-a-uuid", nil), http.StatusNotFound, api.CodeNotFound)
-		requireError(t, b.do(t, http.MethodPost, "/api/v1/users/"+uuid.NewString()+"/keys", nil), http.StatusNotFound, api.CodeNotFound)
-		requireError(t, b.do(t, http.MethodGet, "/api/v1/users/"+uuid.NewString()+"/keys", nil), http.StatusNotFound, api.CodeNotFound)
+		requireError(t, b.do(t, http.MethodDelete, "/api/v1/keys/"+uuid.NewString(), nil), http.StatusNotFound, apierr.CodeNotFound)
+		requireError(t, b.do(t, http.MethodDelete, "/api/v1/keys/not-a-uuid", nil), http.StatusNotFound, apierr.CodeNotFound)
+		requireError(t, b.do(t, http.MethodPost, "/api/v1/users/"+uuid.NewString()+"/keys", nil), http.StatusNotFound, apierr.CodeNotFound)
+		requireError(t, b.do(t, http.MethodGet, "/api/v1/users/"+uuid.NewString()+"/keys", nil), http.StatusNotFound, apierr.CodeNotFound)
 	})
 }
 
@@ -163,7 +164,7 @@ func TestUsers(t *testing.T) {
 		}
 		for _, tc := range cases {
 			rec := b.do(t, http.MethodPost, "/api/v1/users", tc.body)
-			d := requireError(t, rec, http.StatusBadRequest, api.CodeInvalid)
+			d := requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid)
 			require.Equal(t, tc.field, d.Field, "body %v: %s", tc.body, d.Message)
 		}
 	})
@@ -216,22 +217,22 @@ func TestUsers(t *testing.T) {
 		rec = b.do(t, http.MethodPost, "/api/v1/users/"+p.id.String()+"/disable", nil)
 		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 		require.False(t, decode[api.User](t, rec).DisabledAt.IsZero())
-		requireError(t, b.as(t, p, http.MethodGet, "/api/v1/me", nil), http.StatusUnauthorized, api.CodeUnauthorized)
+		requireError(t, b.as(t, p, http.MethodGet, "/api/v1/me", nil), http.StatusUnauthorized, apierr.CodeUnauthorized)
 		got := decode[api.Job](t, b.do(t, http.MethodGet, "/api/v1/jobs/"+j.ID.String(), nil))
 		require.Equal(t, job.StatusPaused, got.Status)
 		require.Equal(t, store.PausedOwnerDisabled, got.PausedReason)
-		requireError(t, b.do(t, http.MethodPost, "/api/v1/users/"+p.id.String()+"/disable", nil), http.StatusConflict, api.CodeConflict)
+		requireError(t, b.do(t, http.MethodPost, "/api/v1/users/"+p.id.String()+"/disable", nil), http.StatusConflict, apierr.CodeConflict)
 
 		rec = b.do(t, http.MethodPost, "/api/v1/users/"+p.id.String()+"/enable", nil)
 		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 		require.True(t, decode[api.User](t, rec).DisabledAt.IsZero())
 		require.Equal(t, http.StatusOK, b.as(t, p, http.MethodGet, "/api/v1/me", nil).Code)
-		requireError(t, b.do(t, http.MethodPost, "/api/v1/users/"+p.id.String()+"/enable", nil), http.StatusConflict, api.CodeConflict)
+		requireError(t, b.do(t, http.MethodPost, "/api/v1/users/"+p.id.String()+"/enable", nil), http.StatusConflict, apierr.CodeConflict)
 	})
 
 	t.Run("BootstrapAdminCannotBeDisabled", func(t *testing.T) {
 		t.Parallel()
-		requireError(t, b.do(t, http.MethodPost, "/api/v1/users/"+store.BootstrapAdmin.String()+"/disable", nil), http.StatusConflict, api.CodeConflict)
+		requireError(t, b.do(t, http.MethodPost, "/api/v1/users/"+store.BootstrapAdmin.String()+"/disable", nil), http.StatusConflict, apierr.CodeConflict)
 		require.Equal(t, http.StatusOK, b.do(t, http.MethodGet, "/api/v1/me", nil).Code)
 	})
 
@@ -250,7 +251,7 @@ func TestUsers(t *testing.T) {
 			{http.MethodGet, "/api/v1/audit"},
 		} {
 			rec := b.as(t, p, r.method, r.path, map[string]any{"name": "x", "role": "admin"})
-			requireError(t, rec, http.StatusForbidden, api.CodeForbidden)
+			requireError(t, rec, http.StatusForbidden, apierr.CodeForbidden)
 		}
 		require.Equal(t, http.StatusOK, b.as(t, p, http.MethodGet, "/api/v1/users/"+p.id.String(), nil).Code)
 	})
@@ -294,7 +295,7 @@ func TestOwnership(t *testing.T) {
 				{http.MethodGet, "/runs", nil},
 			} {
 				rec := b.as(t, bob, r.method, path(j, r.suffix), r.body)
-				requireError(t, rec, http.StatusNotFound, api.CodeNotFound)
+				requireError(t, rec, http.StatusNotFound, apierr.CodeNotFound)
 			}
 		}
 		got := decode[api.Job](t, b.as(t, alice, http.MethodGet, path(aj, ""), nil))
@@ -334,23 +335,23 @@ func TestOwnership(t *testing.T) {
 		for _, j := range list.Jobs {
 			require.Nil(t, j.LastRun, "never ran")
 		}
-		requireError(t, b.do(t, http.MethodGet, "/api/v1/users/"+uuid.NewString()+"/jobs", nil), http.StatusNotFound, api.CodeNotFound)
+		requireError(t, b.do(t, http.MethodGet, "/api/v1/users/"+uuid.NewString()+"/jobs", nil), http.StatusNotFound, apierr.CodeNotFound)
 	})
 
 	t.Run("OnlyAnAdminNamesAnOwner", func(t *testing.T) {
 		t.Parallel()
 		body := spec("for alice", b.now.Add(time.Hour))
 		body["owner"] = alice.id.String()
-		d := requireError(t, b.as(t, bob, http.MethodPost, "/api/v1/jobs", body), http.StatusForbidden, api.CodeForbidden)
+		d := requireError(t, b.as(t, bob, http.MethodPost, "/api/v1/jobs", body), http.StatusForbidden, apierr.CodeForbidden)
 		require.Equal(t, "owner", d.Field)
 		dave := b.user(t, "dave", "user", nil)
 		body["owner"] = dave.id.String()
 		require.Equal(t, http.StatusCreated, b.as(t, dave, http.MethodPost, "/api/v1/jobs", body).Code, "naming oneself is fine")
 		body["owner"] = uuid.NewString()
-		d = requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", body), http.StatusBadRequest, api.CodeInvalid)
+		d = requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", body), http.StatusBadRequest, apierr.CodeInvalid)
 		require.Equal(t, "owner", d.Field)
 		body["owner"] = "nobody"
-		d = requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", body), http.StatusBadRequest, api.CodeInvalid)
+		d = requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", body), http.StatusBadRequest, apierr.CodeInvalid)
 		require.Equal(t, "owner", d.Field)
 	})
 }
@@ -369,7 +370,7 @@ func TestLimits(t *testing.T) {
 				break
 			}
 		}
-		requireError(t, rec, http.StatusTooManyRequests, api.CodeRateLimited)
+		requireError(t, rec, http.StatusTooManyRequests, apierr.CodeRateLimited)
 		require.Equal(t, "1", rec.Header().Get("Retry-After"))
 		require.Equal(t, "600", rec.Header().Get("X-RateLimit-Limit"))
 		require.Eventually(t, func() bool {
@@ -386,7 +387,7 @@ func TestLimits(t *testing.T) {
 			require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
 		}
 		rec := b.as(t, p, http.MethodPost, "/api/v1/jobs", spec("j3", b.now.Add(time.Hour)))
-		requireError(t, rec, http.StatusTooManyRequests, api.CodeRateLimited)
+		requireError(t, rec, http.StatusTooManyRequests, apierr.CodeRateLimited)
 		retry, err := strconv.Atoi(rec.Header().Get("Retry-After"))
 		require.NoError(t, err)
 		require.InDelta(t, 60, retry, 2)
@@ -403,7 +404,7 @@ func TestLimits(t *testing.T) {
 			first = decode[api.Job](t, rec)
 		}
 		rec := b.as(t, p, http.MethodPost, "/api/v1/jobs", spec("one too many", b.now.Add(time.Hour)))
-		requireError(t, rec, http.StatusTooManyRequests, api.CodeQuotaExceeded)
+		requireError(t, rec, http.StatusTooManyRequests, apierr.CodeQuotaExceeded)
 		list := decode[api.JobList](t, b.as(t, p, http.MethodGet, "/api/v1/jobs", nil))
 		require.Len(t, list.Jobs, 2, "nothing was stored")
 
@@ -430,9 +431,9 @@ func TestBodyLimits(t *testing.T) {
 		t.Parallel()
 		body := spec("big", b.now.Add(time.Hour))
 		body["name"] = strings.Repeat("x", 5000)
-		requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", body), http.StatusRequestEntityTooLarge, api.CodeTooLarge)
+		requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", body), http.StatusRequestEntityTooLarge, apierr.CodeTooLarge)
 		requireError(t, b.do(t, http.MethodPost, "/api/v1/users", strings.NewReader(`{"name":"`+strings.Repeat("x", 5000)+`","role":"user"}`)),
-			http.StatusRequestEntityTooLarge, api.CodeTooLarge)
+			http.StatusRequestEntityTooLarge, apierr.CodeTooLarge)
 		require.Empty(t, decode[api.JobList](t, b.do(t, http.MethodGet, "/api/v1/jobs", nil)).Jobs, "nothing was stored")
 	})
 
@@ -440,7 +441,7 @@ func TestBodyLimits(t *testing.T) {
 		t.Parallel()
 		for _, u := range []string{"http://127.0.0.1:8080/hook", "http://localhost/", "http://169.254.169.254/latest/meta-data/", "http://[::1]/", "http://10.0.0.7/"} {
 			body := map[string]any{"name": "ssrf", "type": "webhook", "delay": "1m", "payload": map[string]any{"url": u}}
-			d := requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", body), http.StatusBadRequest, api.CodeInvalid)
+			d := requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", body), http.StatusBadRequest, apierr.CodeInvalid)
 			require.Equal(t, "payload.url", d.Field, u)
 		}
 	})
@@ -528,7 +529,7 @@ func TestAuditLog(t *testing.T) {
 	t.Run("BadFiltersAre400", func(t *testing.T) {
 		t.Parallel()
 		for q, field := range map[string]string{"actor=x": "actor", "job=1": "job", "since=yesterday": "since", "cursor=zz": "cursor", "limit=0": "limit"} {
-			d := requireError(t, b.do(t, http.MethodGet, "/api/v1/audit?"+q, nil), http.StatusBadRequest, api.CodeInvalid)
+			d := requireError(t, b.do(t, http.MethodGet, "/api/v1/audit?"+q, nil), http.StatusBadRequest, apierr.CodeInvalid)
 			require.Equal(t, field, d.Field, q)
 		}
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // horizon is the look-ahead setup gives the API.
@@ -213,7 +214,7 @@ func TestCreateScheduledJob(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				rec := b.do(t, http.MethodPost, "/api/v1/jobs", tc.body)
-				e := requireError(t, rec, http.StatusBadRequest, api.CodeInvalid)
+				e := requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid)
 				require.Equal(t, tc.field, e.Field, "message: %s", e.Message)
 			})
 		}
@@ -290,7 +291,7 @@ func TestNextRuns(t *testing.T) {
 		b := setup(t)
 		j := b.create(t, "x", b.now.Add(time.Hour))
 		for _, n := range []string{"0", "101", "ten", "-1"} {
-			e := requireError(t, b.do(t, http.MethodGet, path(j, "/next?n="+n), nil), http.StatusBadRequest, api.CodeInvalid)
+			e := requireError(t, b.do(t, http.MethodGet, path(j, "/next?n="+n), nil), http.StatusBadRequest, apierr.CodeInvalid)
 			require.Equal(t, "n", e.Field, n)
 		}
 		require.Equal(t, http.StatusOK, b.do(t, http.MethodGet, path(j, "/next?n=100"), nil).Code)
@@ -299,7 +300,7 @@ func TestNextRuns(t *testing.T) {
 	t.Run("UnknownIs404", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		requireError(t, b.do(t, http.MethodGet, "/api/v1/jobs/"+job.NewID().String()+"/next", nil), http.StatusNotFound, api.CodeNotFound)
+		requireError(t, b.do(t, http.MethodGet, "/api/v1/jobs/"+job.NewID().String()+"/next", nil), http.StatusNotFound, apierr.CodeNotFound)
 	})
 }
 
@@ -393,7 +394,7 @@ func TestPreviewSchedule(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				rec := b.do(t, http.MethodPost, "/api/v1/schedules/preview", tc.body)
-				e := requireError(t, rec, http.StatusBadRequest, api.CodeInvalid)
+				e := requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid)
 				require.Equal(t, tc.field, e.Field, "message: %s", e.Message)
 			})
 		}
@@ -403,7 +404,7 @@ func TestPreviewSchedule(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		rec := b.request(t, http.MethodPost, "/api/v1/schedules/preview", map[string]any{"delay": "1m"}, "")
-		requireError(t, rec, http.StatusUnauthorized, api.CodeUnauthorized)
+		requireError(t, rec, http.StatusUnauthorized, apierr.CodeUnauthorized)
 	})
 }
 
@@ -496,7 +497,7 @@ func TestPatchJob(t *testing.T) {
 		j := b.create(t, "busy", b.now.Add(2*time.Second))
 		_, err := b.store.StartRuns(t.Context(), []store.Start{{Occurrence: firstAttempt(j, 0), DueAt: j.RunAt.Time}}, j.RunAt.Time, time.Second)
 		require.NoError(t, err)
-		requireError(t, b.do(t, http.MethodPatch, path(j, ""), map[string]any{"delay": "1h"}), http.StatusConflict, api.CodeConflict)
+		requireError(t, b.do(t, http.MethodPatch, path(j, ""), map[string]any{"delay": "1h"}), http.StatusConflict, apierr.CodeConflict)
 		require.True(t, j.RunAt.Equal(b.stored(t, j.ID).RunAt))
 	})
 
@@ -518,7 +519,7 @@ func TestPatchJob(t *testing.T) {
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				e := requireError(t, b.do(t, http.MethodPatch, path(j, ""), tc.body), http.StatusBadRequest, api.CodeInvalid)
+				e := requireError(t, b.do(t, http.MethodPatch, path(j, ""), tc.body), http.StatusBadRequest, apierr.CodeInvalid)
 				require.Equal(t, tc.field, e.Field, "message: %s", e.Message)
 			})
 		}
@@ -529,7 +530,7 @@ func TestPatchJob(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		requireError(t, b.do(t, http.MethodPatch, "/api/v1/jobs/"+job.NewID().String(), map[string]any{"name": "x"}),
-			http.StatusNotFound, api.CodeNotFound)
+			http.StatusNotFound, apierr.CodeNotFound)
 	})
 }
 
@@ -548,7 +549,7 @@ func TestPauseResume(t *testing.T) {
 		require.Equal(t, 1, b.stored(t, j.ID).Generation)
 		require.Empty(t, b.due(t), "old member removed")
 
-		requireError(t, b.do(t, http.MethodPost, path(j, "/pause"), nil), http.StatusConflict, api.CodeConflict)
+		requireError(t, b.do(t, http.MethodPost, path(j, "/pause"), nil), http.StatusConflict, apierr.CodeConflict)
 
 		rec = b.do(t, http.MethodPost, path(j, "/resume"), nil)
 		require.Equal(t, http.StatusOK, rec.Code, "body: %s", rec.Body.String())
@@ -556,7 +557,7 @@ func TestPauseResume(t *testing.T) {
 		require.Equal(t, 2, b.stored(t, j.ID).Generation)
 		require.Equal(t, map[job.Occurrence]time.Time{firstAttempt(j, 2): j.RunAt.Time}, b.due(t), "reloaded under the new generation")
 
-		requireError(t, b.do(t, http.MethodPost, path(j, "/resume"), nil), http.StatusConflict, api.CodeConflict)
+		requireError(t, b.do(t, http.MethodPost, path(j, "/resume"), nil), http.StatusConflict, apierr.CodeConflict)
 	})
 
 	t.Run("Recurring", func(t *testing.T) {
@@ -583,8 +584,8 @@ func TestPauseResume(t *testing.T) {
 	t.Run("UnknownIs404", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs/"+job.NewID().String()+"/pause", nil), http.StatusNotFound, api.CodeNotFound)
-		requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs/"+job.NewID().String()+"/resume", nil), http.StatusNotFound, api.CodeNotFound)
+		requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs/"+job.NewID().String()+"/pause", nil), http.StatusNotFound, apierr.CodeNotFound)
+		requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs/"+job.NewID().String()+"/resume", nil), http.StatusNotFound, apierr.CodeNotFound)
 	})
 }
 
@@ -611,14 +612,14 @@ func TestTriggerJob(t *testing.T) {
 		b := setup(t)
 		j := b.create(t, "asleep", b.now.Add(time.Hour))
 		require.Equal(t, http.StatusOK, b.do(t, http.MethodPost, path(j, "/pause"), nil).Code)
-		requireError(t, b.do(t, http.MethodPost, path(j, "/trigger"), nil), http.StatusConflict, api.CodeConflict)
+		requireError(t, b.do(t, http.MethodPost, path(j, "/trigger"), nil), http.StatusConflict, apierr.CodeConflict)
 		require.Empty(t, b.due(t))
 	})
 
 	t.Run("UnknownIs404", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs/"+job.NewID().String()+"/trigger", nil), http.StatusNotFound, api.CodeNotFound)
+		requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs/"+job.NewID().String()+"/trigger", nil), http.StatusNotFound, apierr.CodeNotFound)
 	})
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/pkg/testenv"
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -148,14 +149,14 @@ func decode[T any](t *testing.T, rec *httptest.ResponseRecorder) T {
 }
 
 // requireError checks the status and the error shape, and returns the detail.
-func requireError(t *testing.T, rec *httptest.ResponseRecorder, status int, code string) api.ErrorDetail {
+func requireError(t *testing.T, rec *httptest.ResponseRecorder, status int, code string) apierr.Detail {
 	t.Helper()
 	require.Equal(t, status, rec.Code, "body: %s", rec.Body.String())
 	require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
 	var raw map[string]map[string]any
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &raw), "body: %s", rec.Body.String())
 	require.Len(t, raw, 1, "only the error key: %s", rec.Body.String())
-	body := decode[api.ErrorBody](t, rec)
+	body := decode[apierr.Body](t, rec)
 	require.Equal(t, code, body.Error.Code)
 	require.NotEmpty(t, body.Error.Message)
 	if body.Error.Field == "" {
@@ -196,7 +197,7 @@ func TestAuth(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		rec := b.request(t, http.MethodGet, "/api/v1/jobs", nil, "")
-		requireError(t, rec, http.StatusUnauthorized, api.CodeUnauthorized)
+		requireError(t, rec, http.StatusUnauthorized, apierr.CodeUnauthorized)
 		require.Contains(t, rec.Header().Get("WWW-Authenticate"), "Bearer")
 	})
 
@@ -212,15 +213,15 @@ func TestAuth(t *testing.T) {
 			token,
 		} {
 			rec := b.request(t, http.MethodPost, "/api/v1/jobs", spec("x", b.now.Add(time.Hour)), auth)
-			requireError(t, rec, http.StatusUnauthorized, api.CodeUnauthorized)
+			requireError(t, rec, http.StatusUnauthorized, apierr.CodeUnauthorized)
 		}
 	})
 
 	t.Run("EmptyConfiguredTokenAdmitsNobody", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, func(d *api.Deps) { d.AdminToken = "" })
-		requireError(t, b.request(t, http.MethodGet, "/api/v1/jobs", nil, "Bearer "), http.StatusUnauthorized, api.CodeUnauthorized)
-		requireError(t, b.request(t, http.MethodGet, "/api/v1/jobs", nil, "Bearer  "), http.StatusUnauthorized, api.CodeUnauthorized)
+		requireError(t, b.request(t, http.MethodGet, "/api/v1/jobs", nil, "Bearer "), http.StatusUnauthorized, apierr.CodeUnauthorized)
+		requireError(t, b.request(t, http.MethodGet, "/api/v1/jobs", nil, "Bearer  "), http.StatusUnauthorized, apierr.CodeUnauthorized)
 	})
 
 	t.Run("AdminTokenIsAdmitted", func(t *testing.T) {
@@ -322,7 +323,7 @@ func TestCreateJob(t *testing.T) {
 		t.Parallel()
 		b := setup(t, func(d *api.Deps) { d.Store = deadStore(t) })
 		rec := b.do(t, http.MethodPost, "/api/v1/jobs", spec("x", b.now.Add(2*time.Second)))
-		requireError(t, rec, http.StatusServiceUnavailable, api.CodeUnavailable)
+		requireError(t, rec, http.StatusServiceUnavailable, apierr.CodeUnavailable)
 
 		n, err := b.rdb.ZCard(t.Context(), b.keys.Due()).Result()
 		require.NoError(t, err)
@@ -367,7 +368,7 @@ func TestCreateJob(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				rec := b.do(t, http.MethodPost, "/api/v1/jobs", tc.body)
-				e := requireError(t, rec, http.StatusBadRequest, api.CodeInvalid)
+				e := requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid)
 				require.Equal(t, tc.field, e.Field, "message: %s", e.Message)
 			})
 		}
@@ -384,8 +385,8 @@ func TestCreateJob(t *testing.T) {
 		require.NoError(t, err)
 
 		// With a declared length, and streamed without one.
-		requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", bytes.NewReader(raw)), http.StatusRequestEntityTooLarge, api.CodeTooLarge)
-		requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", io.MultiReader(bytes.NewReader(raw))), http.StatusRequestEntityTooLarge, api.CodeTooLarge)
+		requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", bytes.NewReader(raw)), http.StatusRequestEntityTooLarge, apierr.CodeTooLarge)
+		requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", io.MultiReader(bytes.NewReader(raw))), http.StatusRequestEntityTooLarge, apierr.CodeTooLarge)
 	})
 }
 
@@ -411,19 +412,19 @@ func TestGetJob(t *testing.T) {
 	t.Run("UnknownIs404", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		requireError(t, b.do(t, http.MethodGet, "/api/v1/jobs/"+job.NewID().String(), nil), http.StatusNotFound, api.CodeNotFound)
+		requireError(t, b.do(t, http.MethodGet, "/api/v1/jobs/"+job.NewID().String(), nil), http.StatusNotFound, apierr.CodeNotFound)
 	})
 
 	t.Run("MalformedIDIs404", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		requireError(t, b.do(t, http.MethodGet, "/api/v1/jobs/not-a-uuid", nil), http.StatusNotFound, api.CodeNotFound)
+		requireError(t, b.do(t, http.MethodGet, "/api/v1/jobs/not-a-uuid", nil), http.StatusNotFound, apierr.CodeNotFound)
 	})
 
 	t.Run("PostgresDownIs503", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, func(d *api.Deps) { d.Store = deadStore(t) })
-		requireError(t, b.do(t, http.MethodGet, "/api/v1/jobs/"+job.NewID().String(), nil), http.StatusServiceUnavailable, api.CodeUnavailable)
+		requireError(t, b.do(t, http.MethodGet, "/api/v1/jobs/"+job.NewID().String(), nil), http.StatusServiceUnavailable, apierr.CodeUnavailable)
 	})
 }
 
@@ -494,7 +495,7 @@ func TestListJobs(t *testing.T) {
 		}
 		for _, tc := range cases {
 			rec := b.do(t, http.MethodGet, "/api/v1/jobs?"+tc.query, nil)
-			e := requireError(t, rec, http.StatusBadRequest, api.CodeInvalid)
+			e := requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid)
 			require.Equal(t, tc.field, e.Field, tc.query)
 		}
 		require.Equal(t, http.StatusOK, b.do(t, http.MethodGet, "/api/v1/jobs?limit=500", nil).Code)
@@ -521,7 +522,7 @@ func TestCancelJob(t *testing.T) {
 		require.ErrorIs(t, b.rdb.ZScore(t.Context(), b.keys.Due(), member).Err(), redis.Nil, "member removed")
 
 		// Cancelling again is a conflict: the job is no longer scheduled.
-		requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil), http.StatusConflict, api.CodeConflict)
+		requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil), http.StatusConflict, apierr.CodeConflict)
 	})
 
 	t.Run("StartedJobIs409", func(t *testing.T) {
@@ -532,7 +533,7 @@ func TestCancelJob(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, started, 1)
 
-		requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil), http.StatusConflict, api.CodeConflict)
+		requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil), http.StatusConflict, apierr.CodeConflict)
 		got := decode[api.Job](t, b.do(t, http.MethodGet, "/api/v1/jobs/"+j.ID.String(), nil))
 		require.Equal(t, job.StatusScheduled, got.Status)
 	})
@@ -540,15 +541,15 @@ func TestCancelJob(t *testing.T) {
 	t.Run("UnknownIs404", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/"+job.NewID().String(), nil), http.StatusNotFound, api.CodeNotFound)
-		requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/nope", nil), http.StatusNotFound, api.CodeNotFound)
+		requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/"+job.NewID().String(), nil), http.StatusNotFound, apierr.CodeNotFound)
+		requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/nope", nil), http.StatusNotFound, apierr.CodeNotFound)
 	})
 
 	t.Run("RedisDownTriggerLeavesNoAuditEntry", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, func(d *api.Deps) { d.Queue = queue.New(deadRedis(t), "unused", 1) })
 		j := b.create(t, "trigger me", b.now.Add(time.Hour))
-		requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs/"+j.ID.String()+"/trigger", nil), http.StatusServiceUnavailable, api.CodeUnavailable)
+		requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs/"+j.ID.String()+"/trigger", nil), http.StatusServiceUnavailable, apierr.CodeUnavailable)
 		audit := decode[api.AuditList](t, b.do(t, http.MethodGet, "/api/v1/audit?action=job.trigger", nil))
 		require.Empty(t, audit.Entries, "no occurrence was queued, so no trigger is recorded")
 	})
@@ -636,7 +637,7 @@ func TestListRuns(t *testing.T) {
 		require.Equal(t, 1, page2.Runs[0].Attempt)
 		require.Empty(t, page2.NextCursor)
 
-		e := requireError(t, b.do(t, http.MethodGet, path+"&cursor=zz", nil), http.StatusBadRequest, api.CodeInvalid)
+		e := requireError(t, b.do(t, http.MethodGet, path+"&cursor=zz", nil), http.StatusBadRequest, apierr.CodeInvalid)
 		require.Equal(t, "cursor", e.Field)
 	})
 
@@ -652,7 +653,7 @@ func TestListRuns(t *testing.T) {
 	t.Run("UnknownJobIs404", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		requireError(t, b.do(t, http.MethodGet, "/api/v1/jobs/"+job.NewID().String()+"/runs", nil), http.StatusNotFound, api.CodeNotFound)
+		requireError(t, b.do(t, http.MethodGet, "/api/v1/jobs/"+job.NewID().String()+"/runs", nil), http.StatusNotFound, apierr.CodeNotFound)
 	})
 }
 
@@ -690,7 +691,7 @@ func TestProbes(t *testing.T) {
 		rec := b.request(t, http.MethodGet, "/readyz", nil, "")
 		require.Equal(t, http.StatusServiceUnavailable, rec.Code)
 		require.JSONEq(t, `{"status":"not ready","startup":"unavailable","postgres":"ok","redis":"ok"}`, rec.Body.String())
-		requireError(t, b.do(t, http.MethodGet, "/api/v1/jobs", nil), http.StatusServiceUnavailable, api.CodeUnavailable)
+		requireError(t, b.do(t, http.MethodGet, "/api/v1/jobs", nil), http.StatusServiceUnavailable, apierr.CodeUnavailable)
 		require.Equal(t, http.StatusOK, b.request(t, http.MethodGet, "/healthz", nil, "").Code, "alive while starting")
 
 		gate.Open()
@@ -714,15 +715,15 @@ func TestRouting(t *testing.T) {
 	t.Run("UnknownRouteIs404InErrorShape", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		requireError(t, b.do(t, http.MethodGet, "/api/v1/nothing", nil), http.StatusNotFound, api.CodeNotFound)
-		requireError(t, b.request(t, http.MethodGet, "/nothing", nil, ""), http.StatusNotFound, api.CodeNotFound)
+		requireError(t, b.do(t, http.MethodGet, "/api/v1/nothing", nil), http.StatusNotFound, apierr.CodeNotFound)
+		requireError(t, b.request(t, http.MethodGet, "/nothing", nil, ""), http.StatusNotFound, apierr.CodeNotFound)
 	})
 
 	t.Run("WrongMethodIs405InErrorShape", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		rec := b.do(t, http.MethodPut, "/api/v1/jobs", "{}")
-		requireError(t, rec, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed)
+		requireError(t, rec, http.StatusMethodNotAllowed, apierr.CodeMethodNotAllowed)
 		require.Contains(t, rec.Header().Get("Allow"), http.MethodPost)
 	})
 }
@@ -774,13 +775,13 @@ func TestJobRetentionFields(t *testing.T) {
 	require.Empty(t, decode[api.Job](t, rec).Retention)
 
 	for _, bad := range []map[string]any{{"retention": "forever"}, {"retention": "0s"}, {"history": "none"}} {
-		e := requireError(t, b.do(t, http.MethodPatch, "/api/v1/jobs/"+j.ID.String(), bad), http.StatusBadRequest, api.CodeInvalid)
+		e := requireError(t, b.do(t, http.MethodPatch, "/api/v1/jobs/"+j.ID.String(), bad), http.StatusBadRequest, apierr.CodeInvalid)
 		for field := range bad {
 			require.Equal(t, field, e.Field)
 		}
 		withBad := spec("bad", b.now.Add(time.Hour))
 		maps.Copy(withBad, bad)
-		e = requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", withBad), http.StatusBadRequest, api.CodeInvalid)
+		e = requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", withBad), http.StatusBadRequest, apierr.CodeInvalid)
 		for field := range bad {
 			require.Equal(t, field, e.Field)
 		}

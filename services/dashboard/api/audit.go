@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // listAudit pages through the audit log, newest first, filtered by actor,
@@ -24,7 +25,7 @@ func (s *Server) listAudit(c *echo.Context) error {
 	}{{"actor", &f.Actor}, {"job", &f.Target}, {"target", &f.Target}} {
 		if v := c.QueryParam(p.name); v != "" {
 			if *p.dst, err = uuid.Parse(v); err != nil {
-				return invalid(p.name, "must be a UUID")
+				return apierr.Invalid(p.name, "must be a UUID")
 			}
 		}
 	}
@@ -34,18 +35,18 @@ func (s *Server) listAudit(c *echo.Context) error {
 	}{{"since", &f.Since}, {"until", &f.Until}} {
 		if v := c.QueryParam(p.name); v != "" {
 			if *p.dst, err = time.Parse(time.RFC3339Nano, v); err != nil {
-				return invalid(p.name, "is not an RFC 3339 time with offset, such as 2030-01-02T15:04:05Z")
+				return apierr.Invalid(p.name, "is not an RFC 3339 time with offset, such as 2030-01-02T15:04:05Z")
 			}
 		}
 	}
 	if v := c.QueryParam("cursor"); v != "" {
 		if f.Before, err = parseAuditCursor(v); err != nil {
-			return invalid("cursor", "is not a cursor this API returned")
+			return apierr.Invalid("cursor", "is not a cursor this API returned")
 		}
 	}
 	entries, err := s.store.ListAudit(c.Request().Context(), f)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	var out AuditList
 	entries, out.NextCursor = page(entries, limit, func(e store.AuditEntry) string { return auditCursor(e.ID) })

@@ -16,6 +16,8 @@ import (
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/schedule"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // batchRoute is the bulk create. Echo reads ":" as the start of a path
@@ -61,8 +63,8 @@ type ItemError struct {
 // BatchErrorBody is the 400 of a bulk create with invalid jobs: the usual
 // error, and every invalid job's error. Nothing was created.
 type BatchErrorBody struct {
-	Error  ErrorDetail `json:"error"`
-	Errors []ItemError `json:"errors"`
+	Error  apierr.Detail `json:"error"`
+	Errors []ItemError   `json:"errors"`
 }
 
 // createBatch validates every job of a bulk create and inserts them all in
@@ -81,13 +83,13 @@ func (s *Server) createBatch(c *echo.Context) error {
 		return err
 	}
 	if _, err := uuid.Parse(req.Owner); req.Owner != "" && err != nil {
-		return invalid("owner", "must be a user id (a UUID)")
+		return apierr.Invalid("owner", "must be a user id (a UUID)")
 	}
 	switch {
 	case len(req.Jobs) == 0:
-		return invalid("jobs", "must hold at least one job")
+		return apierr.Invalid("jobs", "must hold at least one job")
 	case len(req.Jobs) > MaxBatchJobs:
-		return invalid("jobs", fmt.Sprintf("holds %d jobs; at most %d go in one request", len(req.Jobs), MaxBatchJobs))
+		return apierr.Invalid("jobs", fmt.Sprintf("holds %d jobs; at most %d go in one request", len(req.Jobs), MaxBatchJobs))
 	}
 	owner, err := s.owner(c, req.Owner)
 	if err != nil {
@@ -104,7 +106,7 @@ func (s *Server) createBatch(c *echo.Context) error {
 	}
 	if len(problems) > 0 {
 		return writeJSON(c, http.StatusBadRequest, BatchErrorBody{
-			Error: ErrorDetail{Code: CodeInvalid, Field: "jobs",
+			Error: apierr.Detail{Code: apierr.CodeInvalid, Field: "jobs",
 				Message: fmt.Sprintf("%d of %d jobs are invalid; nothing was created", len(problems), len(jobs))},
 			Errors: problems,
 		})
@@ -112,7 +114,7 @@ func (s *Server) createBatch(c *echo.Context) error {
 	if err := s.allowJobs(c, len(jobs)); err != nil {
 		return err
 	}
-	create := store.Create{Audit: caller(c).audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), Rates: s.rates(owner)}
+	create := store.Create{Audit: access.Caller(c).Audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), Rates: s.rates(owner)}
 	if err := s.createJobs(c, jobs, now, create); err != nil {
 		return createError(err)
 	}
@@ -140,7 +142,7 @@ func (s *Server) buildBatch(c *echo.Context, raws []json.RawMessage, owner uuid.
 			jobs[i], err = req.Build(b, owner, now, s.limits)
 			total.Spend(units - b.Left())
 			if err != nil && (total.Left() == 0 || total.Remaining() == 0) && req.Schedules() {
-				err = invalid("schedule", fmt.Sprintf("the batch's schedules together need more than the %s of work a batch may use; send recurring jobs in smaller batches", batchTime))
+				err = apierr.Invalid("schedule", fmt.Sprintf("the batch's schedules together need more than the %s of work a batch may use; send recurring jobs in smaller batches", batchTime))
 			}
 		}
 		if ctx.Err() != nil {
@@ -175,11 +177,11 @@ func hasSchedule(raws []json.RawMessage) bool {
 
 // itemError says what is wrong with job i, with the field when known.
 func itemError(i int, err error) ItemError {
-	var ae *apiError
+	var ae *apierr.Error
 	var fe *job.FieldError
 	switch {
 	case errors.As(err, &ae):
-		return ItemError{Index: i, Field: ae.detail.Field, Message: ae.detail.Message}
+		return ItemError{Index: i, Field: ae.Detail.Field, Message: ae.Detail.Message}
 	case errors.As(err, &fe):
 		return ItemError{Index: i, Field: fe.Field, Message: fe.Message}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 const batchPath = "/api/v1/jobs:batch"
@@ -87,7 +88,7 @@ func TestCreateBatch(t *testing.T) {
 		rec := b.do(t, http.MethodPost, batchPath, map[string]any{"jobs": jobs})
 		require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
 		body := decode[api.BatchErrorBody](t, rec)
-		require.Equal(t, api.CodeInvalid, body.Error.Code)
+		require.Equal(t, apierr.CodeInvalid, body.Error.Code)
 		require.Equal(t, "jobs", body.Error.Field)
 		var got []string
 		for _, e := range body.Errors {
@@ -100,16 +101,16 @@ func TestCreateBatch(t *testing.T) {
 
 	t.Run("BoundsTheBatch", func(t *testing.T) {
 		t.Parallel()
-		d := requireError(t, b.do(t, http.MethodPost, batchPath, map[string]any{"jobs": []any{}}), http.StatusBadRequest, api.CodeInvalid)
+		d := requireError(t, b.do(t, http.MethodPost, batchPath, map[string]any{"jobs": []any{}}), http.StatusBadRequest, apierr.CodeInvalid)
 		require.Equal(t, "jobs", d.Field)
 		many := make([]map[string]any, api.MaxBatchJobs+1)
 		one := map[string]any{"name": "x"}
 		for i := range many {
 			many[i] = one
 		}
-		d = requireError(t, b.do(t, http.MethodPost, batchPath, map[string]any{"jobs": many}), http.StatusBadRequest, api.CodeInvalid)
+		d = requireError(t, b.do(t, http.MethodPost, batchPath, map[string]any{"jobs": many}), http.StatusBadRequest, apierr.CodeInvalid)
 		require.Equal(t, "jobs", d.Field)
-		requireError(t, b.do(t, http.MethodPost, batchPath, `{"jobs": [`+strings.Repeat(`{"name":"x"},`, 10)), http.StatusBadRequest, api.CodeInvalid)
+		requireError(t, b.do(t, http.MethodPost, batchPath, `{"jobs": [`+strings.Repeat(`{"name":"x"},`, 10)), http.StatusBadRequest, apierr.CodeInvalid)
 	})
 
 	t.Run("OversizedBodyIs413", func(t *testing.T) {
@@ -117,11 +118,11 @@ func TestCreateBatch(t *testing.T) {
 		b := setup(t, func(d *api.Deps) { d.MaxBatchBodyBytes = 2 << 20 })
 		jobs := specs(1, b.now.Add(time.Hour))
 		jobs[0]["name"] = strings.Repeat("x", 3<<20)
-		requireError(t, b.do(t, http.MethodPost, batchPath, map[string]any{"jobs": jobs}), http.StatusRequestEntityTooLarge, api.CodeTooLarge)
+		requireError(t, b.do(t, http.MethodPost, batchPath, map[string]any{"jobs": jobs}), http.StatusRequestEntityTooLarge, apierr.CodeTooLarge)
 		// The single-job route keeps its own, smaller cap.
 		body := spec("big", b.now.Add(time.Hour))
 		body["name"] = strings.Repeat("x", 1<<20)
-		requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", body), http.StatusRequestEntityTooLarge, api.CodeTooLarge)
+		requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", body), http.StatusRequestEntityTooLarge, apierr.CodeTooLarge)
 	})
 
 	t.Run("ADefaultUserMayCreateAFullBatch", func(t *testing.T) {
@@ -140,14 +141,14 @@ func TestCreateBatch(t *testing.T) {
 		t.Parallel()
 		p := b.user(t, "bulk user", "user", map[string]any{"max_active_jobs": 10, "jobs_per_minute": 60, "job_burst": 20})
 		rec := b.as(t, p, http.MethodPost, batchPath, map[string]any{"jobs": specs(21, b.now.Add(time.Hour))})
-		requireError(t, rec, http.StatusTooManyRequests, api.CodeRateLimited)
+		requireError(t, rec, http.StatusTooManyRequests, apierr.CodeRateLimited)
 		rec = b.as(t, p, http.MethodPost, batchPath, map[string]any{"jobs": specs(11, b.now.Add(time.Hour))})
-		requireError(t, rec, http.StatusTooManyRequests, api.CodeQuotaExceeded)
+		requireError(t, rec, http.StatusTooManyRequests, apierr.CodeQuotaExceeded)
 		rec = b.as(t, p, http.MethodPost, batchPath, map[string]any{"jobs": specs(8, b.now.Add(time.Hour))})
 		require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
 		other := b.user(t, "someone", "user", nil)
 		d := requireError(t, b.as(t, p, http.MethodPost, batchPath, map[string]any{"owner": other.id.String(), "jobs": specs(1, b.now.Add(time.Hour))}),
-			http.StatusForbidden, api.CodeForbidden)
+			http.StatusForbidden, apierr.CodeForbidden)
 		require.Equal(t, "owner", d.Field)
 	})
 }

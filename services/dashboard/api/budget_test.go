@@ -18,6 +18,7 @@ import (
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/testenv"
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // expensiveRules are the rules the isolation issue found holding a core for
@@ -37,7 +38,7 @@ func TestExpensiveRules(t *testing.T) {
 	}
 	refused := func(t *testing.T, rec *httptest.ResponseRecorder, field string) {
 		t.Helper()
-		e := requireError(t, rec, http.StatusBadRequest, api.CodeInvalid)
+		e := requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid)
 		require.Equal(t, field, e.Field)
 		require.Contains(t, e.Message, "too expensive to evaluate")
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // bulkRoute is POST /api/v1/jobs:bulk; the colon is escaped as in batchRoute.
@@ -109,26 +111,26 @@ func parseBulk(raw []byte) (*bulkPlan, error) {
 		found = found || a == req.Action
 	}
 	if !found {
-		return nil, invalid("action", "must be one of "+strings.Join(bulkActions, ", "))
+		return nil, apierr.Invalid("action", "must be one of "+strings.Join(bulkActions, ", "))
 	}
 	switch {
 	case req.IDs != nil && req.Filter != nil:
-		return nil, invalid("filter", "give ids or a filter, not both")
+		return nil, apierr.Invalid("filter", "give ids or a filter, not both")
 	case req.IDs == nil && req.Filter == nil:
-		return nil, invalid("ids", "give the jobs' ids, or a filter")
+		return nil, apierr.Invalid("ids", "give the jobs' ids, or a filter")
 	case req.IDs != nil:
 		if len(req.IDs) == 0 {
-			return nil, invalid("ids", "must name at least one job")
+			return nil, apierr.Invalid("ids", "must name at least one job")
 		}
 		if len(req.IDs) > MaxBulkJobs {
-			return nil, newError(http.StatusRequestEntityTooLarge, CodeTooLarge, "ids",
+			return nil, apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeTooLarge, "ids",
 				fmt.Sprintf("at most %d jobs per bulk action; %d given", MaxBulkJobs, len(req.IDs)))
 		}
 		seen := make(map[uuid.UUID]bool, len(req.IDs))
 		for i, s := range req.IDs {
 			id, err := uuid.Parse(s)
 			if err != nil {
-				return nil, invalid(fmt.Sprintf("ids[%d]", i), "is not a job id")
+				return nil, apierr.Invalid(fmt.Sprintf("ids[%d]", i), "is not a job id")
 			}
 			if !seen[id] {
 				seen[id] = true
@@ -141,13 +143,13 @@ func parseBulk(raw []byte) (*bulkPlan, error) {
 	if v := req.Filter.Status; v != "" {
 		f.Status = job.Status(v)
 		if !validStatus(f.Status) {
-			return nil, invalid("filter.status", "must be one of scheduled, paused, completed, permanently_failed, cancelled, expired")
+			return nil, apierr.Invalid("filter.status", "must be one of scheduled, paused, completed, permanently_failed, cancelled, expired")
 		}
 	}
 	if v := req.Filter.Type; v != "" {
 		f.Type = job.Type(v)
 		if _, ok := jobtype.Lookup(f.Type); !ok {
-			return nil, invalid("filter.type", "must be one of "+strings.Join(jobtype.Names(), ", "))
+			return nil, apierr.Invalid("filter.type", "must be one of "+strings.Join(jobtype.Names(), ", "))
 		}
 	}
 	if v := strings.TrimSpace(req.Filter.Q); v != "" {
@@ -163,13 +165,13 @@ func parseBulk(raw []byte) (*bulkPlan, error) {
 		if err := json.Unmarshal(req.Filter.Label, &one); err == nil {
 			labels = []string{one}
 		} else if err := json.Unmarshal(req.Filter.Label, &labels); err != nil {
-			return nil, invalid("filter.label", `must be "key=value" or a list of them`)
+			return nil, apierr.Invalid("filter.label", `must be "key=value" or a list of them`)
 		}
 		var err error
 		if f.Labels, err = labelFilter(labels); err != nil {
-			var ae *apiError
+			var ae *apierr.Error
 			if errors.As(err, &ae) {
-				return nil, invalid("filter.label", ae.detail.Message)
+				return nil, apierr.Invalid("filter.label", ae.Detail.Message)
 			}
 			return nil, err
 		}
@@ -177,7 +179,7 @@ func parseBulk(raw []byte) (*bulkPlan, error) {
 	if v := req.Filter.Owner; v != "" {
 		id, err := uuid.Parse(v)
 		if err != nil {
-			return nil, invalid("filter.owner", "is not a user id")
+			return nil, apierr.Invalid("filter.owner", "is not a user id")
 		}
 		plan.owner = id
 	}
@@ -201,32 +203,32 @@ func (s *Server) bulkJobs(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := caller(c)
+	p := access.Caller(c)
 	ctx := c.Request().Context()
 	ids := plan.ids
 	if plan.filter != nil {
 		f := *plan.filter
-		f.Owner = p.scope()
+		f.Owner = p.Owner()
 		if plan.owner != uuid.Nil {
-			if !p.admin && plan.owner != p.user {
-				return newError(http.StatusForbidden, CodeForbidden, "filter.owner", "only an administrator may act on another user's jobs")
+			if !p.Admin && plan.owner != p.User {
+				return apierr.New(http.StatusForbidden, apierr.CodeForbidden, "filter.owner", "only an administrator may act on another user's jobs")
 			}
 			if _, err := s.store.GetUser(ctx, plan.owner); err != nil {
 				if errors.Is(err, job.ErrNotFound) {
-					return invalid("filter.owner", "no such user")
+					return apierr.Invalid("filter.owner", "no such user")
 				}
-				return dependency(err)
+				return apierr.Dependency(err)
 			}
 			f.Owner = plan.owner
 		}
 		if ids, err = s.store.MatchJobs(ctx, f, MaxBulkJobs); err != nil {
 			if errors.Is(err, store.ErrTooBroad) {
-				return invalid("filter", err.Error())
+				return apierr.Invalid("filter", err.Error())
 			}
-			return dependency(err)
+			return apierr.Dependency(err)
 		}
 		if len(ids) > MaxBulkJobs {
-			return newError(http.StatusRequestEntityTooLarge, CodeTooLarge, "filter",
+			return apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeTooLarge, "filter",
 				fmt.Sprintf("the filter selects more than %d jobs; narrow it, or act in several calls", MaxBulkJobs))
 		}
 	}
@@ -248,7 +250,7 @@ func (s *Server) bulkJobs(c *echo.Context) error {
 // applyBulk runs the action on each job, bulkWorkers at a time, filling in
 // out's counts and skips (in the order the ids were given), and returns the
 // ids it changed.
-func (s *Server) applyBulk(ctx context.Context, p principal, action string, ids []uuid.UUID, out *BulkResult) []uuid.UUID {
+func (s *Server) applyBulk(ctx context.Context, p access.Principal, action string, ids []uuid.UUID, out *BulkResult) []uuid.UUID {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bulkTimeout)
 	defer cancel()
 	now := s.now()
@@ -289,8 +291,8 @@ func (s *Server) applyBulk(ctx context.Context, p principal, action string, ids 
 // it all), except a trigger: it adds an occurrence, whose idempotency key
 // only the trigger's own entry records, so it is audited as the single-job
 // trigger is, job.trigger by the caller.
-func (s *Server) bulkOne(ctx context.Context, p principal, action string, id uuid.UUID, now time.Time) error {
-	owner := p.scope()
+func (s *Server) bulkOne(ctx context.Context, p access.Principal, action string, id uuid.UUID, now time.Time) error {
+	owner := p.Owner()
 	var refused error
 	edit := func(e store.Edit) error {
 		_, err := s.jobs.Edit(ctx, owner, id, now, func(j *job.Job, started bool) error {
@@ -310,7 +312,7 @@ func (s *Server) bulkOne(ctx context.Context, p principal, action string, id uui
 	case bulkCancel:
 		return s.jobs.Cancel(ctx, owner, id, now, store.Audit{})
 	case bulkTrigger:
-		_, err := s.jobs.Trigger(ctx, owner, id, now, p.audit(store.ActionJobTrigger))
+		_, err := s.jobs.Trigger(ctx, owner, id, now, p.Audit(store.ActionJobTrigger))
 		return err
 	default:
 		_, err := s.jobs.Retry(ctx, owner, id, time.Time{}, now, store.Audit{})
@@ -345,12 +347,12 @@ func bulkReason(err error) string {
 // auditBulk writes the call's one audit entry: the action, how many jobs it
 // selected, and the ids it changed. The changes are many transactions, so
 // the entry follows them; a failure to write it is logged.
-func (s *Server) auditBulk(ctx context.Context, p principal, action string, matched int, changed []uuid.UUID) {
+func (s *Server) auditBulk(ctx context.Context, p access.Principal, action string, matched int, changed []uuid.UUID) {
 	if changed == nil {
 		changed = []uuid.UUID{}
 	}
 	raw, _ := json.Marshal(map[string]any{"action": action, "matched": matched, "changed": len(changed), "ids": changed})
-	e := store.AuditEntry{At: s.now(), Actor: p.user, Action: store.ActionJobBulk, TargetType: store.TargetBulk,
+	e := store.AuditEntry{At: s.now(), Actor: p.User, Action: store.ActionJobBulk, TargetType: store.TargetBulk,
 		TargetID: job.NewID(), Change: raw}
 	if err := s.store.RecordAudit(context.WithoutCancel(ctx), e); err != nil {
 		s.log.Error("audit_failed", zap.String("action", e.Action), zap.Int("jobs", len(changed)), zap.Error(err))
@@ -374,7 +376,7 @@ type JobCounts struct {
 // store.CountTimeout: beyond, 503 would mislead, so it is a 400 asking to
 // narrow it to one owner.
 func (s *Server) countJobs(c *echo.Context) error {
-	owner := caller(c).scope()
+	owner := access.Caller(c).Owner()
 	if o, named, err := queryOwner(c); err != nil {
 		return err
 	} else if named {
@@ -383,9 +385,9 @@ func (s *Server) countJobs(c *echo.Context) error {
 	counts, err := s.store.CountJobs(c.Request().Context(), owner)
 	if err != nil {
 		if errors.Is(err, store.ErrTooBroad) {
-			return invalid("owner", "too many jobs to count at once; name one owner")
+			return apierr.Invalid("owner", "too many jobs to count at once; name one owner")
 		}
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	out := JobCounts{Counts: map[job.Status]int64{}}
 	for _, st := range []job.Status{job.StatusScheduled, job.StatusPaused, job.StatusCompleted, job.StatusPermanentlyFailed, job.StatusCancelled, job.StatusExpired} {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // FuzzBulkRequest: any body of POST /api/v1/jobs:bulk is either a plan
@@ -26,7 +27,7 @@ func FuzzBulkRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		plan, err := parseBulk(data)
 		if err != nil {
-			var ae *apiError
+			var ae *apierr.Error
 			var fe *job.FieldError
 			if !errors.As(err, &ae) && !errors.As(err, &fe) {
 				t.Fatalf("error %v (%T) is not the API's own", err, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // TestBulkActions: POST /api/v1/jobs:bulk acts on the ids given or on a
@@ -96,7 +97,7 @@ func TestBulkActions(t *testing.T) {
 	// An administrator may name the owner; a user may not name another.
 	admin := decode[api.BulkResult](t, b.do(t, http.MethodPost, "/api/v1/jobs:bulk", map[string]any{"action": "pause", "filter": map[string]any{"owner": bob.id.String(), "label": "batch=b1"}}))
 	require.Equal(t, 1, admin.Changed)
-	requireError(t, b.as(t, ann, http.MethodPost, "/api/v1/jobs:bulk", map[string]any{"action": "pause", "filter": map[string]any{"owner": bob.id.String()}}), http.StatusForbidden, api.CodeForbidden)
+	requireError(t, b.as(t, ann, http.MethodPost, "/api/v1/jobs:bulk", map[string]any{"action": "pause", "filter": map[string]any{"owner": bob.id.String()}}), http.StatusForbidden, apierr.CodeForbidden)
 }
 
 // TestBulkTriggerAudit: each job a bulk trigger runs has its job.trigger
@@ -158,7 +159,7 @@ func TestBulkBadInput(t *testing.T) {
 		"unknown field":  {map[string]any{"action": "pause", "ids": []string{j.ID.String()}, "force": true}, ""},
 	} {
 		rec := b.as(t, ann, http.MethodPost, "/api/v1/jobs:bulk", tc.body)
-		e := requireError(t, rec, http.StatusBadRequest, api.CodeInvalid)
+		e := requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid)
 		if tc.field != "" {
 			require.Equal(t, tc.field, e.Field, name)
 		}
@@ -167,7 +168,7 @@ func TestBulkBadInput(t *testing.T) {
 	for i := range ids {
 		ids[i] = uuid.NewString()
 	}
-	e := requireError(t, b.as(t, ann, http.MethodPost, "/api/v1/jobs:bulk", map[string]any{"action": "pause", "ids": ids}), http.StatusRequestEntityTooLarge, api.CodeTooLarge)
+	e := requireError(t, b.as(t, ann, http.MethodPost, "/api/v1/jobs:bulk", map[string]any{"action": "pause", "ids": ids}), http.StatusRequestEntityTooLarge, apierr.CodeTooLarge)
 	require.True(t, strings.Contains(e.Message, "10000"), e.Message)
 	require.Equal(t, job.StatusScheduled, decode[api.Job](t, b.as(t, ann, http.MethodGet, "/api/v1/jobs/"+j.ID.String(), nil)).Status)
 }
@@ -193,5 +194,5 @@ func TestJobCounts(t *testing.T) {
 	require.Equal(t, int64(4), got.Total)
 	got = decode[api.JobCounts](t, b.do(t, http.MethodGet, "/api/v1/jobs:counts?owner="+bob.id.String(), nil))
 	require.Equal(t, int64(1), got.Total)
-	requireError(t, b.as(t, ann, http.MethodGet, "/api/v1/jobs:counts?owner="+bob.id.String(), nil), http.StatusForbidden, api.CodeForbidden)
+	requireError(t, b.as(t, ann, http.MethodGet, "/api/v1/jobs:counts?owner="+bob.id.String(), nil), http.StatusForbidden, apierr.CodeForbidden)
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // Jobs by key: a job that carries its owner's own key can be read,
@@ -22,7 +24,7 @@ import (
 func pathKey(c *echo.Context) (string, error) {
 	k, err := url.PathUnescape(c.Param("key"))
 	if err != nil {
-		return "", invalid("key", "is not a valid path segment")
+		return "", apierr.Invalid("key", "is not a valid path segment")
 	}
 	if err := jobspec.ValidKey(k); err != nil {
 		return "", err
@@ -36,7 +38,7 @@ func keyOwner(c *echo.Context) (uuid.UUID, error) {
 	if id, named, err := queryOwner(c); named || err != nil {
 		return id, err
 	}
-	return caller(c).user, nil
+	return access.Caller(c).User, nil
 }
 
 // jobByKey finds the job that holds the key named in the path.
@@ -54,7 +56,7 @@ func (s *Server) jobByKey(c *echo.Context) (*job.Job, error) {
 		return nil, errJobNotFound
 	}
 	if err != nil {
-		return nil, dependency(err)
+		return nil, apierr.Dependency(err)
 	}
 	return j, nil
 }
@@ -74,12 +76,13 @@ func (s *Server) cancelJobByKey(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	err = s.jobs.Cancel(c.Request().Context(), caller(c).scope(), j.ID, s.clock(), caller(c).audit(store.ActionJobCancel))
+	p := access.Caller(c)
+	err = s.jobs.Cancel(c.Request().Context(), p.Owner(), j.ID, s.clock(), p.Audit(store.ActionJobCancel))
 	if errors.Is(err, job.ErrConflict) {
-		return newError(http.StatusConflict, CodeConflict, "", "the job has started or finished; only a one-off job that has not started, or a recurring job, can be cancelled")
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", "the job has started or finished; only a one-off job that has not started, or a recurring job, can be cancelled")
 	}
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -108,7 +111,7 @@ func (s *Server) putJobByKey(c *echo.Context) error {
 	if raw, ok := req.Raw("key"); ok {
 		var k string
 		if json.Unmarshal(raw, &k) != nil || k != "" && k != key {
-			return invalid("key", "must be absent or equal the key in the path")
+			return apierr.Invalid("key", "must be absent or equal the key in the path")
 		}
 	}
 	if req, err = req.With("key", key); err != nil {
@@ -122,12 +125,12 @@ func (s *Server) putJobByKey(c *echo.Context) error {
 	switch {
 	case errors.Is(err, job.ErrNotFound):
 	case err != nil:
-		return dependency(err)
+		return apierr.Dependency(err)
 	case cur.Status == job.StatusScheduled || cur.Status == job.StatusPaused:
 		if raw, ok := req.Raw("type"); ok {
 			var t job.Type
 			if json.Unmarshal(raw, &t) == nil && t != cur.Type {
-				return newError(http.StatusConflict, CodeConflict, "type", "a job's type never changes; DELETE it and PUT again")
+				return apierr.New(http.StatusConflict, apierr.CodeConflict, "type", "a job's type never changes; DELETE it and PUT again")
 			}
 		}
 		return s.change(c, req, cur, dry)

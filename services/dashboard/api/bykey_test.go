@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 func cronSpec(name, cron string) map[string]any {
@@ -57,22 +58,22 @@ func TestJobByKey(t *testing.T) {
 	// The key is the caller's: another user has their own.
 	bob := b.user(t, "bob", "user", nil)
 	require.Equal(t, http.StatusCreated, put(bob, "nightly-report", cronSpec("bob's", "0 9 * * *")).Code)
-	requireError(t, b.as(t, bob, http.MethodGet, "/api/v1/jobs/by-key/other", nil), http.StatusNotFound, api.CodeNotFound)
+	requireError(t, b.as(t, bob, http.MethodGet, "/api/v1/jobs/by-key/other", nil), http.StatusNotFound, apierr.CodeNotFound)
 
 	// POST with a key a live job holds is 409; PUT with another type too.
 	withKey := cronSpec("dup", "0 9 * * *")
 	withKey["key"] = "nightly-report"
-	e := requireError(t, b.as(t, ann, http.MethodPost, "/api/v1/jobs", withKey), http.StatusConflict, api.CodeConflict)
+	e := requireError(t, b.as(t, ann, http.MethodPost, "/api/v1/jobs", withKey), http.StatusConflict, apierr.CodeConflict)
 	require.Equal(t, "key", e.Field)
 	email := cronSpec("mail", "0 9 * * *")
 	email["type"], email["payload"] = "webhook", map[string]any{"url": "https://example.com/hook"}
-	e = requireError(t, put(ann, "nightly-report", email), http.StatusConflict, api.CodeConflict)
+	e = requireError(t, put(ann, "nightly-report", email), http.StatusConflict, apierr.CodeConflict)
 	require.Equal(t, "type", e.Field)
 	mismatch := cronSpec("x", "0 9 * * *")
 	mismatch["key"] = "another"
-	e = requireError(t, put(ann, "nightly-report", mismatch), http.StatusBadRequest, api.CodeInvalid)
+	e = requireError(t, put(ann, "nightly-report", mismatch), http.StatusBadRequest, apierr.CodeInvalid)
 	require.Equal(t, "key", e.Field)
-	requireError(t, put(ann, "has%20space", cronSpec("x", "0 9 * * *")), http.StatusBadRequest, api.CodeInvalid)
+	requireError(t, put(ann, "has%20space", cronSpec("x", "0 9 * * *")), http.StatusBadRequest, apierr.CodeInvalid)
 
 	// DELETE by key cancels; the key then goes to a new job.
 	require.Equal(t, http.StatusNoContent, b.as(t, ann, http.MethodDelete, "/api/v1/jobs/by-key/nightly-report", nil).Code)
@@ -86,5 +87,5 @@ func TestJobByKey(t *testing.T) {
 	require.Equal(t, http.StatusCreated, b.as(t, ann, http.MethodPost, "/api/v1/jobs", oneOff).Code)
 	a, c := spec("a", b.now.Add(time.Hour)), spec("c", b.now.Add(time.Hour))
 	a["key"], c["key"] = "twin", "twin"
-	requireError(t, b.as(t, ann, http.MethodPost, "/api/v1/jobs:batch", map[string]any{"jobs": []any{a, c}}), http.StatusConflict, api.CodeConflict)
+	requireError(t, b.as(t, ann, http.MethodPost, "/api/v1/jobs:batch", map[string]any{"jobs": []any{a, c}}), http.StatusConflict, apierr.CodeConflict)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/tockhq/tock/pkg/strictjson"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // decodeJSON reads the request body into v strictly: one JSON value, no
@@ -31,7 +32,7 @@ func readBody(c *echo.Context) ([]byte, error) {
 		if errors.As(err, &mbe) {
 			return nil, errTooLarge
 		}
-		return nil, invalid("", "the body could not be read")
+		return nil, apierr.Invalid("", "the body could not be read")
 	}
 	return raw, nil
 }

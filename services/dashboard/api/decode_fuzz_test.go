@@ -16,6 +16,7 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/schedule"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // fuzzBodyCap is the body cap of FuzzDecodeJob: the payload limit, so that a
@@ -31,7 +32,7 @@ var fuzzStatuses = []job.Status{
 // FuzzDecodeJob drives the bodies of POST and PATCH /api/v1/jobs through what
 // the handlers do with them: the body cap, decodeJob, then Build, and
 // Prepare and Apply on the built job. No input may panic or yield a 5xx: every decode error is
-// a 400 or 413 *apiError, and every Build or Apply error maps to a 4xx as
+// a 400 or 413 *apierr.Error, and every Build or Apply error maps to a 4xx as
 // createJob and patchJob return it. A recurring job that is accepted must
 // keep a schedule that compiles again from storage, or pausing and resuming
 // it would fail with a 500 later.
@@ -172,7 +173,7 @@ func decodeJobBody(s *Server, e *echo.Echo, method string, body []byte, chunked 
 }
 
 // checkDecodeError fails unless err is nil, a *job.FieldError (a 400), or
-// a 400 "invalid" or a 413 "too_large" *apiError.
+// a 400 "invalid" or a 413 "too_large" *apierr.Error.
 func checkDecodeError(t *testing.T, err error) {
 	t.Helper()
 	if err == nil {
@@ -185,18 +186,18 @@ func checkDecodeError(t *testing.T, err error) {
 		}
 		return
 	}
-	var ae *apiError
+	var ae *apierr.Error
 	if !errors.As(err, &ae) {
-		t.Fatalf("decode error %v (%T) is not an *apiError", err, err)
+		t.Fatalf("decode error %v (%T) is not an *apierr.Error", err, err)
 	}
 	switch {
-	case ae.status == http.StatusBadRequest && ae.detail.Code == CodeInvalid:
-	case ae.status == http.StatusRequestEntityTooLarge && ae.detail.Code == CodeTooLarge:
+	case ae.Status == http.StatusBadRequest && ae.Detail.Code == apierr.CodeInvalid:
+	case ae.Status == http.StatusRequestEntityTooLarge && ae.Detail.Code == apierr.CodeTooLarge:
 	default:
-		t.Fatalf("decode error %v has status %d and code %q", err, ae.status, ae.detail.Code)
+		t.Fatalf("decode error %v has status %d and code %q", err, ae.Status, ae.Detail.Code)
 	}
-	if status, _ := toResponse(err); status != ae.status {
-		t.Fatalf("decode error %v maps to %d, not its own %d", err, status, ae.status)
+	if status, _ := toResponse(err); status != ae.Status {
+		t.Fatalf("decode error %v maps to %d, not its own %d", err, status, ae.Status)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/tockhq/tock/pkg/jobspec"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // The actions a dry run answers.
@@ -39,5 +40,5 @@ func dryRun(c *echo.Context) (bool, error) {
 	case "true":
 		return true, nil
 	}
-	return false, invalid("dry_run", "must be true or false")
+	return false, apierr.Invalid("dry_run", "must be true or false")
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // patchJob edits a job in place, keeping its id: only the fields given
@@ -35,9 +37,9 @@ func (s *Server) patchJob(c *echo.Context) error {
 	// Every check, and compiling a new schedule, happens before the row is
 	// locked: the job is read once to learn its type, and the prepared
 	// change is then applied under the lock in a few comparisons.
-	cur, err := s.store.GetJob(c.Request().Context(), caller(c).scope(), id)
+	cur, err := s.store.GetJob(c.Request().Context(), access.Caller(c).Owner(), id)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	return s.change(c, req, cur, dry)
 }
@@ -112,10 +114,10 @@ func (s *Server) now() time.Time { return s.clock().UTC().Truncate(time.Millisec
 // the job as it now is.
 func (s *Server) edit(c *echo.Context, id uuid.UUID, now time.Time, action string, e store.Edit) error {
 	var refused error
-	after, err := s.jobs.Edit(c.Request().Context(), caller(c).scope(), id, now, func(j *job.Job, started bool) error {
+	after, err := s.jobs.Edit(c.Request().Context(), access.Caller(c).Owner(), id, now, func(j *job.Job, started bool) error {
 		refused = e(j, started)
 		return refused
-	}, store.Update{Audit: caller(c).audit(action), Rates: s.ownerRates(c)})
+	}, store.Update{Audit: access.Caller(c).Audit(action), Rates: s.ownerRates(c)})
 	if err != nil {
 		return editError(err, refused)
 	}
@@ -140,12 +142,12 @@ func editError(err, refused error) error {
 				msg = m
 			}
 		}
-		return newError(http.StatusConflict, CodeConflict, "", msg)
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", msg)
 	case errors.Is(err, job.ErrInvalid) && refused != nil:
 		msg, _ := strings.CutPrefix(refused.Error(), job.ErrInvalid.Error()+": ")
-		return invalid("", msg)
+		return apierr.Invalid("", msg)
 	}
-	return dependency(err)
+	return apierr.Dependency(err)
 }
 
 // triggerJob runs a scheduled job once more, now, in addition to its
@@ -158,7 +160,8 @@ func (s *Server) triggerJob(c *echo.Context) error {
 		return err
 	}
 	now := s.now()
-	occ, err := s.jobs.Trigger(c.Request().Context(), caller(c).scope(), id, now, caller(c).audit(store.ActionJobTrigger))
+	p := access.Caller(c)
+	occ, err := s.jobs.Trigger(c.Request().Context(), p.Owner(), id, now, p.Audit(store.ActionJobTrigger))
 	if err != nil {
 		return editError(err, err)
 	}
@@ -195,7 +198,8 @@ func (s *Server) retryJob(c *echo.Context) error {
 			return err
 		}
 	}
-	occ, err := s.jobs.Retry(c.Request().Context(), caller(c).scope(), id, req.ScheduledFor.Time, s.now(), caller(c).audit(store.ActionJobRetry))
+	p := access.Caller(c)
+	occ, err := s.jobs.Retry(c.Request().Context(), p.Owner(), id, req.ScheduledFor.Time, s.now(), p.Audit(store.ActionJobRetry))
 	if err != nil {
 		return editError(err, errors.Unwrap(err))
 	}

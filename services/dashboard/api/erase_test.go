@@ -11,6 +11,7 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // TestEraseUser: an administrator's erasure deletes the user's jobs, runs,
@@ -27,9 +28,9 @@ func TestEraseUser(t *testing.T) {
 	other := decode[api.Job](t, b.as(t, ann, http.MethodPost, "/api/v1/jobs", spec("second", b.now.Add(time.Hour))))
 	bobs := decode[api.Job](t, b.as(t, bob, http.MethodPost, "/api/v1/jobs", labelled("bob's", b.now.Add(time.Hour), map[string]string{"customer": "bob"})))
 
-	requireError(t, b.as(t, bob, http.MethodPost, "/api/v1/users/"+ann.id.String()+"/erase", nil), http.StatusForbidden, api.CodeForbidden)
-	requireError(t, b.do(t, http.MethodPost, "/api/v1/users/"+store.BootstrapAdmin.String()+"/erase", nil), http.StatusConflict, api.CodeConflict)
-	requireError(t, b.do(t, http.MethodPost, "/api/v1/users/"+job.NewID().String()+"/erase", nil), http.StatusNotFound, api.CodeNotFound)
+	requireError(t, b.as(t, bob, http.MethodPost, "/api/v1/users/"+ann.id.String()+"/erase", nil), http.StatusForbidden, apierr.CodeForbidden)
+	requireError(t, b.do(t, http.MethodPost, "/api/v1/users/"+store.BootstrapAdmin.String()+"/erase", nil), http.StatusConflict, apierr.CodeConflict)
+	requireError(t, b.do(t, http.MethodPost, "/api/v1/users/"+job.NewID().String()+"/erase", nil), http.StatusNotFound, apierr.CodeNotFound)
 
 	rec := b.do(t, http.MethodPost, "/api/v1/users/"+ann.id.String()+"/erase", nil)
 	require.Equal(t, http.StatusOK, rec.Code, "body: %s", rec.Body.String())
@@ -39,9 +40,9 @@ func TestEraseUser(t *testing.T) {
 	require.Equal(t, 1, got.Keys)
 	require.GreaterOrEqual(t, got.Audit, 3, "the user's creation, its key, its two jobs")
 
-	requireError(t, b.as(t, ann, http.MethodGet, "/api/v1/jobs", nil), http.StatusUnauthorized, api.CodeUnauthorized)
+	requireError(t, b.as(t, ann, http.MethodGet, "/api/v1/jobs", nil), http.StatusUnauthorized, apierr.CodeUnauthorized)
 	for _, j := range []api.Job{mine, other} {
-		requireError(t, b.do(t, http.MethodGet, "/api/v1/jobs/"+j.ID.String(), nil), http.StatusNotFound, api.CodeNotFound)
+		requireError(t, b.do(t, http.MethodGet, "/api/v1/jobs/"+j.ID.String(), nil), http.StatusNotFound, apierr.CodeNotFound)
 	}
 	u := decode[api.User](t, b.do(t, http.MethodGet, "/api/v1/users/"+ann.id.String(), nil))
 	require.Equal(t, "erased user", u.Name)

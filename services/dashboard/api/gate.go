@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
+
+	"github.com/tockhq/tock/services/dashboard/access"
 )
 
 // userGate lets each user run one piece of costly work at a time (compiling
@@ -53,7 +55,7 @@ func (s *Server) evaluate(c *echo.Context, needed bool, f func() error) error {
 	if !needed {
 		return f()
 	}
-	release, err := s.evaluating.enter(c.Request().Context(), caller(c).user)
+	release, err := s.evaluating.enter(c.Request().Context(), access.Caller(c).User)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 const (
@@ -44,7 +46,7 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		if len(values) > 1 {
-			return invalid(idempotencyHeader, "give one Idempotency-Key header, not several")
+			return apierr.Invalid(idempotencyHeader, "give one Idempotency-Key header, not several")
 		}
 		key := values[0]
 		if err := checkIdempotencyKey(key); err != nil {
@@ -55,7 +57,7 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 			if errors.As(err, new(*http.MaxBytesError)) {
 				return errTooLarge
 			}
-			return invalid("", "the request body could not be read")
+			return apierr.Invalid("", "the request body could not be read")
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		h := sha256.New()
@@ -64,7 +66,7 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 			h.Write([]byte{0})
 		}
 		h.Write(body)
-		owner := caller(c).user
+		owner := access.Caller(c).User
 		state, stored, err := s.store.ClaimIdempotencyKey(req.Context(), owner, key, h.Sum(nil), s.clock())
 		if err != nil {
 			return err
@@ -83,10 +85,10 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 			_, _ = c.Response().Write(stored.Body)
 			return nil
 		case store.KeyInFlight:
-			return newError(http.StatusConflict, CodeConflict, idempotencyHeader,
+			return apierr.New(http.StatusConflict, apierr.CodeConflict, idempotencyHeader,
 				"a request with this Idempotency-Key is still being answered; repeat it once that is done")
 		case store.KeyReused:
-			return newError(http.StatusUnprocessableEntity, CodeIdempotencyKeyReused, idempotencyHeader,
+			return apierr.New(http.StatusUnprocessableEntity, apierr.CodeIdempotencyKeyReused, idempotencyHeader,
 				"this Idempotency-Key was used for a different request within the last 24 hours")
 		}
 		return s.runIdempotent(c, next, owner, key)
@@ -200,11 +202,11 @@ func keptBody(c *echo.Context, status int, sent []byte) ([]byte, bool) {
 // checkIdempotencyKey accepts 1 to 255 printable ASCII characters.
 func checkIdempotencyKey(key string) error {
 	if len(key) == 0 || len(key) > maxIdempotencyKey {
-		return invalid(idempotencyHeader, "must be 1 to 255 printable characters")
+		return apierr.Invalid(idempotencyHeader, "must be 1 to 255 printable characters")
 	}
 	for i := range len(key) {
 		if key[i] < 0x20 || key[i] > 0x7e {
-			return invalid(idempotencyHeader, "must be 1 to 255 printable characters (ASCII 0x20-0x7E)")
+			return apierr.Invalid(idempotencyHeader, "must be 1 to 255 printable characters (ASCII 0x20-0x7E)")
 		}
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/pkg/testenv"
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // withKey sends an authenticated request carrying Idempotency-Key values
@@ -65,7 +66,7 @@ func TestIdempotencyKey(t *testing.T) {
 		b := setup(t)
 		require.Equal(t, http.StatusCreated, b.withKey(t, nil, http.MethodPost, "/api/v1/jobs", spec("a", b.now.Add(time.Hour)), "k").Code)
 		e := requireError(t, b.withKey(t, nil, http.MethodPost, "/api/v1/jobs", spec("b", b.now.Add(time.Hour)), "k"),
-			http.StatusUnprocessableEntity, api.CodeIdempotencyKeyReused)
+			http.StatusUnprocessableEntity, apierr.CodeIdempotencyKeyReused)
 		require.Equal(t, "Idempotency-Key", e.Field)
 		require.Len(t, decode[api.JobList](t, b.do(t, http.MethodGet, "/api/v1/jobs", nil)).Jobs, 1, "nothing changed")
 	})
@@ -95,7 +96,7 @@ func TestIdempotencyKey(t *testing.T) {
 		state, _, err := b.store.ClaimIdempotencyKey(t.Context(), store.BootstrapAdmin, "busy", h[:], b.now)
 		require.NoError(t, err)
 		require.Equal(t, store.KeyNew, state)
-		e := requireError(t, b.withKey(t, nil, http.MethodPost, "/api/v1/jobs", body, "busy"), http.StatusConflict, api.CodeConflict)
+		e := requireError(t, b.withKey(t, nil, http.MethodPost, "/api/v1/jobs", body, "busy"), http.StatusConflict, apierr.CodeConflict)
 		require.Equal(t, "Idempotency-Key", e.Field)
 		require.Empty(t, decode[api.JobList](t, b.do(t, http.MethodGet, "/api/v1/jobs", nil)).Jobs)
 	})
@@ -136,7 +137,7 @@ func TestIdempotencyKey(t *testing.T) {
 		require.Equal(t, http.StatusCreated, b.withKey(t, &ann, http.MethodPost, "/api/v1/jobs", spec("first", b.now.Add(time.Hour)), "first").Code)
 		body := spec("second", b.now.Add(time.Hour))
 		refused := b.withKey(t, &ann, http.MethodPost, "/api/v1/jobs", body, "second")
-		requireError(t, refused, http.StatusTooManyRequests, api.CodeRateLimited)
+		requireError(t, refused, http.StatusTooManyRequests, apierr.CodeRateLimited)
 		require.NotEmpty(t, refused.Header().Get("Retry-After"))
 
 		// The SDK and the CLI repeat a 429 with the same key: each repeat
@@ -166,7 +167,7 @@ func TestIdempotencyKey(t *testing.T) {
 			"NonASCII": {"clé"},
 			"Twice":    {"a", "b"},
 		} {
-			e := requireError(t, b.withKey(t, nil, http.MethodPost, "/api/v1/jobs", body, keys...), http.StatusBadRequest, api.CodeInvalid)
+			e := requireError(t, b.withKey(t, nil, http.MethodPost, "/api/v1/jobs", body, keys...), http.StatusBadRequest, apierr.CodeInvalid)
 			require.Equal(t, "Idempotency-Key", e.Field, name)
 		}
 		require.Equal(t, http.StatusCreated, b.withKey(t, nil, http.MethodPost, "/api/v1/jobs", body, strings.Repeat("k", 255)).Code)

@@ -17,6 +17,8 @@ import (
 	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/schedule"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // Page sizes of the listings.
@@ -66,7 +68,7 @@ func (s *Server) decodeJob(c *echo.Context, mode jobspec.Mode) (*jobspec.Request
 	var owner string
 	if v, ok := req.Extra("owner"); ok {
 		if json.Unmarshal(v, &owner) != nil {
-			return nil, "", invalid("owner", "must be a user id (a UUID)")
+			return nil, "", apierr.Invalid("owner", "must be a user id (a UUID)")
 		}
 	}
 	return req, owner, nil
@@ -89,7 +91,7 @@ func (s *Server) create(c *echo.Context, req *jobspec.Request, owner *store.User
 	if err := s.allowJobs(c, 1); err != nil {
 		return err
 	}
-	create := store.Create{Audit: caller(c).audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), Rates: s.rates(owner)}
+	create := store.Create{Audit: access.Caller(c).Audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), Rates: s.rates(owner)}
 	if err := s.createJobs(c, []*job.Job{j}, now, create); err != nil {
 		return createError(err)
 	}
@@ -105,33 +107,33 @@ func requestBudget(c *echo.Context) *schedule.Budget {
 // owner resolves whom a new job belongs to: the caller, or the user an
 // administrator names. A user naming anyone but themself is refused.
 func (s *Server) owner(c *echo.Context, named string) (*store.User, error) {
-	p := caller(c)
+	p := access.Caller(c)
 	var id uuid.UUID
 	if named != "" {
 		var err error
 		if id, err = uuid.Parse(named); err != nil {
-			return nil, invalid("owner", "must be a user id (a UUID)")
+			return nil, apierr.Invalid("owner", "must be a user id (a UUID)")
 		}
 	}
-	if named == "" || id == p.user {
+	if named == "" || id == p.User {
 		role := store.RoleUser
-		if p.admin {
+		if p.Admin {
 			role = store.RoleAdmin
 		}
-		return &store.User{ID: p.user, Role: role, Limits: p.limits}, nil
+		return &store.User{ID: p.User, Role: role, Limits: p.Limits}, nil
 	}
-	if !p.admin {
-		return nil, newError(http.StatusForbidden, CodeForbidden, "owner", "only an administrator can create a job for another user")
+	if !p.Admin {
+		return nil, apierr.New(http.StatusForbidden, apierr.CodeForbidden, "owner", "only an administrator can create a job for another user")
 	}
 	u, err := s.store.GetUser(c.Request().Context(), id)
 	if errors.Is(err, job.ErrNotFound) {
-		return nil, invalid("owner", "is not a user")
+		return nil, apierr.Invalid("owner", "is not a user")
 	}
 	if err != nil {
-		return nil, dependency(err)
+		return nil, apierr.Dependency(err)
 	}
 	if !u.DisabledAt.IsZero() {
-		return nil, invalid("owner", "is a disabled user")
+		return nil, apierr.Invalid("owner", "is a disabled user")
 	}
 	return u, nil
 }
@@ -143,14 +145,14 @@ func createError(err error) error {
 	var ke *store.KeyTakenError
 	switch {
 	case errors.As(err, &ke):
-		return newError(http.StatusConflict, CodeConflict, "key",
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "key",
 			fmt.Sprintf("key %q is held by another of your jobs that can still run; PUT /api/v1/jobs/by-key/{key} replaces it", ke.Key))
 	case errors.As(err, &qe):
 		return quotaError(qe)
 	case errors.As(err, &re):
 		return rateError(re)
 	}
-	return dependency(err)
+	return apierr.Dependency(err)
 }
 
 // getJob returns one job of the caller's.
@@ -159,9 +161,9 @@ func (s *Server) getJob(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	j, err := s.store.GetJob(c.Request().Context(), caller(c).scope(), id)
+	j, err := s.store.GetJob(c.Request().Context(), access.Caller(c).Owner(), id)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	return writeJSON(c, http.StatusOK, s.jobView(j, s.clock()))
 }
@@ -174,10 +176,10 @@ func queryOwner(c *echo.Context) (owner uuid.UUID, named bool, err error) {
 		return uuid.Nil, false, nil
 	}
 	if owner, err = uuid.Parse(v); err != nil {
-		return uuid.Nil, true, invalid("owner", "must be a user id")
+		return uuid.Nil, true, apierr.Invalid("owner", "must be a user id")
 	}
-	if p := caller(c); !p.admin && owner != p.user {
-		return uuid.Nil, true, errForbidden
+	if p := access.Caller(c); !p.Admin && owner != p.User {
+		return uuid.Nil, true, access.ErrForbidden
 	}
 	return owner, true, nil
 }
@@ -186,8 +188,8 @@ func queryOwner(c *echo.Context) (owner uuid.UUID, named bool, err error) {
 // q finds a job by its exact id, or the jobs whose name contains it
 // (ignoring case); owner narrows an administrator's listing to one user.
 func (s *Server) listJobs(c *echo.Context) error {
-	p := caller(c)
-	f := store.JobFilter{Owner: p.scope()}
+	p := access.Caller(c)
+	f := store.JobFilter{Owner: p.Owner()}
 	if owner, named, err := queryOwner(c); err != nil {
 		return err
 	} else if named {
@@ -210,13 +212,13 @@ func (s *Server) pageJobs(c *echo.Context, f store.JobFilter) error {
 	if v := c.QueryParam("status"); v != "" {
 		f.Status = job.Status(v)
 		if !validStatus(f.Status) {
-			return invalid("status", "must be one of scheduled, paused, completed, permanently_failed, cancelled, expired")
+			return apierr.Invalid("status", "must be one of scheduled, paused, completed, permanently_failed, cancelled, expired")
 		}
 	}
 	if v := c.QueryParam("type"); v != "" {
 		f.Type = job.Type(v)
 		if _, ok := jobtype.Lookup(f.Type); !ok {
-			return invalid("type", "must be one of "+strings.Join(jobtype.Names(), ", "))
+			return apierr.Invalid("type", "must be one of "+strings.Join(jobtype.Names(), ", "))
 		}
 	}
 	limit, err := pageSize(c)
@@ -225,7 +227,7 @@ func (s *Server) pageJobs(c *echo.Context, f store.JobFilter) error {
 	}
 	if v := c.QueryParam("cursor"); v != "" {
 		if f.Before, err = parseJobCursor(v); err != nil {
-			return invalid("cursor", "is not a cursor this API returned")
+			return apierr.Invalid("cursor", "is not a cursor this API returned")
 		}
 	}
 	if f.Labels, err = labelFilter(c.QueryParams()["label"]); err != nil {
@@ -242,7 +244,7 @@ func (s *Server) pageJobs(c *echo.Context, f store.JobFilter) error {
 		jobs, err = s.store.ListJobs(c.Request().Context(), f)
 	}
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	var out jobPage
 	jobs, out.NextCursor = page(jobs, limit, func(j *job.Job) string { return jobCursor(j.ID) })
@@ -261,17 +263,17 @@ func (s *Server) pageJobs(c *echo.Context, f store.JobFilter) error {
 // must carry: at most job.MaxLabels, each key a valid label key.
 func labelFilter(values []string) ([]store.Label, error) {
 	if len(values) > job.MaxLabels {
-		return nil, invalid("label", fmt.Sprintf("at most %d label filters", job.MaxLabels))
+		return nil, apierr.Invalid("label", fmt.Sprintf("at most %d label filters", job.MaxLabels))
 	}
 	out := make([]store.Label, 0, len(values))
 	seen := map[store.Label]bool{}
 	for _, v := range values {
 		key, value, ok := strings.Cut(v, "=")
 		if !ok || !job.ValidLabelKey(key) {
-			return nil, invalid("label", "must be key=value, the key 1 to 63 of a-z, 0-9, '_', '.' and '-'")
+			return nil, apierr.Invalid("label", "must be key=value, the key 1 to 63 of a-z, 0-9, '_', '.' and '-'")
 		}
 		if utf8.RuneCountInString(value) > job.MaxLabelValue {
-			return nil, invalid("label", fmt.Sprintf("a value is at most %d characters", job.MaxLabelValue))
+			return nil, apierr.Invalid("label", fmt.Sprintf("a value is at most %d characters", job.MaxLabelValue))
 		}
 		l := store.Label{Key: key, Value: value}
 		if !seen[l] {
@@ -294,14 +296,15 @@ func (s *Server) cancelJob(c *echo.Context) error {
 	case "true":
 		return s.purgeJob(c, id)
 	default:
-		return invalid("purge", "must be true or false")
+		return apierr.Invalid("purge", "must be true or false")
 	}
-	err = s.jobs.Cancel(c.Request().Context(), caller(c).scope(), id, s.clock(), caller(c).audit(store.ActionJobCancel))
+	p := access.Caller(c)
+	err = s.jobs.Cancel(c.Request().Context(), p.Owner(), id, s.clock(), p.Audit(store.ActionJobCancel))
 	if errors.Is(err, job.ErrConflict) {
-		return newError(http.StatusConflict, CodeConflict, "", "the job has started or finished; only a one-off job that has not started, or a recurring job, can be cancelled")
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", "the job has started or finished; only a one-off job that has not started, or a recurring job, can be cancelled")
 	}
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -309,14 +312,15 @@ func (s *Server) cancelJob(c *echo.Context) error {
 // purgeJob removes a finished job and its runs now (DELETE ?purge=true):
 // what its retention would remove later, at once, for an erasure request.
 func (s *Server) purgeJob(c *echo.Context, id uuid.UUID) error {
-	err := s.store.PurgeJob(c.Request().Context(), caller(c).scope(), id, s.clock(), caller(c).audit(store.ActionJobPurge))
+	p := access.Caller(c)
+	err := s.store.PurgeJob(c.Request().Context(), p.Owner(), id, s.clock(), p.Audit(store.ActionJobPurge))
 	switch {
 	case errors.Is(err, job.ErrNotFound):
 		return errJobNotFound
 	case errors.Is(err, job.ErrConflict):
-		return newError(http.StatusConflict, CodeConflict, "", "the job can still run; cancel it first, then purge it")
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", "the job can still run; cancel it first, then purge it")
 	case err != nil:
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -339,7 +343,7 @@ func pageSize(c *echo.Context) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > MaxPageSize {
-		return 0, invalid("limit", "must be an integer from 1 to "+strconv.Itoa(MaxPageSize))
+		return 0, apierr.Invalid("limit", "must be an integer from 1 to "+strconv.Itoa(MaxPageSize))
 	}
 	return n, nil
 }

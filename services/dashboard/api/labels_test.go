@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 func labelled(name string, at time.Time, labels map[string]string) map[string]any {
@@ -101,11 +102,11 @@ func TestLabels(t *testing.T) {
 		"labels.customer": {"customer": strings.Repeat("é", 201)},
 		"labels.note":     {"note": "a\nb"},
 	} {
-		e := requireError(t, b.as(t, ann, http.MethodPost, "/api/v1/jobs", labelled("bad", at, labels)), http.StatusBadRequest, api.CodeInvalid)
+		e := requireError(t, b.as(t, ann, http.MethodPost, "/api/v1/jobs", labelled("bad", at, labels)), http.StatusBadRequest, apierr.CodeInvalid)
 		require.Equal(t, strings.TrimSpace(field), e.Field)
 	}
 	for _, q := range []string{"label=customer", "label=Customer=1", "label==1", "label=k=" + strings.Repeat("x", 201)} {
-		e := requireError(t, b.as(t, ann, http.MethodGet, "/api/v1/jobs?"+q, nil), http.StatusBadRequest, api.CodeInvalid)
+		e := requireError(t, b.as(t, ann, http.MethodGet, "/api/v1/jobs?"+q, nil), http.StatusBadRequest, apierr.CodeInvalid)
 		require.Equal(t, "label", e.Field, q)
 	}
 	require.Len(t, b.names(t, &ann, ""), 6)

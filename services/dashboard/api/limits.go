@@ -6,17 +6,16 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
-	"github.com/redis/go-redis/v9"
-	"go.uber.org/zap"
 
-	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
+	"github.com/tockhq/tock/services/dashboard/apierr"
+	"github.com/tockhq/tock/services/dashboard/rate"
 )
 
 // Quotas are the operator's limits for every user (TOCK_LIMIT_*). A user's
@@ -56,15 +55,9 @@ type Quotas struct {
 	// 0 means no cap.
 	MaxKeys int
 	// OnRedisDown is what the limits do while Redis cannot be asked:
-	// LimitsAllow (let requests through) or LimitsDeny (503).
+	// rate.Allow (let requests through) or rate.Deny (503).
 	OnRedisDown string
 }
-
-// The policies of Quotas.OnRedisDown (TOCK_LIMITS_ON_REDIS_DOWN).
-const (
-	LimitsAllow = "allow"
-	LimitsDeny  = "deny"
-)
 
 // DefaultQuotas are the limits when the operator sets none.
 var DefaultQuotas = Quotas{
@@ -89,7 +82,7 @@ var DefaultQuotas = Quotas{
 	AuthFailuresPerMinute: 60,
 	AuthFailureBurst:      20,
 	MaxKeys:               50,
-	OnRedisDown:           LimitsAllow,
+	OnRedisDown:           rate.Allow,
 }
 
 // effective resolves the limits that hold for a user with overrides l and
@@ -120,74 +113,19 @@ func (q Quotas) effective(l store.Limits, admin bool) Quotas {
 	return q
 }
 
-// limiter holds the per-user GCRA buckets in Redis (go-redis/redis_rate), so
-// every dashboard instance shares them.
-type limiter struct {
-	rl *redis_rate.Limiter
-	// rdb records and finds the credentials minted lately (vouch).
-	rdb    redis.UniversalClient
-	prefix string
-	log    *zap.Logger
-
-	// While Redis cannot be asked, one warning a minute says how many
-	// requests met the outage, instead of one per request.
-	mu       sync.Mutex
-	missed   int
-	warnedAt time.Time
-
-	// blocked are the client addresses refused before any lookup, and
-	// clientAddr reads a request's (clientAddrFunc).
-	blocked    blockedAddrs
-	clientAddr echo.IPExtractor
-	// good are the tokens that authenticated lately (authGate).
-	good goodTokens
-}
-
-// take takes n tokens from the bucket of key (a user id, or a client
-// address), within a second.
-func (l *limiter) take(ctx context.Context, bucket, key string, limit redis_rate.Limit, n int) (*redis_rate.Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	return l.rl.AllowN(ctx, queue.RateKey(l.prefix, bucket, stringer(key)), limit, n)
-}
-
-type stringer string
-
-func (s stringer) String() string { return string(s) }
-
-// unavailable applies the outage policy to a request whose limit could not
-// be checked: nil lets it through (LimitsAllow), or a 503 refuses it
-// (LimitsDeny). Either way the outage is logged at most once a minute, with
-// the number of requests it met since the last line.
-func (l *limiter) unavailable(bucket string, err error, policy string) error {
-	l.mu.Lock()
-	l.missed++
-	if now := time.Now(); now.Sub(l.warnedAt) >= time.Minute {
-		l.log.Warn("rate_limit_unavailable", zap.String("bucket", bucket), zap.Int("requests", l.missed),
-			zap.String("policy", policy), zap.Error(err))
-		l.missed, l.warnedAt = 0, now
-	}
-	l.mu.Unlock()
-	if policy == LimitsDeny {
-		return newError(http.StatusServiceUnavailable, CodeUnavailable, "",
-			"rate limits cannot be checked while Redis is unavailable; retry shortly")
-	}
-	return nil
-}
-
 // allow takes n tokens from one of a user's buckets. A refusal is a 429 with
 // Retry-After in whole seconds, rounded up. When Redis fails, policy
 // (TOCK_LIMITS_ON_REDIS_DOWN) decides: by default the request is let
 // through, since the limits protect tock from a user and refusing everyone
 // while Redis is away would protect nothing; "deny" answers 503.
-func (l *limiter) allow(c *echo.Context, bucket string, user uuid.UUID, perMinute, burst, n int, policy string) error {
+func allow(c *echo.Context, l *rate.Limiter, bucket string, user uuid.UUID, perMinute, burst, n int, policy string) error {
 	if perMinute <= 0 || l == nil {
 		return nil
 	}
 	limit := redis_rate.Limit{Rate: perMinute, Burst: burst, Period: time.Minute}
-	res, err := l.take(c.Request().Context(), bucket, user.String(), limit, n)
+	res, err := l.Take(c.Request().Context(), bucket, user.String(), limit, n)
 	if err != nil {
-		return l.unavailable(bucket, err, policy)
+		return l.Unavailable(bucket, err, policy)
 	}
 	h := c.Response().Header()
 	if bucket == bucketRequests {
@@ -200,7 +138,7 @@ func (l *limiter) allow(c *echo.Context, bucket string, user uuid.UUID, perMinut
 	retry := res.RetryAfter
 	if n > burst {
 		// More than the bucket holds can never pass at once.
-		return newError(http.StatusTooManyRequests, CodeRateLimited, "",
+		return apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimited, "",
 			fmt.Sprintf("%d jobs at once is more than your burst of %d; send smaller batches", n, burst))
 	}
 	h.Set("Retry-After", strconv.Itoa(int(math.Ceil(max(retry, time.Second).Seconds()))))
@@ -208,7 +146,7 @@ func (l *limiter) allow(c *echo.Context, bucket string, user uuid.UUID, perMinut
 	if bucket == bucketJobs {
 		what = "job creations"
 	}
-	return newError(http.StatusTooManyRequests, CodeRateLimited, "",
+	return apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimited, "",
 		fmt.Sprintf("too many %s: the limit is %d a minute with bursts of %d; retry after %s", what, perMinute, burst, retry.Round(time.Millisecond)))
 }
 
@@ -221,9 +159,9 @@ const (
 // rateLimit holds every authenticated request to the caller's request rate.
 func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
-		p := caller(c)
-		q := s.quotas.effective(p.limits, p.admin)
-		if err := s.limiter.allow(c, bucketRequests, p.user, q.RequestsPerMinute, q.RequestBurst, 1, s.quotas.OnRedisDown); err != nil {
+		p := access.Caller(c)
+		q := s.quotas.effective(p.Limits, p.Admin)
+		if err := allow(c, s.limiter, bucketRequests, p.User, q.RequestsPerMinute, q.RequestBurst, 1, s.quotas.OnRedisDown); err != nil {
 			return err
 		}
 		return next(c)
@@ -232,9 +170,9 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 
 // allowJobs takes n jobs from the caller's creation rate.
 func (s *Server) allowJobs(c *echo.Context, n int) error {
-	p := caller(c)
-	q := s.quotas.effective(p.limits, p.admin)
-	return s.limiter.allow(c, bucketJobs, p.user, q.JobsPerMinute, q.JobBurst, n, s.quotas.OnRedisDown)
+	p := access.Caller(c)
+	q := s.quotas.effective(p.Limits, p.Admin)
+	return allow(c, s.limiter, bucketJobs, p.User, q.JobsPerMinute, q.JobBurst, n, s.quotas.OnRedisDown)
 }
 
 // maxActive is the cap on active jobs of an owner: their own limits and role,
@@ -258,14 +196,14 @@ func (q Quotas) rates() store.Rates {
 // recurring jobs fire together: the caller's own, or the limits of the user
 // an administrator edits a job of.
 func (s *Server) ownerRates(c *echo.Context) func(context.Context, uuid.UUID) (store.Rates, error) {
-	return s.ratesOf(caller(c))
+	return s.ratesOf(access.Caller(c))
 }
 
 // ratesOf is ownerRates for a caller p.
-func (s *Server) ratesOf(p principal) func(context.Context, uuid.UUID) (store.Rates, error) {
+func (s *Server) ratesOf(p access.Principal) func(context.Context, uuid.UUID) (store.Rates, error) {
 	return func(ctx context.Context, owner uuid.UUID) (store.Rates, error) {
-		if owner == p.user {
-			return s.quotas.effective(p.limits, p.admin).rates(), nil
+		if owner == p.User {
+			return s.quotas.effective(p.Limits, p.Admin).rates(), nil
 		}
 		u, err := s.store.GetUser(ctx, owner)
 		if err != nil {
@@ -280,7 +218,7 @@ func (s *Server) ratesOf(p principal) func(context.Context, uuid.UUID) (store.Ra
 // schedule breaks, not a 429, since the same request is refused again
 // however long the client waits, until the jobs or the limit change.
 func rateError(e *store.RateError) error {
-	return invalid("schedule", rateMessage(e))
+	return apierr.Invalid("schedule", rateMessage(e))
 }
 
 // rateMessage says which limit a *store.RateError passed, where, and what to
@@ -296,6 +234,6 @@ func rateMessage(e *store.RateError) string {
 }
 
 func quotaError(e *store.QuotaError) error {
-	return newError(http.StatusTooManyRequests, CodeQuotaExceeded, "",
+	return apierr.New(http.StatusTooManyRequests, apierr.CodeQuotaExceeded, "",
 		fmt.Sprintf("the owner has %d active jobs and may have at most %d; cancel some, or ask an administrator to raise max_active_jobs", e.Active, e.Max))
 }

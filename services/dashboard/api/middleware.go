@@ -8,6 +8,8 @@ import (
 
 	"github.com/labstack/echo/v5"
 	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // logRequests logs one line per request once its error, if any, has been
@@ -77,7 +79,7 @@ func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) whenReady(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		if err := s.ready(c.Request().Context()); err != nil {
-			return newError(http.StatusServiceUnavailable, CodeUnavailable, "", "tock is starting; try again shortly")
+			return apierr.New(http.StatusServiceUnavailable, apierr.CodeUnavailable, "", "tock is starting; try again shortly")
 		}
 		return next(c)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // everyMinute is a valid recurring ping job with the given extra fields.
@@ -70,11 +71,11 @@ func TestJobPolicies(t *testing.T) {
 		"notify private address":  {everyMinute(map[string]any{"notify": map[string]any{"on": []string{"failed"}, "webhook": map[string]any{"url": "http://10.0.0.1/"}}}), "notify.webhook.url"},
 		"notify unknown field":    {everyMinute(map[string]any{"notify": map[string]any{"on": []string{"failed"}, "sms": "123"}}), ""},
 	} {
-		e := requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", tc.body), http.StatusBadRequest, api.CodeInvalid)
+		e := requireError(t, b.do(t, http.MethodPost, "/api/v1/jobs", tc.body), http.StatusBadRequest, apierr.CodeInvalid)
 		if tc.field != "" {
 			require.Equal(t, tc.field, e.Field, name)
 		}
 	}
-	e := requireError(t, b.do(t, http.MethodPatch, "/api/v1/jobs/"+one.ID.String(), map[string]any{"overlap": "skip"}), http.StatusBadRequest, api.CodeInvalid)
+	e := requireError(t, b.do(t, http.MethodPatch, "/api/v1/jobs/"+one.ID.String(), map[string]any{"overlap": "skip"}), http.StatusBadRequest, apierr.CodeInvalid)
 	require.Equal(t, "overlap", e.Field)
 }

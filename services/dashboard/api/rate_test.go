@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // every is a recurring ping job on a cron rule, named after it.
@@ -39,7 +40,7 @@ func TestOccurrenceLimits(t *testing.T) {
 		// occurrences in that minute, passed an hourly average of 600 a
 		// minute.
 		rec := b.as(t, u, http.MethodPost, "/api/v1/jobs:batch", cronBatch(600, "* 51 * * * *"))
-		e := requireError(t, rec, http.StatusBadRequest, api.CodeInvalid)
+		e := requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid)
 		require.Equal(t, "schedule", e.Field)
 		require.Contains(t, e.Message, "with these 600 jobs, the owner's scheduled recurring jobs would fire 36000 times in their busiest minute (00:51 UTC), past the limit of 600 (occurrences_per_minute)")
 
@@ -47,7 +48,7 @@ func TestOccurrenceLimits(t *testing.T) {
 		// eleventh passes it.
 		require.Equal(t, http.StatusCreated, b.as(t, u, http.MethodPost, "/api/v1/jobs:batch", cronBatch(10, "* 51 * * * *")).Code)
 		rec = b.as(t, u, http.MethodPost, "/api/v1/jobs", every("* 51 * * * *"))
-		e = requireError(t, rec, http.StatusBadRequest, api.CodeInvalid)
+		e = requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid)
 		require.Equal(t, "schedule", e.Field)
 		require.Equal(t, "with this job, the owner's scheduled recurring jobs would fire 660 times in their busiest minute (00:51 UTC), past the limit of 600 (occurrences_per_minute): spread the jobs over more minutes, run it less often, or ask an administrator to raise the limit", e.Message)
 
@@ -60,12 +61,12 @@ func TestOccurrenceLimits(t *testing.T) {
 		u := b.user(t, "burst-second", "user", nil)
 		require.Equal(t, http.StatusCreated, b.as(t, u, http.MethodPost, "/api/v1/jobs:batch", cronBatch(100, "0 21 * * * *")).Code)
 		rec := b.as(t, u, http.MethodPost, "/api/v1/jobs", every("0 21 * * * *"))
-		e := requireError(t, rec, http.StatusBadRequest, api.CodeInvalid)
+		e := requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid)
 		require.Equal(t, "schedule", e.Field)
 		require.Contains(t, e.Message, "would fire 101 times in their busiest second (00:21:00 UTC), past the limit of 100 (occurrences_per_second): spread the jobs over more seconds")
 
 		rec = b.as(t, u, http.MethodPost, "/api/v1/jobs:batch", cronBatch(200, "0 22 * * * *"))
-		require.Contains(t, requireError(t, rec, http.StatusBadRequest, api.CodeInvalid).Message, "200 times in their busiest second (00:22:00 UTC)")
+		require.Contains(t, requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid).Message, "200 times in their busiest second (00:22:00 UTC)")
 
 		// Another second of the same minute is free: 200 in minute 21.
 		require.Equal(t, http.StatusCreated, b.as(t, u, http.MethodPost, "/api/v1/jobs:batch", cronBatch(100, "30 21 * * * *")).Code)
@@ -86,7 +87,7 @@ func TestOccurrenceLimits(t *testing.T) {
 		// fit (541) and the tenth makes 601.
 		require.Equal(t, http.StatusCreated, b.as(t, u, http.MethodPost, "/api/v1/jobs:batch", cronBatch(9, "* * * * * *")).Code)
 		rec = b.as(t, u, http.MethodPost, "/api/v1/jobs", every("* * * * * *"))
-		require.Contains(t, requireError(t, rec, http.StatusBadRequest, api.CodeInvalid).Message, "601 times in their busiest minute (00:00 UTC)")
+		require.Contains(t, requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid).Message, "601 times in their busiest minute (00:00 UTC)")
 	})
 
 	t.Run("ChecksEditsAndResumes", func(t *testing.T) {
@@ -96,7 +97,7 @@ func TestOccurrenceLimits(t *testing.T) {
 		second := decode[api.Job](t, b.as(t, u, http.MethodPost, "/api/v1/jobs", every("* * * * * *")))
 
 		rec := b.as(t, u, http.MethodPost, "/api/v1/jobs", every("*/2 * * * * *"))
-		require.Contains(t, requireError(t, rec, http.StatusBadRequest, api.CodeInvalid).Message, "150 times in their busiest minute")
+		require.Contains(t, requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid).Message, "150 times in their busiest minute")
 
 		// A daily job still fits: 121 in the minute of 09:00.
 		daily := decode[api.Job](t, b.as(t, u, http.MethodPost, "/api/v1/jobs", every("0 0 9 * * *")))
@@ -106,7 +107,7 @@ func TestOccurrenceLimits(t *testing.T) {
 		require.Equal(t, http.StatusOK, b.as(t, u, http.MethodPost, "/api/v1/jobs/"+first.ID.String()+"/pause", nil).Code)
 		third := decode[api.Job](t, b.as(t, u, http.MethodPost, "/api/v1/jobs", every("* * * * * *")))
 		rec = b.as(t, u, http.MethodPost, "/api/v1/jobs/"+first.ID.String()+"/resume", nil)
-		e := requireError(t, rec, http.StatusBadRequest, api.CodeInvalid)
+		e := requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid)
 		require.Equal(t, "schedule", e.Field)
 		require.Contains(t, e.Message, "181 times in their busiest minute (09:00 UTC), past the limit of 121 (occurrences_per_minute)")
 
@@ -127,14 +128,14 @@ func TestOccurrenceLimits(t *testing.T) {
 		require.Equal(t, http.StatusOK, patch(third, map[string]any{"schedule": map[string]any{"cron": "* * * * * *"}}), "back to 121 at 09:00")
 		require.Equal(t, http.StatusOK, patch(second, map[string]any{"name": "renamed"}))
 		rec = b.as(t, u, http.MethodPatch, "/api/v1/jobs/"+daily.ID.String(), map[string]any{"schedule": map[string]any{"cron": "* 0 9 * * *"}})
-		require.Contains(t, requireError(t, rec, http.StatusBadRequest, api.CodeInvalid).Message, "180 times in their busiest minute (09:00 UTC)")
+		require.Contains(t, requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid).Message, "180 times in their busiest minute (09:00 UTC)")
 
 		// PUT by key replaces a definition through the same check.
 		keyed := every("0 0 10 * * *")
 		require.Equal(t, http.StatusCreated, b.as(t, u, http.MethodPut, "/api/v1/jobs/by-key/nightly", keyed).Code)
 		keyed["schedule"] = map[string]any{"cron": "* * * * * *"}
 		rec = b.as(t, u, http.MethodPut, "/api/v1/jobs/by-key/nightly", keyed)
-		require.Contains(t, requireError(t, rec, http.StatusBadRequest, api.CodeInvalid).Message, "181 times in their busiest minute")
+		require.Contains(t, requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid).Message, "181 times in their busiest minute")
 	})
 
 	t.Run("ShowsAndTakesTheLimits", func(t *testing.T) {
@@ -150,7 +151,7 @@ func TestOccurrenceLimits(t *testing.T) {
 
 		require.Equal(t, http.StatusCreated, b.as(t, u, http.MethodPost, "/api/v1/jobs:batch", cronBatch(2, "0 0 12 * * *")).Code)
 		rec := b.as(t, u, http.MethodPost, "/api/v1/jobs", every("0 0 12 * * *"))
-		require.Contains(t, requireError(t, rec, http.StatusBadRequest, api.CodeInvalid).Message, "3 times in their busiest second (12:00:00 UTC), past the limit of 2 (occurrences_per_second)")
+		require.Contains(t, requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid).Message, "3 times in their busiest second (12:00:00 UTC), past the limit of 2 (occurrences_per_second)")
 
 		rec = b.do(t, http.MethodPatch, "/api/v1/users/"+me.ID.String(), map[string]any{"limits": map[string]any{"occurrences_per_second": 0}})
 		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
@@ -158,6 +159,6 @@ func TestOccurrenceLimits(t *testing.T) {
 		require.Equal(t, http.StatusCreated, b.as(t, u, http.MethodPost, "/api/v1/jobs", every("0 0 12 * * *")).Code)
 
 		rec = b.do(t, http.MethodPatch, "/api/v1/users/"+me.ID.String(), map[string]any{"limits": map[string]any{"occurrences_per_second": -1}})
-		require.Equal(t, "limits.occurrences_per_second", requireError(t, rec, http.StatusBadRequest, api.CodeInvalid).Field)
+		require.Equal(t, "limits.occurrences_per_second", requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid).Field)
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // failPermanently records what a worker would after a one-off job's last
@@ -49,7 +50,7 @@ func TestRetryJob(t *testing.T) {
 		require.NotNil(t, after.LastRun)
 		require.Equal(t, job.RunPermanentlyFailed, after.LastRun.Status)
 
-		d := requireError(t, b.do(t, http.MethodPost, path(j, "/retry"), nil), http.StatusConflict, api.CodeConflict)
+		d := requireError(t, b.do(t, http.MethodPost, path(j, "/retry"), nil), http.StatusConflict, apierr.CodeConflict)
 		require.Contains(t, d.Message, "one-off job that failed permanently")
 	})
 
@@ -58,7 +59,7 @@ func TestRetryJob(t *testing.T) {
 		j := b.create(t, "pick", b.now.Add(time.Hour))
 		b.failPermanently(t, j, 2)
 		rec := b.do(t, http.MethodPost, path(j, "/retry"), map[string]any{"scheduled_for": b.now.Add(2 * time.Hour).Format(time.RFC3339Nano)})
-		d := requireError(t, rec, http.StatusConflict, api.CodeConflict)
+		d := requireError(t, rec, http.StatusConflict, apierr.CodeConflict)
 		require.Contains(t, d.Message, "no attempt")
 		rec = b.do(t, http.MethodPost, path(j, "/retry"), map[string]any{"scheduled_for": j.RunAt.Format(time.RFC3339Nano)})
 		require.Equal(t, http.StatusAccepted, rec.Code, rec.Body.String())
@@ -68,13 +69,13 @@ func TestRetryJob(t *testing.T) {
 	t.Run("RefusesWhatDidNotFailAndOthersJobs", func(t *testing.T) {
 		t.Parallel()
 		j := b.create(t, "fine", b.now.Add(time.Hour))
-		requireError(t, b.do(t, http.MethodPost, path(j, "/retry"), nil), http.StatusConflict, api.CodeConflict)
+		requireError(t, b.do(t, http.MethodPost, path(j, "/retry"), nil), http.StatusConflict, apierr.CodeConflict)
 
 		failed := b.create(t, "failed", b.now.Add(time.Hour))
 		b.failPermanently(t, failed, 4)
 		other := b.user(t, "other", "user", nil)
-		requireError(t, b.as(t, other, http.MethodPost, path(failed, "/retry"), nil), http.StatusNotFound, api.CodeNotFound)
-		d := requireError(t, b.do(t, http.MethodPost, path(failed, "/retry"), map[string]any{"when": "now"}), http.StatusBadRequest, api.CodeInvalid)
+		requireError(t, b.as(t, other, http.MethodPost, path(failed, "/retry"), nil), http.StatusNotFound, apierr.CodeNotFound)
+		d := requireError(t, b.do(t, http.MethodPost, path(failed, "/retry"), map[string]any{"when": "now"}), http.StatusBadRequest, apierr.CodeInvalid)
 		require.Equal(t, "when", d.Field)
 	})
 

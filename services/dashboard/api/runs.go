@@ -7,6 +7,8 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // listRuns pages through one job's attempts, newest occurrence and attempt
@@ -21,20 +23,20 @@ func (s *Server) listRuns(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := store.RunFilter{Owner: caller(c).scope(), JobID: id, Limit: limit + 1}
+	f := store.RunFilter{Owner: access.Caller(c).Owner(), JobID: id, Limit: limit + 1}
 	if v := c.QueryParam("cursor"); v != "" {
 		if f.Before, err = parseRunCursor(v); err != nil {
-			return invalid("cursor", "is not a cursor this API returned")
+			return apierr.Invalid("cursor", "is not a cursor this API returned")
 		}
 	}
 	ctx := c.Request().Context()
 	j, err := s.store.GetJob(ctx, f.Owner, id)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	runs, err := s.store.ListRuns(ctx, f)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	var out RunList
 	runs, out.NextCursor = page(runs, limit, func(r job.Run) string { return runCursor(r.ScheduledFor, r.Attempt) })

@@ -12,6 +12,8 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // runStatsRoute counts runs across jobs. Echo reads ":" as the start of a
@@ -35,7 +37,7 @@ const (
 // applied over a bounded walk (store.DefaultRunWalk runs a page): a short
 // or empty page may then still have a next one.
 func (s *Server) searchRuns(c *echo.Context) error {
-	f := store.RunSearch{Owner: caller(c).scope(), Now: s.clock()}
+	f := store.RunSearch{Owner: access.Caller(c).Owner(), Now: s.clock()}
 	if owner, named, err := queryOwner(c); err != nil {
 		return err
 	} else if named {
@@ -48,19 +50,19 @@ func (s *Server) searchRuns(c *echo.Context) error {
 			for i, st := range store.RunStatuses {
 				names[i] = string(st)
 			}
-			return invalid("status", "must be one of "+strings.Join(names, ", "))
+			return apierr.Invalid("status", "must be one of "+strings.Join(names, ", "))
 		}
 	}
 	if v := c.QueryParam("type"); v != "" {
 		f.Type = job.Type(v)
 		if _, ok := jobtype.Lookup(f.Type); !ok {
-			return invalid("type", "must be one of "+strings.Join(jobtype.Names(), ", "))
+			return apierr.Invalid("type", "must be one of "+strings.Join(jobtype.Names(), ", "))
 		}
 	}
 	if v := c.QueryParam("job"); v != "" {
 		id, err := uuid.Parse(v)
 		if err != nil {
-			return invalid("job", "must be a job id (a UUID)")
+			return apierr.Invalid("job", "must be a job id (a UUID)")
 		}
 		f.JobID = id
 	}
@@ -72,10 +74,10 @@ func (s *Server) searchRuns(c *echo.Context) error {
 		return err
 	}
 	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
-		return invalid("until", "must be after since")
+		return apierr.Invalid("until", "must be after since")
 	}
 	if f.Error = strings.TrimSpace(c.QueryParam("q")); utf8.RuneCountInString(f.Error) > MaxRunQuery {
-		return invalid("q", "is at most 200 characters")
+		return apierr.Invalid("q", "is at most 200 characters")
 	}
 	limit, err := pageSize(c)
 	if err != nil {
@@ -83,13 +85,13 @@ func (s *Server) searchRuns(c *echo.Context) error {
 	}
 	if v := c.QueryParam("cursor"); v != "" {
 		if f.Before, err = parseRunSearchCursor(v); err != nil {
-			return invalid("cursor", "is not a cursor this API returned")
+			return apierr.Invalid("cursor", "is not a cursor this API returned")
 		}
 	}
 	f.Limit = limit + 1
 	runs, resume, err := s.store.SearchRuns(c.Request().Context(), f)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	var out RunList
 	runs, out.NextCursor = page(runs, limit, func(r store.FoundRun) string {
@@ -109,7 +111,7 @@ func (s *Server) searchRuns(c *echo.Context) error {
 // them) scheduled in a window of at most store.MaxRunWindow, by status,
 // job type or job.
 func (s *Server) runStats(c *echo.Context) error {
-	owner := caller(c).scope()
+	owner := access.Caller(c).Owner()
 	if o, named, err := queryOwner(c); err != nil {
 		return err
 	} else if named {
@@ -121,7 +123,7 @@ func (s *Server) runStats(c *echo.Context) error {
 		by = store.GroupByStatus
 	case store.GroupByStatus, store.GroupByType, store.GroupByJob:
 	default:
-		return invalid("group_by", "must be one of status, type, job")
+		return apierr.Invalid("group_by", "must be one of status, type, job")
 	}
 	since, until, err := runWindow(c)
 	if err != nil {
@@ -135,13 +137,13 @@ func (s *Server) runStats(c *echo.Context) error {
 	}
 	switch {
 	case !until.After(since):
-		return invalid("until", "must be after since")
+		return apierr.Invalid("until", "must be after since")
 	case until.Sub(since) > store.MaxRunWindow:
-		return invalid("since", "must be at most 31 days before until")
+		return apierr.Invalid("since", "must be at most 31 days before until")
 	}
 	counts, err := s.store.CountRuns(c.Request().Context(), owner, since, until, by, MaxRunGroups+1)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	out := RunStats{Since: Time{since}, Until: Time{until}, GroupBy: string(by), Groups: make([]RunStatsGroup, 0, len(counts))}
 	if len(counts) > MaxRunGroups {
@@ -165,7 +167,7 @@ func runWindow(c *echo.Context) (since, until time.Time, err error) {
 		}
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
-			return time.Time{}, time.Time{}, invalid(p.name, "must be an RFC 3339 time, such as 2030-01-02T15:04:05Z")
+			return time.Time{}, time.Time{}, apierr.Invalid(p.name, "must be an RFC 3339 time, such as 2030-01-02T15:04:05Z")
 		}
 		*p.to = t.UTC()
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // runsOf follows every page of GET /api/v1/runs?query as p (the
@@ -84,7 +85,7 @@ func TestSearchRuns(t *testing.T) {
 		got := b.runsOf(t, nil, "owner="+bob.id.String())
 		require.Len(t, got, 1)
 		require.Equal(t, theirs.ID, got[0].JobID)
-		requireError(t, b.as(t, ann, http.MethodGet, "/api/v1/runs?owner="+bob.id.String(), nil), http.StatusForbidden, api.CodeForbidden)
+		requireError(t, b.as(t, ann, http.MethodGet, "/api/v1/runs?owner="+bob.id.String(), nil), http.StatusForbidden, apierr.CodeForbidden)
 	})
 
 	t.Run("RefusesBadParameters", func(t *testing.T) {
@@ -102,7 +103,7 @@ func TestSearchRuns(t *testing.T) {
 			{"owner=me", "owner"},
 		} {
 			rec := b.as(t, ann, http.MethodGet, "/api/v1/runs?"+c.query, nil)
-			require.Equal(t, c.field, requireError(t, rec, http.StatusBadRequest, api.CodeInvalid).Field, c.query)
+			require.Equal(t, c.field, requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid).Field, c.query)
 		}
 	})
 
@@ -139,7 +140,7 @@ func TestSearchRuns(t *testing.T) {
 			{"until=soon", "until"},
 		} {
 			rec := b.as(t, ann, http.MethodGet, "/api/v1/runs:stats?"+c.query, nil)
-			require.Equal(t, c.field, requireError(t, rec, http.StatusBadRequest, api.CodeInvalid).Field, c.query)
+			require.Equal(t, c.field, requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid).Field, c.query)
 		}
 	})
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/schedule"
+	"github.com/tockhq/tock/services/dashboard/access"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // How many occurrences GET /jobs/{id}/next and POST /schedules/preview list.
@@ -35,9 +37,9 @@ func (s *Server) nextRuns(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	j, err := s.store.GetJob(c.Request().Context(), caller(c).scope(), id)
+	j, err := s.store.GetJob(c.Request().Context(), access.Caller(c).Owner(), id)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	times, err := upcoming(requestBudget(c), j, s.clock(), n)
 	if err != nil {
@@ -53,7 +55,7 @@ func upcomingCount(v string) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > MaxUpcoming {
-		return 0, invalid("n", "must be an integer from 1 to "+strconv.Itoa(MaxUpcoming))
+		return 0, apierr.Invalid("n", "must be an integer from 1 to "+strconv.Itoa(MaxUpcoming))
 	}
 	return n, nil
 }
@@ -147,7 +149,7 @@ func (s *Server) previewSchedule(c *echo.Context) error {
 	n := DefaultUpcoming
 	if req.N != nil {
 		if *req.N < 1 || *req.N > MaxUpcoming {
-			return invalid("n", "must be an integer from 1 to "+strconv.Itoa(MaxUpcoming))
+			return apierr.Invalid("n", "must be an integer from 1 to "+strconv.Itoa(MaxUpcoming))
 		}
 		n = *req.N
 	}
@@ -175,17 +177,17 @@ func (r *previewRequest) preview(b *schedule.Budget, now time.Time, n int) ([]ti
 	}
 	switch {
 	case given == 0:
-		return nil, nil, invalid("run_at", "one of run_at, delay, run_on or schedule is required")
+		return nil, nil, apierr.Invalid("run_at", "one of run_at, delay, run_on or schedule is required")
 	case given > 1:
 		field := "schedule"
 		if r.Schedule == nil {
 			field = "run_at"
 		}
-		return nil, nil, invalid(field, "give only one of run_at, delay, run_on or schedule")
+		return nil, nil, apierr.Invalid(field, "give only one of run_at, delay, run_on or schedule")
 	}
 	if r.Schedule != nil {
 		if r.Timezone != "" {
-			return nil, nil, invalid("timezone", "goes inside schedule for a recurring job")
+			return nil, nil, apierr.Invalid("timezone", "goes inside schedule for a recurring job")
 		}
 		sched, err := r.Schedule.CompileWithin(b, now)
 		if err != nil {
@@ -202,31 +204,31 @@ func (r *previewRequest) preview(b *schedule.Budget, now time.Time, n int) ([]ti
 	if r.Timezone != "" {
 		var err error
 		if loc, err = time.LoadLocation(r.Timezone); err != nil || r.Timezone == "Local" {
-			return nil, nil, invalid("timezone", "is not an IANA time zone such as Europe/Berlin")
+			return nil, nil, apierr.Invalid("timezone", "is not an IANA time zone such as Europe/Berlin")
 		}
 	}
 	var at time.Time
 	switch {
 	case r.RunAt != nil:
 		if at = r.RunAt.UTC().Truncate(time.Millisecond); at.Before(now) {
-			return nil, nil, invalid("run_at", "is in the past")
+			return nil, nil, apierr.Invalid("run_at", "is in the past")
 		}
 	case r.Delay != "":
 		d, err := jobspec.ParseDelay(r.Delay)
 		if err != nil {
-			return nil, nil, invalid("delay", err.Error())
+			return nil, nil, apierr.Invalid("delay", err.Error())
 		}
 		at = now.Add(d)
 	default:
 		if r.Timezone == "" {
-			return nil, nil, invalid("timezone", "is required with run_on (the date's local midnight)")
+			return nil, nil, apierr.Invalid("timezone", "is required with run_on (the date's local midnight)")
 		}
 		day, err := time.ParseInLocation("2006-01-02", r.RunOn, loc)
 		if err != nil {
-			return nil, nil, invalid("run_on", "is not a date such as 2026-12-24")
+			return nil, nil, apierr.Invalid("run_on", "is not a date such as 2026-12-24")
 		}
 		if at = day.UTC(); at.Before(now) {
-			return nil, nil, invalid("run_on", "is in the past")
+			return nil, nil, apierr.Invalid("run_on", "is in the past")
 		}
 	}
 	return []time.Time{at}, loc, nil

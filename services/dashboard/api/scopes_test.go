@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // TestScopedKeys: a key does what its scopes allow and gets 403 naming the
@@ -24,14 +25,14 @@ func TestScopedKeys(t *testing.T) {
 	b := setup(t, func(d *api.Deps) { d.Quotas = &q })
 	u := b.user(t, "scoped", "user", nil) // one key, every scope of a user
 	keys := "/api/v1/users/" + u.id.String() + "/keys"
-	newKey := func(as person, body map[string]any) (*api.Key, *api.ErrorDetail, int) {
+	newKey := func(as person, body map[string]any) (*api.Key, *apierr.Detail, int) {
 		var payload any
 		if body != nil {
 			payload = body
 		}
 		rec := b.as(t, as, http.MethodPost, keys, payload)
 		if rec.Code != http.StatusCreated {
-			e := decode[struct{ Error api.ErrorDetail }](t, rec).Error
+			e := decode[struct{ Error apierr.Detail }](t, rec).Error
 			return nil, &e, rec.Code
 		}
 		k := decode[api.Key](t, rec)
@@ -64,7 +65,7 @@ func TestScopedKeys(t *testing.T) {
 		{http.MethodGet, "/api/v1/signing-secret", nil},
 		{http.MethodPost, keys, nil},
 	} {
-		e := requireError(t, b.as(t, reader, r.method, r.path, r.body), http.StatusForbidden, api.CodeForbidden)
+		e := requireError(t, b.as(t, reader, r.method, r.path, r.body), http.StatusForbidden, apierr.CodeForbidden)
 		require.Contains(t, e.Message, "jobs:write", "%s %s", r.method, r.path)
 	}
 	require.EqualValues(t, "scheduled", decode[api.Job](t, b.do(t, http.MethodGet, "/api/v1/jobs/"+created.ID.String(), nil)).Status,
@@ -74,9 +75,9 @@ func TestScopedKeys(t *testing.T) {
 
 	wo, _, _ := newKey(u, map[string]any{"scopes": []string{"jobs:write"}})
 	writer := person{id: u.id, key: wo.Key}
-	e := requireError(t, b.as(t, writer, http.MethodGet, "/api/v1/jobs", nil), http.StatusForbidden, api.CodeForbidden)
+	e := requireError(t, b.as(t, writer, http.MethodGet, "/api/v1/jobs", nil), http.StatusForbidden, apierr.CodeForbidden)
 	require.Contains(t, e.Message, "jobs:read")
-	e = requireError(t, b.as(t, writer, http.MethodGet, "/api/v1/runs:stats", nil), http.StatusForbidden, api.CodeForbidden)
+	e = requireError(t, b.as(t, writer, http.MethodGet, "/api/v1/runs:stats", nil), http.StatusForbidden, apierr.CodeForbidden)
 	require.Contains(t, e.Message, "runs:read")
 	require.Equal(t, http.StatusCreated, b.as(t, writer, http.MethodPost, "/api/v1/jobs", job).Code)
 	_, e2, code := newKey(writer, map[string]any{"scopes": []string{"jobs:read"}})
@@ -106,7 +107,7 @@ func TestScopedKeys(t *testing.T) {
 			full = k
 		}
 	}
-	e = requireError(t, b.as(t, writer, http.MethodDelete, "/api/v1/keys/"+full.ID.String(), nil), http.StatusForbidden, api.CodeForbidden)
+	e = requireError(t, b.as(t, writer, http.MethodDelete, "/api/v1/keys/"+full.ID.String(), nil), http.StatusForbidden, apierr.CodeForbidden)
 	require.Contains(t, e.Message, "jobs:read")
 	require.Equal(t, http.StatusOK, b.as(t, u, http.MethodGet, "/api/v1/me", nil).Code, "the broader key still works")
 
@@ -118,7 +119,7 @@ func TestScopedKeys(t *testing.T) {
 	require.Equal(t, http.StatusConflict, code)
 	require.Contains(t, e3.Message, "revoke one")
 	b.now = b.now.Add(time.Hour)
-	requireError(t, b.as(t, person{id: u.id, key: soon.Key}, http.MethodGet, "/api/v1/me", nil), http.StatusUnauthorized, api.CodeUnauthorized)
+	requireError(t, b.as(t, person{id: u.id, key: soon.Key}, http.MethodGet, "/api/v1/me", nil), http.StatusUnauthorized, apierr.CodeUnauthorized)
 	_, _, code = newKey(u, nil)
 	require.Equal(t, http.StatusCreated, code, "the expired key left a place")
 
@@ -128,7 +129,7 @@ func TestScopedKeys(t *testing.T) {
 		map[string]any{"scopes": []string{"jobs:read", "jobs:write", "runs:read"}})
 	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
 	limited := person{id: a.id, key: decode[api.Key](t, rec).Key}
-	requireError(t, b.as(t, limited, http.MethodGet, "/api/v1/users", nil), http.StatusForbidden, api.CodeForbidden)
+	requireError(t, b.as(t, limited, http.MethodGet, "/api/v1/users", nil), http.StatusForbidden, apierr.CodeForbidden)
 	list := decode[api.JobList](t, b.as(t, limited, http.MethodGet, "/api/v1/jobs", nil))
 	for _, j := range list.Jobs {
 		require.NotEqual(t, created.ID, j.ID, "without the admin scope, only the administrator's own jobs")
@@ -152,7 +153,7 @@ func TestKeyCannotOutliveItsMaker(t *testing.T) {
 	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
 	require.True(t, ends.Equal(decode[api.Key](t, rec).ExpiresAt.Time), "without expires_at it ends with its maker")
 	e := requireError(t, b.as(t, temp, http.MethodPost, keys, map[string]any{"expires_at": ends.Add(time.Minute).Format(time.RFC3339)}),
-		http.StatusForbidden, api.CodeForbidden)
+		http.StatusForbidden, apierr.CodeForbidden)
 	require.Equal(t, "expires_at", e.Field)
 	rec = b.as(t, temp, http.MethodPost, keys, map[string]any{"expires_at": ends.Add(-time.Minute).Format(time.RFC3339)})
 	require.Equal(t, http.StatusCreated, rec.Code, "earlier is fine")

@@ -1,7 +1,10 @@
-// Package api is the dashboard's HTTP JSON API under /api/v1: routes, bearer
-// authentication, request decoding, the JSON shapes clients see and the one
-// mapping from domain errors to status codes. It holds no state of its own, so
-// any number of dashboards can run side by side behind a load balancer.
+// Package api is the dashboard's HTTP JSON API under /api/v1, and the
+// browser dashboard's pages: routes, handlers, request decoding, the JSON
+// shapes clients see and the one mapping from errors to status codes. It
+// builds on access, which decides who a request acts for, and guard, which
+// hardens requests before that; api wires both. It holds no state of its
+// own, so any number of dashboards can run side by side behind a load
+// balancer.
 package api
 
 import (
@@ -11,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
 	"github.com/labstack/echo/v5"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
@@ -24,6 +26,9 @@ import (
 	"github.com/tockhq/tock/pkg/probe"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
+	"github.com/tockhq/tock/services/dashboard/guard"
+	"github.com/tockhq/tock/services/dashboard/rate"
 )
 
 // AdminID is the bootstrap administrator that the first migration creates and
@@ -87,7 +92,6 @@ type Server struct {
 	redis   redis.UniversalClient
 	log     *zap.Logger
 	clock   func() time.Time
-	token   []byte
 	horizon time.Duration
 	misfire time.Duration
 	limits  jobspec.Limits
@@ -96,9 +100,12 @@ type Server struct {
 	maxBatchBody int64
 	ready        probe.Check
 	quotas       Quotas
-	limiter      *limiter
-	metrics      *metrics.API
-	tracer       trace.Tracer
+	// limiter holds the per-user buckets; nil without Redis.
+	limiter *rate.Limiter
+	// access authenticates requests, and opens and ends sessions.
+	access  *access.Control
+	metrics *metrics.API
+	tracer  trace.Tracer
 	// jobs commits job changes and then tells the due set.
 	jobs *lifecycle.Jobs
 	// evaluating lets each user compile and walk one schedule at a time.
@@ -114,7 +121,6 @@ func New(d Deps) *Server {
 		redis:   d.Redis,
 		log:     d.Logger,
 		clock:   d.Clock,
-		token:   []byte(d.AdminToken),
 		horizon: d.Horizon,
 		misfire: d.MisfireThreshold,
 		limits:  d.Limits,
@@ -152,10 +158,30 @@ func New(d Deps) *Server {
 	if d.Quotas != nil {
 		s.quotas = *d.Quotas
 	}
-	if s.redis != nil && s.queue != nil {
-		s.limiter = &limiter{rl: redis_rate.NewLimiter(s.redis), rdb: s.redis, prefix: s.queue.Prefix(), log: s.log.Named("limits"),
-			clientAddr: clientAddrFunc(d.TrustedProxies)}
+	// The limits count in Redis, the per-user ones and the per-address
+	// limit on failed authentications alike; without Redis (tests of the
+	// routes alone) nothing is limited.
+	gd := guard.Deps{
+		Logger:            s.log,
+		Clock:             s.clock,
+		AdminToken:        d.AdminToken,
+		FailuresPerMinute: s.quotas.AuthFailuresPerMinute,
+		FailureBurst:      s.quotas.AuthFailureBurst,
+		OnRedisDown:       s.quotas.OnRedisDown,
+		TrustedProxies:    d.TrustedProxies,
+		Minted:            access.Minted,
 	}
+	if s.redis != nil && s.queue != nil {
+		s.limiter = rate.New(rate.Deps{Redis: s.redis, Prefix: s.queue.Prefix(), Logger: s.log.Named("limits")})
+		gd.Limiter, gd.Redis, gd.Prefix = s.limiter, s.redis, s.queue.Prefix()
+	}
+	s.access = access.New(access.Deps{
+		Store:      s.store,
+		Gate:       guard.New(gd),
+		Logger:     s.log,
+		Clock:      s.clock,
+		AdminToken: d.AdminToken,
+	})
 	if s.limits.MaxPayloadBytes <= 0 {
 		s.limits.MaxPayloadBytes = jobspec.DefaultLimits.MaxPayloadBytes
 	}
@@ -191,7 +217,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/api/v1/openapi.json", s.openapiDoc)
 	e.GET("/api/v1/job-types", s.jobTypes)
 
-	v1 := e.Group("/api/v1", s.authenticate, s.whenReady, s.rateLimit, checkQuery)
+	v1 := e.Group("/api/v1", s.access.Authenticate, s.whenReady, s.rateLimit, checkQuery)
 	v1.POST("/jobs", s.createJob, s.idempotent)
 	v1.POST(strings.TrimPrefix(batchRoute, "/api/v1"), s.createBatch, s.idempotent)
 	v1.POST(strings.TrimPrefix(bulkRoute, "/api/v1"), s.bulkJobs, s.idempotent)
@@ -217,19 +243,19 @@ func (s *Server) routes() *echo.Echo {
 	v1.POST(strings.TrimPrefix(rotateRoute, "/api/v1"), s.rotateSigningSecret, s.idempotent)
 
 	v1.GET("/me", s.me)
-	v1.POST("/users", s.createUser, adminOnly)
-	v1.GET("/users", s.listUsers, adminOnly)
+	v1.POST("/users", s.createUser, access.AdminOnly)
+	v1.GET("/users", s.listUsers, access.AdminOnly)
 	v1.GET("/users/:id", s.getUser)
-	v1.PATCH("/users/:id", s.patchUser, adminOnly)
-	v1.POST("/users/:id/disable", s.disableUser, adminOnly)
-	v1.POST("/users/:id/enable", s.enableUser, adminOnly)
-	v1.POST("/users/:id/erase", s.eraseUser, adminOnly)
-	v1.GET("/users/:id/jobs", s.userJobs, adminOnly)
+	v1.PATCH("/users/:id", s.patchUser, access.AdminOnly)
+	v1.POST("/users/:id/disable", s.disableUser, access.AdminOnly)
+	v1.POST("/users/:id/enable", s.enableUser, access.AdminOnly)
+	v1.POST("/users/:id/erase", s.eraseUser, access.AdminOnly)
+	v1.GET("/users/:id/jobs", s.userJobs, access.AdminOnly)
 	v1.POST("/users/:id/keys", s.createKey)
 	v1.GET("/users/:id/keys", s.listKeys)
 	v1.DELETE("/keys/:id", s.revokeKey)
-	v1.GET("/audit", s.listAudit, adminOnly)
-	v1.GET("/system", s.system, adminOnly)
+	v1.GET("/audit", s.listAudit, access.AdminOnly)
+	v1.GET("/system", s.system, access.AdminOnly)
 
 	e.POST("/ui/session", s.signIn)
 	e.DELETE("/ui/session", s.signOut)

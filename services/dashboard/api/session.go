@@ -1,113 +1,13 @@
 package api
 
 import (
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"net/http"
-	"net/url"
 	"strings"
-	"time"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
 
-	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
 )
-
-// The browser dashboard's session is a random id in a cookie the page's
-// scripts cannot read (HttpOnly), that no other site's request carries
-// (SameSite=Strict), sent only over TLS when the dashboard is reached over
-// TLS. The cookie holds the id, never the key it was opened with: Postgres
-// keeps only the id's SHA-256 (store.Session), so signing out ends the
-// session for good, and a cookie that leaks gives a session that ends, not
-// the key. The session acts through its key, checked on every request:
-// revoking the key, its expiry or disabling its user ends the session on the
-// next request, as it does for the API.
-const (
-	sessionCookie = "tock_session"
-	// sessionScheme starts every session id, so that one is told from a
-	// key at a glance (and by secret scanners).
-	sessionScheme = "tses_"
-	// csrfHeader must be "1" on a change authenticated by the cookie: a
-	// cross-site form cannot set a header, and a cross-site script cannot
-	// send one without a CORS preflight the dashboard never grants.
-	csrfHeader = "X-Tock-CSRF"
-	// sessionAge bounds a session even if the browser is never closed.
-	sessionAge = 12 * time.Hour
-)
-
-// newSessionID returns a fresh session id, tses_ and 32 random bytes in
-// base64url, and its SHA-256. As for a key, the id is random enough that a
-// slow hash would add nothing but latency.
-func newSessionID() (string, [32]byte) {
-	var b [32]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	id := sessionScheme + base64.RawURLEncoding.EncodeToString(b[:])
-	return id, sha256.Sum256([]byte(id))
-}
-
-// sessionIDLen is the length of a session id: the scheme and 43 characters.
-var sessionIDLen = len(sessionScheme) + base64.RawURLEncoding.EncodedLen(32)
-
-// sessionShaped reports whether a cookie's value could be a session id;
-// anything else (a key, as a cookie of an earlier release held) is refused
-// without a lookup.
-func sessionShaped(v string) bool {
-	rest, ok := strings.CutPrefix(v, sessionScheme)
-	if !ok || len(v) != sessionIDLen {
-		return false
-	}
-	for i := 0; i < len(rest); i++ {
-		if c := rest[i]; (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '-' && c != '_' {
-			return false
-		}
-	}
-	return true
-}
-
-// adminBinding ties a session opened with the admin token to that token:
-// the HMAC-SHA256 of the session id under the token. Stored instead of a
-// key, it no longer matches once TOCK_ADMIN_TOKEN changes, which ends those
-// sessions; and since the id it covers is not stored, the table alone
-// offers nothing to guess the token against.
-func adminBinding(token []byte, id string) []byte {
-	m := hmac.New(sha256.New, token)
-	m.Write([]byte(id))
-	return m.Sum(nil)
-}
-
-// sessionToken is the value of the session cookie, if any.
-func sessionToken(r *http.Request) (string, bool) {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil || c.Value == "" {
-		return "", false
-	}
-	return c.Value, true
-}
-
-func safeMethod(m string) bool {
-	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
-}
-
-// overTLS reports whether the browser reached us over TLS, directly or
-// through a load balancer that terminates it.
-func overTLS(r *http.Request) bool {
-	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
-}
-
-// sameOrigin refuses a sign-in posted from another site, which would sign
-// the browser in as someone else (login CSRF). Browsers send Origin on every
-// POST; a client that sends none is not a browser and not at risk.
-func sameOrigin(r *http.Request) bool {
-	o := r.Header.Get("Origin")
-	if o == "" {
-		return true
-	}
-	u, err := url.Parse(o)
-	return err == nil && u.Host == r.Host
-}
 
 // SessionInfo is the answer to a sign-in: who the session acts for.
 type SessionInfo struct {
@@ -120,14 +20,12 @@ type SessionInfo struct {
 
 // signIn checks the key posted as a form field or as JSON {"key": "..."}
 // exactly as the API checks a bearer token, and on success opens a session
-// and sets its cookie. A form post is answered with a redirect to the
-// dashboard, JSON with SessionInfo; a bad key is the API's 401 either way.
+// and sets its cookie (access.Control.SignIn, OpenSession). A form post is
+// answered with a redirect to the dashboard, JSON with SessionInfo; a bad
+// key is the API's 401 either way.
 func (s *Server) signIn(c *echo.Context) error {
 	r := c.Request()
-	if !sameOrigin(r) {
-		return errForbidden
-	}
-	if err := strictHeaders(r); err != nil {
+	if err := access.CheckSignIn(r); err != nil {
 		return err
 	}
 	form := !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")
@@ -143,76 +41,36 @@ func (s *Server) signIn(c *echo.Context) error {
 		}
 		key = body.Key
 	}
-	key = strings.TrimSpace(key)
-	if err := s.authGate(c, key); err != nil {
-		return err
-	}
-	p, err := s.credential(r.Context(), key)
-	if err != nil {
-		return err
-	}
+	p, err := s.access.SignIn(c, strings.TrimSpace(key), func() error {
+		if form {
+			return c.Redirect(http.StatusSeeOther, "/#/signin?failed=1")
+		}
+		return access.Unauthorized(c)
+	})
 	if p == nil {
-		return s.authFailed(c, func() error {
-			if form {
-				return c.Redirect(http.StatusSeeOther, "/#/signin?failed=1")
-			}
-			return unauthorized(c)
-		})
+		return err
 	}
 	// Each sign-in stores a row: it counts against the user's request
 	// rate, so that a key cannot fill the table.
-	q := s.quotas.effective(p.limits, p.admin)
-	if err := s.limiter.allow(c, bucketRequests, p.user, q.RequestsPerMinute, q.RequestBurst, 1, s.quotas.OnRedisDown); err != nil {
+	q := s.quotas.effective(p.Limits, p.Admin)
+	if err := allow(c, s.limiter, bucketRequests, p.User, q.RequestsPerMinute, q.RequestBurst, 1, s.quotas.OnRedisDown); err != nil {
 		return err
 	}
-	id, sum := newSessionID()
-	now := s.clock()
-	sess := &store.Session{UserID: p.user, KeyID: p.key, CreatedAt: now, ExpiresAt: now.Add(sessionAge)}
-	if p.key == uuid.Nil {
-		sess.AdminBinding = adminBinding(s.token, id)
+	if err := s.access.OpenSession(c, *p); err != nil {
+		return err
 	}
-	if err := s.store.CreateSession(r.Context(), sum[:], sess); err != nil {
-		return dependency(err)
-	}
-	// Behind a load balancer the next request may reach another dashboard:
-	// each lets the new session past a blocked address as its own.
-	s.limiter.vouch(r.Context(), sum, now)
-	c.SetCookie(&http.Cookie{
-		Name: sessionCookie, Value: id, Path: "/", MaxAge: int(sessionAge / time.Second),
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r),
-	})
 	c.Response().Header().Set("Cache-Control", "no-store")
 	if form {
 		return c.Redirect(http.StatusSeeOther, "/")
 	}
-	return writeJSON(c, http.StatusOK, SessionInfo{User: p.user.String(), Admin: p.admin, Scopes: p.scopes.names()})
+	return writeJSON(c, http.StatusOK, SessionInfo{User: p.User.String(), Admin: p.Admin, Scopes: p.Scopes.Names()})
 }
 
-// signOut ends the cookie's session in Postgres and clears the cookie. It
-// needs no valid session: signing out is harmless, whoever asks, and the
-// cookie is cleared in any case. A cookie naming no session counts as a
-// failed authentication, as a guess through the API would: sign-out is
-// not a way around the limit on them.
+// signOut ends the cookie's session and clears the cookie
+// (access.Control.SignOut): 204 whether there was one or not.
 func (s *Server) signOut(c *echo.Context) error {
-	r := c.Request()
-	c.SetCookie(&http.Cookie{
-		Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r),
-	})
-	id, ok := sessionToken(r)
-	if !ok || !sessionShaped(id) {
-		return c.NoContent(http.StatusNoContent)
-	}
-	if err := s.authGate(c, id); err != nil {
+	if err := s.access.SignOut(c); err != nil {
 		return err
-	}
-	sum := sha256.Sum256([]byte(id))
-	found, err := s.store.DeleteSession(r.Context(), sum[:])
-	if err != nil {
-		return dependency(err)
-	}
-	if !found {
-		return s.authFailed(c, func() error { return c.NoContent(http.StatusNoContent) })
 	}
 	return c.NoContent(http.StatusNoContent)
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // rotateRoute is the path of POST /api/v1/signing-secret:rotate (echo reads
@@ -45,9 +47,9 @@ const signingScheme = "t=<unix seconds>,v1=<hex HMAC-SHA256 of \"<t>.<raw body>\
 // need to verify X-Tock-Signature (docs/webhooks.md). It is only ever sent to
 // its owner and never logged.
 func (s *Server) signingSecret(c *echo.Context) error {
-	sec, err := s.store.SigningSecrets(c.Request().Context(), caller(c).user, s.now())
+	sec, err := s.store.SigningSecrets(c.Request().Context(), access.Caller(c).User, s.now())
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return writeJSON(c, http.StatusOK, SigningSecret{Secret: sec.Current, Header: "X-Tock-Signature", Scheme: signingScheme,
@@ -74,14 +76,14 @@ func (s *Server) rotateSigningSecret(c *echo.Context) error {
 			d, err = 0, nil
 		}
 		if err != nil || d < 0 || d > MaxSigningGrace {
-			return invalid("grace", "must be a duration from 0s to "+strconv.Itoa(int(MaxSigningGrace/(24*time.Hour)))+"d, such as 24h")
+			return apierr.Invalid("grace", "must be a duration from 0s to "+strconv.Itoa(int(MaxSigningGrace/(24*time.Hour)))+"d, such as 24h")
 		}
 		grace = d
 	}
-	p := caller(c)
-	sec, err := s.store.RotateSigningSecret(c.Request().Context(), p.user, s.now(), grace, p.audit(store.ActionSigningRotate))
+	p := access.Caller(c)
+	sec, err := s.store.RotateSigningSecret(c.Request().Context(), p.User, s.now(), grace, p.Audit(store.ActionSigningRotate))
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	out := SigningSecret{Secret: sec.Current, Header: "X-Tock-Signature", Scheme: signingScheme,

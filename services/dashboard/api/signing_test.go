@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // TestRotateSigningSecret replaces a user's secret, keeps the old one in a
@@ -36,7 +37,7 @@ func TestRotateSigningSecret(t *testing.T) {
 
 	for _, g := range []string{"-1h", "31d", "soon"} {
 		e := requireError(t, b.as(t, u, http.MethodPost, "/api/v1/signing-secret:rotate", map[string]any{"grace": g}),
-			http.StatusBadRequest, api.CodeInvalid)
+			http.StatusBadRequest, apierr.CodeInvalid)
 		require.Equal(t, "grace", e.Field, g)
 	}
 	require.Equal(t, third.Secret, decode[api.SigningSecret](t, b.as(t, u, http.MethodGet, "/api/v1/signing-secret", nil)).Secret,
@@ -45,7 +46,7 @@ func TestRotateSigningSecret(t *testing.T) {
 	k := decode[api.Key](t, b.as(t, u, http.MethodPost, "/api/v1/users/"+u.id.String()+"/keys",
 		map[string]any{"scopes": []string{"jobs:read", "runs:read"}}))
 	e := requireError(t, b.as(t, person{id: u.id, key: k.Key}, http.MethodPost, "/api/v1/signing-secret:rotate", nil),
-		http.StatusForbidden, api.CodeForbidden)
+		http.StatusForbidden, apierr.CodeForbidden)
 	require.Contains(t, e.Message, "jobs:write")
 
 	audit := decode[api.AuditList](t, b.do(t, http.MethodGet, "/api/v1/audit?action=user.rotate_signing_secret", nil))

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v5"
+
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // MinuteCount is a count in the minute that starts at Minute.
@@ -84,27 +86,27 @@ func (s *Server) system(c *echo.Context) error {
 	now := s.clock().UTC()
 	pg, err := s.store.System(ctx, now)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	st, err := s.queue.Stats(ctx)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	loaded, err := s.queue.DuePerMinute(ctx, now, 60)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	held, ttl, err := s.queue.Home().LoaderLockTTL(ctx)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	consumers, err := s.queue.Consumers(ctx)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	schedulers, err := s.queue.Home().Schedulers(ctx)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	out := System{
 		GeneratedAt: Time{now},

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v5"
+
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // checkText refuses, naming the field, a JSON body holding a string (a key or
@@ -44,9 +46,9 @@ func checkText(raw []byte) error {
 			if msg := badString(raw[start:dec.InputOffset()]); msg != "" {
 				if key {
 					// The key itself cannot be shown: name its object.
-					return invalid(path.String(), "has a key that "+msg)
+					return apierr.Invalid(path.String(), "has a key that "+msg)
 				}
-				return invalid(path.String(), msg)
+				return apierr.Invalid(path.String(), msg)
 			}
 			if key {
 				path.setKey(v)
@@ -183,11 +185,11 @@ func checkQuery(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		for name, values := range c.Request().URL.Query() {
 			if !textOK(name) {
-				return invalid("", "a query parameter's name is not valid UTF-8 or holds a NUL character")
+				return apierr.Invalid("", "a query parameter's name is not valid UTF-8 or holds a NUL character")
 			}
 			for _, v := range values {
 				if !textOK(v) {
-					return invalid(name, "must be valid UTF-8 without NUL characters")
+					return apierr.Invalid(name, "must be valid UTF-8 without NUL characters")
 				}
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // badTexts are strings Postgres cannot store, as they appear inside a JSON
@@ -53,7 +54,7 @@ func TestTextPostgresCannotStore(t *testing.T) {
 				t.Parallel()
 				raw := strings.Replace(body, "@@", bad, 1)
 				rec := b.do(t, http.MethodPost, "/api/v1/jobs", raw)
-				e := requireError(t, rec, http.StatusBadRequest, api.CodeInvalid)
+				e := requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid)
 				require.Equal(t, field, e.Field, "message: %s", e.Message)
 
 				ok := `{"name":"fine","type":"ping","delay":"1h","payload":{"url":"https://example.com/"}}`
@@ -70,13 +71,13 @@ func TestTextPostgresCannotStore(t *testing.T) {
 		t.Parallel()
 		j := b.create(t, "to-patch", b.now.Add(3600e9))
 		rec := b.do(t, http.MethodPatch, "/api/v1/jobs/"+j.ID.String(), `{"name":"a\u0000b"}`)
-		require.Equal(t, "name", requireError(t, rec, http.StatusBadRequest, api.CodeInvalid).Field)
+		require.Equal(t, "name", requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid).Field)
 	})
 	t.Run("QueryParametersToo", func(t *testing.T) {
 		t.Parallel()
 		for _, q := range []string{"q=a%00b", "q=%ff%fe", "status=%00"} {
 			rec := b.do(t, http.MethodGet, "/api/v1/jobs?"+q, nil)
-			e := requireError(t, rec, http.StatusBadRequest, api.CodeInvalid)
+			e := requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid)
 			require.Equal(t, strings.Split(q, "=")[0], e.Field)
 		}
 	})
@@ -116,7 +117,7 @@ func TestTextUnfitToShow(t *testing.T) {
 				{"user rename", http.MethodPatch, "/api/v1/users/" + ann.id.String(), map[string]any{"name": bad}, "name"},
 				{"key name", http.MethodPost, "/api/v1/users/" + ann.id.String() + "/keys", map[string]any{"name": bad}, "name"},
 			} {
-				e := requireError(t, b.do(t, tc.method, tc.path, tc.body), http.StatusBadRequest, api.CodeInvalid)
+				e := requireError(t, b.do(t, tc.method, tc.path, tc.body), http.StatusBadRequest, apierr.CodeInvalid)
 				require.Equal(t, tc.field, e.Field, tc.what)
 			}
 		})

@@ -18,6 +18,7 @@ import (
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // sessionCookie returns the tock_session cookie a response sets; nil if none.
@@ -174,7 +175,7 @@ func TestSession(t *testing.T) {
 		require.Equal(t, http.StatusOK, rec.Code)
 		for _, key := range []string{"", "nope", token + "x", "tock_aaaaaaaaaaaaa_secret", ann.key, live} {
 			rec := b.request(t, http.MethodPost, "/ui/session", map[string]any{"key": key}, "")
-			requireError(t, rec, http.StatusUnauthorized, api.CodeUnauthorized)
+			requireError(t, rec, http.StatusUnauthorized, apierr.CodeUnauthorized)
 			require.Nil(t, sessionCookie(rec), "key %q", key)
 		}
 		var n int
@@ -188,7 +189,7 @@ func TestSession(t *testing.T) {
 		rec := b.send(t, http.MethodPost, "/ui/session", map[string]any{"key": token}, func(r *http.Request) {
 			r.Header.Set("Origin", "https://evil.example")
 		})
-		requireError(t, rec, http.StatusForbidden, api.CodeForbidden)
+		requireError(t, rec, http.StatusForbidden, apierr.CodeForbidden)
 		require.Nil(t, sessionCookie(rec))
 	})
 
@@ -215,11 +216,11 @@ func TestSession(t *testing.T) {
 		} {
 			t.Run(name, func(t *testing.T) {
 				requireError(t, b.withCookie(t, http.MethodGet, "/api/v1/me", nil, value, false),
-					http.StatusUnauthorized, api.CodeUnauthorized)
+					http.StatusUnauthorized, apierr.CodeUnauthorized)
 			})
 		}
 		requireError(t, b.request(t, http.MethodGet, "/api/v1/me", nil, "Bearer "+id),
-			http.StatusUnauthorized, api.CodeUnauthorized)
+			http.StatusUnauthorized, apierr.CodeUnauthorized)
 	})
 
 	t.Run("ReadOnlyKeysSessionIsReadOnly", func(t *testing.T) {
@@ -232,7 +233,7 @@ func TestSession(t *testing.T) {
 		id := b.signIn(t, decode[api.Key](t, rec).Key)
 		require.Equal(t, http.StatusOK, b.withCookie(t, http.MethodGet, "/api/v1/jobs", nil, id, false).Code)
 		requireError(t, b.withCookie(t, http.MethodPost, "/api/v1/jobs", spec("x", b.now.Add(time.Hour)), id, true),
-			http.StatusForbidden, api.CodeForbidden)
+			http.StatusForbidden, apierr.CodeForbidden)
 	})
 
 	t.Run("CookieChangesNeedTheCSRFHeader", func(t *testing.T) {
@@ -241,14 +242,14 @@ func TestSession(t *testing.T) {
 		id := b.signIn(t, token)
 		body := spec("from the browser", b.now.Add(time.Hour))
 		rec := b.withCookie(t, http.MethodPost, "/api/v1/jobs", body, id, false)
-		requireError(t, rec, http.StatusUnauthorized, api.CodeUnauthorized)
+		requireError(t, rec, http.StatusUnauthorized, apierr.CodeUnauthorized)
 
 		rec = b.withCookie(t, http.MethodPost, "/api/v1/jobs", body, id, true)
 		require.Equal(t, http.StatusCreated, rec.Code, "body: %s", rec.Body.String())
 		j := decode[api.Job](t, rec)
 
 		rec = b.withCookie(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil, id, false)
-		requireError(t, rec, http.StatusUnauthorized, api.CodeUnauthorized)
+		requireError(t, rec, http.StatusUnauthorized, apierr.CodeUnauthorized)
 		rec = b.withCookie(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil, id, true)
 		require.Equal(t, http.StatusNoContent, rec.Code, "body: %s", rec.Body.String())
 	})
@@ -276,7 +277,7 @@ func TestSession(t *testing.T) {
 			require.Negative(t, c.MaxAge)
 			_, ok := b.storedSession(t, id)
 			require.False(t, ok, "deleted in Postgres")
-			requireError(t, b.withCookie(t, http.MethodGet, "/api/v1/me", nil, id, false), http.StatusUnauthorized, api.CodeUnauthorized)
+			requireError(t, b.withCookie(t, http.MethodGet, "/api/v1/me", nil, id, false), http.StatusUnauthorized, apierr.CodeUnauthorized)
 			require.Equal(t, http.StatusOK, b.withCookie(t, http.MethodGet, "/api/v1/me", nil, other, false).Code,
 				"another session of the same key stays")
 			require.Equal(t, http.StatusOK, b.as(t, ann, http.MethodGet, "/api/v1/me", nil).Code, "and so does the key")
@@ -311,7 +312,7 @@ func TestSession(t *testing.T) {
 				id := b.signIn(t, p.key)
 				require.Equal(t, http.StatusOK, b.withCookie(t, http.MethodGet, "/api/v1/me", nil, id, false).Code)
 				end(t, p, keys.Keys[0].ID)
-				requireError(t, b.withCookie(t, http.MethodGet, "/api/v1/me", nil, id, false), http.StatusUnauthorized, api.CodeUnauthorized)
+				requireError(t, b.withCookie(t, http.MethodGet, "/api/v1/me", nil, id, false), http.StatusUnauthorized, apierr.CodeUnauthorized)
 				if name != "UserDisabled" {
 					_, ok := b.storedSession(t, id)
 					require.False(t, ok, "the session's row is deleted with the key")
@@ -330,7 +331,7 @@ func TestSession(t *testing.T) {
 		id := b.signIn(t, decode[api.Key](t, rec).Key)
 		require.Equal(t, http.StatusOK, b.withCookie(t, http.MethodGet, "/api/v1/me", nil, id, false).Code)
 		b.now = b.now.Add(time.Hour)
-		requireError(t, b.withCookie(t, http.MethodGet, "/api/v1/me", nil, id, false), http.StatusUnauthorized, api.CodeUnauthorized)
+		requireError(t, b.withCookie(t, http.MethodGet, "/api/v1/me", nil, id, false), http.StatusUnauthorized, apierr.CodeUnauthorized)
 	})
 
 	t.Run("SessionEndsAfterTwelveHours", func(t *testing.T) {
@@ -340,7 +341,7 @@ func TestSession(t *testing.T) {
 		b.now = b.now.Add(12*time.Hour - time.Millisecond)
 		require.Equal(t, http.StatusOK, b.withCookie(t, http.MethodGet, "/api/v1/me", nil, id, false).Code)
 		b.now = b.now.Add(time.Millisecond)
-		requireError(t, b.withCookie(t, http.MethodGet, "/api/v1/me", nil, id, false), http.StatusUnauthorized, api.CodeUnauthorized)
+		requireError(t, b.withCookie(t, http.MethodGet, "/api/v1/me", nil, id, false), http.StatusUnauthorized, apierr.CodeUnauthorized)
 	})
 
 	// A session of the admin token ends when TOCK_ADMIN_TOKEN changes.
@@ -349,7 +350,7 @@ func TestSession(t *testing.T) {
 		b := setup(t)
 		id := b.signIn(t, token)
 		restarted := b.another(t, func(d *api.Deps) { d.AdminToken = "another-admin-token-0123456789" })
-		requireError(t, restarted.withCookie(t, http.MethodGet, "/api/v1/me", nil, id, false), http.StatusUnauthorized, api.CodeUnauthorized)
+		requireError(t, restarted.withCookie(t, http.MethodGet, "/api/v1/me", nil, id, false), http.StatusUnauthorized, apierr.CodeUnauthorized)
 		same := b.another(t)
 		require.Equal(t, http.StatusOK, same.withCookie(t, http.MethodGet, "/api/v1/me", nil, id, false).Code,
 			"another dashboard with the same token serves it")
@@ -417,13 +418,13 @@ func TestListJobsSearch(t *testing.T) {
 	t.Run("UserCannotNameAnotherOwner", func(t *testing.T) {
 		t.Parallel()
 		rec := b.as(t, ann, http.MethodGet, "/api/v1/jobs?owner="+store.BootstrapAdmin.String(), nil)
-		requireError(t, rec, http.StatusForbidden, api.CodeForbidden)
+		requireError(t, rec, http.StatusForbidden, apierr.CodeForbidden)
 	})
 
 	t.Run("MalformedOwner", func(t *testing.T) {
 		t.Parallel()
 		rec := b.do(t, http.MethodGet, "/api/v1/jobs?owner=ann", nil)
-		require.Equal(t, "owner", requireError(t, rec, http.StatusBadRequest, api.CodeInvalid).Field)
+		require.Equal(t, "owner", requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid).Field)
 	})
 }
 
@@ -497,6 +498,6 @@ func TestSystem(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		ann := b.user(t, "ann", "user", nil)
-		requireError(t, b.as(t, ann, http.MethodGet, "/api/v1/system", nil), http.StatusForbidden, api.CodeForbidden)
+		requireError(t, b.as(t, ann, http.MethodGet, "/api/v1/system", nil), http.StatusForbidden, apierr.CodeForbidden)
 	})
 }

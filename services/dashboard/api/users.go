@@ -17,14 +17,16 @@ import (
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/lifecycle"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // maxUserNameLen bounds a user's or a key's name, in characters.
 const maxUserNameLen = 200
 
 var (
-	errUserNotFound = newError(http.StatusNotFound, CodeNotFound, "", "user not found")
-	errKeyNotFound  = newError(http.StatusNotFound, CodeNotFound, "", "key not found")
+	errUserNotFound = apierr.New(http.StatusNotFound, apierr.CodeNotFound, "", "user not found")
+	errKeyNotFound  = apierr.New(http.StatusNotFound, apierr.CodeNotFound, "", "key not found")
 )
 
 // userRequest is the body of POST /api/v1/users.
@@ -48,11 +50,11 @@ func checkName(field, name string, required bool) (string, error) {
 	trimmed := strings.TrimSpace(name)
 	switch {
 	case trimmed == "" && required:
-		return "", invalid(field, "is required")
+		return "", apierr.Invalid(field, "is required")
 	case utf8.RuneCountInString(trimmed) > maxUserNameLen:
-		return "", invalid(field, fmt.Sprintf("is longer than %d characters", maxUserNameLen))
+		return "", apierr.Invalid(field, fmt.Sprintf("is longer than %d characters", maxUserNameLen))
 	case !jobspec.Showable(name):
-		return "", invalid(field, jobspec.NotShowable)
+		return "", apierr.Invalid(field, jobspec.NotShowable)
 	}
 	return trimmed, nil
 }
@@ -73,20 +75,20 @@ func checkLimits(l *Limits) (store.Limits, error) {
 	}
 	for _, p := range positive {
 		if p.v != nil && (*p.v < 1 || *p.v > 10_000_000) {
-			return store.Limits{}, invalid(p.field, "must be an integer from 1 to 10000000")
+			return store.Limits{}, apierr.Invalid(p.field, "must be an integer from 1 to 10000000")
 		}
 	}
 	if l.MaxActiveJobs != nil && (*l.MaxActiveJobs < 0 || *l.MaxActiveJobs > 1_000_000_000) {
-		return store.Limits{}, invalid("limits.max_active_jobs", "must be an integer from 0 (no cap) to 1000000000")
+		return store.Limits{}, apierr.Invalid("limits.max_active_jobs", "must be an integer from 0 (no cap) to 1000000000")
 	}
 	if l.OccurrencesPerMinute != nil && (*l.OccurrencesPerMinute < 0 || *l.OccurrencesPerMinute > 10_000_000) {
-		return store.Limits{}, invalid("limits.occurrences_per_minute", "must be an integer from 0 (no cap) to 10000000")
+		return store.Limits{}, apierr.Invalid("limits.occurrences_per_minute", "must be an integer from 0 (no cap) to 10000000")
 	}
 	if l.OccurrencesPerSecond != nil && (*l.OccurrencesPerSecond < 0 || *l.OccurrencesPerSecond > 10_000_000) {
-		return store.Limits{}, invalid("limits.occurrences_per_second", "must be an integer from 0 (no cap) to 10000000")
+		return store.Limits{}, apierr.Invalid("limits.occurrences_per_second", "must be an integer from 0 (no cap) to 10000000")
 	}
 	if l.MaxRunning != nil && (*l.MaxRunning < 1 || *l.MaxRunning > 10_000_000) {
-		return store.Limits{}, invalid("limits.max_running", "must be an integer from 1 to 10000000")
+		return store.Limits{}, apierr.Invalid("limits.max_running", "must be an integer from 1 to 10000000")
 	}
 	return store.Limits(*l), nil
 }
@@ -102,16 +104,16 @@ func (s *Server) createUser(c *echo.Context) error {
 		return err
 	}
 	if req.Role != store.RoleAdmin && req.Role != store.RoleUser {
-		return invalid("role", "must be admin or user")
+		return apierr.Invalid("role", "must be admin or user")
 	}
 	limits, err := checkLimits(req.Limits)
 	if err != nil {
 		return err
 	}
 	u := &store.User{ID: job.NewID(), Name: name, Role: req.Role, CreatedAt: s.now(), Limits: limits}
-	out, err := s.store.CreateUser(c.Request().Context(), u, caller(c).audit(store.ActionUserCreate))
+	out, err := s.store.CreateUser(c.Request().Context(), u, access.Caller(c).Audit(store.ActionUserCreate))
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	if out.Limits.MaxRunning != nil {
 		s.syncOwnerCap(c.Request().Context(), out)
@@ -128,12 +130,12 @@ func (s *Server) listUsers(c *echo.Context) error {
 	var after uuid.UUID
 	if v := c.QueryParam("cursor"); v != "" {
 		if after, err = parseJobCursor(v); err != nil {
-			return invalid("cursor", "is not a cursor this API returned")
+			return apierr.Invalid("cursor", "is not a cursor this API returned")
 		}
 	}
 	users, err := s.store.ListUsers(c.Request().Context(), after, limit+1)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	var out UserList
 	users, out.NextCursor = page(users, limit, func(u *store.User) string { return jobCursor(u.ID) })
@@ -146,12 +148,12 @@ func (s *Server) listUsers(c *echo.Context) error {
 
 // me answers who the caller is, with the limits that hold for them.
 func (s *Server) me(c *echo.Context) error {
-	u, err := s.store.GetUser(c.Request().Context(), caller(c).user)
+	u, err := s.store.GetUser(c.Request().Context(), access.Caller(c).User)
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
 	v := s.userView(u)
-	v.Scopes = caller(c).scopes.names()
+	v.Scopes = access.Caller(c).Scopes.Names()
 	return writeJSON(c, http.StatusOK, v)
 }
 
@@ -170,7 +172,7 @@ func userError(err error) error {
 	if errors.Is(err, job.ErrNotFound) {
 		return errUserNotFound
 	}
-	return dependency(err)
+	return apierr.Dependency(err)
 }
 
 // getUser shows one user: to an administrator, or to the user themself.
@@ -179,7 +181,7 @@ func (s *Server) getUser(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := selfOrAdmin(c, id); err != nil {
+	if err := access.SelfOrAdmin(c, id); err != nil {
 		return err
 	}
 	u, err := s.store.GetUser(c.Request().Context(), id)
@@ -229,7 +231,7 @@ func (s *Server) disableUser(c *echo.Context) error {
 		return err
 	}
 	if id == store.BootstrapAdmin {
-		return newError(http.StatusConflict, CodeConflict, "", "the bootstrap administrator cannot be disabled")
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", "the bootstrap administrator cannot be disabled")
 	}
 	now := s.now()
 	err = s.updateUser(c, id, store.ActionUserDisable, func(u *store.User) error {
@@ -241,7 +243,7 @@ func (s *Server) disableUser(c *echo.Context) error {
 	})
 	if err == nil {
 		// Their jobs are paused; what of theirs is running is stopped too.
-		s.jobs.AbortOwner(c.Request().Context(), id, caller(c).user, now)
+		s.jobs.AbortOwner(c.Request().Context(), id, access.Caller(c).User, now)
 	}
 	return err
 }
@@ -256,18 +258,18 @@ func (s *Server) eraseUser(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if id == store.BootstrapAdmin || id == caller(c).user {
-		return newError(http.StatusConflict, CodeConflict, "", "neither the bootstrap administrator nor yourself can be erased")
+	if id == store.BootstrapAdmin || id == access.Caller(c).User {
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", "neither the bootstrap administrator nor yourself can be erased")
 	}
 	now := s.now()
-	erased, err := s.store.EraseUser(c.Request().Context(), id, now, caller(c).audit(store.ActionUserErase))
+	erased, err := s.store.EraseUser(c.Request().Context(), id, now, access.Caller(c).Audit(store.ActionUserErase))
 	if errors.Is(err, job.ErrNotFound) {
 		return errUserNotFound
 	}
 	if err != nil {
-		return dependency(err)
+		return apierr.Dependency(err)
 	}
-	s.jobs.AbortOwner(c.Request().Context(), id, caller(c).user, now)
+	s.jobs.AbortOwner(c.Request().Context(), id, access.Caller(c).User, now)
 	return writeJSON(c, http.StatusOK, erased)
 }
 
@@ -292,11 +294,11 @@ func (s *Server) updateUser(c *echo.Context, id uuid.UUID, action string, edit s
 	u, err := s.store.UpdateUser(c.Request().Context(), id, s.now(), func(u *store.User) error {
 		refused = edit(u)
 		return refused
-	}, caller(c).audit(action))
+	}, access.Caller(c).Audit(action))
 	if err != nil {
 		if refused != nil && errors.Is(err, job.ErrConflict) {
 			msg, _ := strings.CutPrefix(refused.Error(), job.ErrConflict.Error()+": ")
-			return newError(http.StatusConflict, CodeConflict, "", msg)
+			return apierr.New(http.StatusConflict, apierr.CodeConflict, "", msg)
 		}
 		return userError(err)
 	}

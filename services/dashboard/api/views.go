@@ -13,6 +13,7 @@ import (
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/schedule"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/access"
 )
 
 // TimeFormat is how the API writes instants: RFC 3339 in UTC with
@@ -265,7 +266,7 @@ type Key struct {
 // keyView shows a key of a user of role.
 func keyView(k *store.Key, role string) Key {
 	return Key{ID: k.ID, UserID: k.UserID, Name: k.Name, Prefix: k.Prefix, CreatedAt: Time{k.CreatedAt},
-		LastUsedAt: Time{k.LastUsedAt}, RevokedAt: Time{k.RevokedAt}, Scopes: keyScopes(k, role).names(),
+		LastUsedAt: Time{k.LastUsedAt}, RevokedAt: Time{k.RevokedAt}, Scopes: access.KeyScopes(k, role).Names(),
 		AllScopes: k.Scopes == nil, ExpiresAt: Time{k.ExpiresAt}}
 }
 

@@ -19,6 +19,8 @@ import (
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/dashboard/api"
+	"github.com/tockhq/tock/services/dashboard/apierr"
+	"github.com/tockhq/tock/services/dashboard/rate"
 )
 
 // TestStrictHeaders refuses a request that names its credentials or its
@@ -47,7 +49,7 @@ func TestStrictHeaders(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			rec := send(headers)
-			e := requireError(t, rec, http.StatusBadRequest, api.CodeInvalid)
+			e := requireError(t, rec, http.StatusBadRequest, apierr.CodeInvalid)
 			require.Contains(t, []string{"Authorization", "Content-Type"}, e.Field)
 			require.Contains(t, e.Message, "more than once")
 		})
@@ -81,29 +83,29 @@ func TestAuthFailuresPerAddress(t *testing.T) {
 	}
 	const attacker, other = "203.0.113.7", "203.0.113.8"
 	for _, auth := range []string{"", "Bearer tock_aaaaaaaaaaaaa_wrong", "Basic eDp5"} {
-		requireError(t, from(attacker, auth), http.StatusUnauthorized, api.CodeUnauthorized)
+		requireError(t, from(attacker, auth), http.StatusUnauthorized, apierr.CodeUnauthorized)
 	}
 	rec := from(attacker, "Bearer tock_aaaaaaaaaaaaa_wrong")
-	requireError(t, rec, http.StatusTooManyRequests, api.CodeRateLimited)
+	requireError(t, rec, http.StatusTooManyRequests, apierr.CodeRateLimited)
 	require.NotEmpty(t, rec.Header().Get("Retry-After"))
 	neighbour := b.user(t, "behind-the-same-nat", "user", nil)
 	stale := "Bearer " + b.staleKey(t, neighbour.id) // neither used nor minted lately
-	requireError(t, from(attacker, stale), http.StatusTooManyRequests, api.CodeRateLimited)
+	requireError(t, from(attacker, stale), http.StatusTooManyRequests, apierr.CodeRateLimited)
 	require.Equal(t, http.StatusOK, from(attacker, "Bearer "+token).Code, "the admin token needs no lookup, and passes")
 	require.Equal(t, http.StatusOK, from(attacker, neighbour.auth()).Code, "a key minted a moment ago passes")
 
 	require.Equal(t, http.StatusOK, from(other, stale).Code, "another address is served")
 	require.Equal(t, http.StatusOK, from(attacker, stale).Code,
 		"a key that authenticated lately passes a blocked address: its neighbours keep working")
-	requireError(t, from(attacker, "Bearer tock_bbbbbbbbbbbbb_guess"), http.StatusTooManyRequests, api.CodeRateLimited)
+	requireError(t, from(attacker, "Bearer tock_bbbbbbbbbbbbb_guess"), http.StatusTooManyRequests, apierr.CodeRateLimited)
 
 	// IPv6 counts by /64: rotating through one's own prefix does not escape.
 	for _, a := range []string{"[2001:db8:1:2::1]", "[2001:db8:1:2::2]", "[2001:db8:1:2:ffff::9]"} {
-		requireError(t, from(a, "Bearer nope"), http.StatusUnauthorized, api.CodeUnauthorized)
+		requireError(t, from(a, "Bearer nope"), http.StatusUnauthorized, apierr.CodeUnauthorized)
 	}
-	requireError(t, from("[2001:db8:1:2::abcd]", "Bearer nope"), http.StatusTooManyRequests, api.CodeRateLimited)
+	requireError(t, from("[2001:db8:1:2::abcd]", "Bearer nope"), http.StatusTooManyRequests, apierr.CodeRateLimited)
 	require.Equal(t, http.StatusOK, from("[2001:db8:1:3::1]", "Bearer "+token).Code, "another /64 is served")
-	requireError(t, from(other, "Bearer nope"), http.StatusUnauthorized, api.CodeUnauthorized)
+	requireError(t, from(other, "Bearer nope"), http.StatusUnauthorized, apierr.CodeUnauthorized)
 
 	// A trusted proxy speaks for its client through X-Forwarded-For; any
 	// other peer's X-Forwarded-For is not believed, private or not, so it
@@ -130,7 +132,7 @@ func TestLimitsWhileRedisIsDown(t *testing.T) {
 	for _, tt := range []struct {
 		policy string
 		want   int
-	}{{api.LimitsAllow, http.StatusOK}, {api.LimitsDeny, http.StatusServiceUnavailable}} {
+	}{{rate.Allow, http.StatusOK}, {rate.Deny, http.StatusServiceUnavailable}} {
 		t.Run(tt.policy, func(t *testing.T) {
 			t.Parallel()
 			q := api.DefaultQuotas
@@ -142,8 +144,8 @@ func TestLimitsWhileRedisIsDown(t *testing.T) {
 				require.Equal(t, tt.want, rec.Code, rec.Body.String())
 			}
 			requireError(t, b.request(t, http.MethodGet, "/api/v1/me", nil, "Bearer nope"), map[string]int{
-				api.LimitsAllow: http.StatusUnauthorized, api.LimitsDeny: http.StatusServiceUnavailable}[tt.policy], map[string]string{
-				api.LimitsAllow: api.CodeUnauthorized, api.LimitsDeny: api.CodeUnavailable}[tt.policy])
+				rate.Allow: http.StatusUnauthorized, rate.Deny: http.StatusServiceUnavailable}[tt.policy], map[string]string{
+				rate.Allow: apierr.CodeUnauthorized, rate.Deny: apierr.CodeUnavailable}[tt.policy])
 		})
 	}
 }
@@ -166,13 +168,13 @@ func TestAuthLimitBeforeAnyLookup(t *testing.T) {
 		return rec
 	}
 	const keyShaped = "Bearer tock_aaaaaaaaaaaaa_guess"
-	requireError(t, from("198.51.100.1", keyShaped), http.StatusServiceUnavailable, api.CodeUnavailable)
+	requireError(t, from("198.51.100.1", keyShaped), http.StatusServiceUnavailable, apierr.CodeUnavailable)
 	for range 2 {
-		requireError(t, from("198.51.100.2", "Bearer not-a-key"), http.StatusUnauthorized, api.CodeUnauthorized)
+		requireError(t, from("198.51.100.2", "Bearer not-a-key"), http.StatusUnauthorized, apierr.CodeUnauthorized)
 	}
-	requireError(t, from("198.51.100.2", "Bearer not-a-key"), http.StatusTooManyRequests, api.CodeRateLimited)
+	requireError(t, from("198.51.100.2", "Bearer not-a-key"), http.StatusTooManyRequests, apierr.CodeRateLimited)
 	for range 5 {
-		requireError(t, from("198.51.100.2", keyShaped), http.StatusTooManyRequests, api.CodeRateLimited)
+		requireError(t, from("198.51.100.2", keyShaped), http.StatusTooManyRequests, apierr.CodeRateLimited)
 	}
 }
 
@@ -221,9 +223,9 @@ func TestMintedCredentialsPassABlockedAddress(t *testing.T) {
 		b.h.ServeHTTP(rec, req)
 		return rec
 	}
-	requireError(t, from(served, "Bearer nope", ""), http.StatusUnauthorized, api.CodeUnauthorized)
-	requireError(t, from(served, "Bearer nope", ""), http.StatusTooManyRequests, api.CodeRateLimited)
-	requireError(t, from(blind, "Bearer nope", ""), http.StatusTooManyRequests, api.CodeRateLimited)
+	requireError(t, from(served, "Bearer nope", ""), http.StatusUnauthorized, apierr.CodeUnauthorized)
+	requireError(t, from(served, "Bearer nope", ""), http.StatusTooManyRequests, apierr.CodeRateLimited)
+	requireError(t, from(blind, "Bearer nope", ""), http.StatusTooManyRequests, apierr.CodeRateLimited)
 
 	// Minted on another dashboard, from another address.
 	p := minter.user(t, "ci-runner", "user", nil)
@@ -239,12 +241,12 @@ func TestMintedCredentialsPassABlockedAddress(t *testing.T) {
 	rec = from(served, "", session)
 	require.Equal(t, http.StatusOK, rec.Code, "and so is the new session: %s", rec.Body.String())
 
-	requireError(t, from(blind, p.auth(), ""), http.StatusServiceUnavailable, api.CodeUnavailable)
-	requireError(t, from(blind, "", session), http.StatusServiceUnavailable, api.CodeUnavailable)
+	requireError(t, from(blind, p.auth(), ""), http.StatusServiceUnavailable, apierr.CodeUnavailable)
+	requireError(t, from(blind, "", session), http.StatusServiceUnavailable, apierr.CodeUnavailable)
 	for range 3 {
-		requireError(t, from(blind, guessKey, ""), http.StatusTooManyRequests, api.CodeRateLimited)
-		requireError(t, from(blind, "", guessSession), http.StatusTooManyRequests, api.CodeRateLimited)
-		requireError(t, from(served, guessKey, ""), http.StatusTooManyRequests, api.CodeRateLimited)
+		requireError(t, from(blind, guessKey, ""), http.StatusTooManyRequests, apierr.CodeRateLimited)
+		requireError(t, from(blind, "", guessSession), http.StatusTooManyRequests, apierr.CodeRateLimited)
+		requireError(t, from(served, guessKey, ""), http.StatusTooManyRequests, apierr.CodeRateLimited)
 	}
 
 	// Redis forgets a minting after as long as a success vouches for a token.

@@ -1,4 +1,4 @@
-package api
+package access
 
 import (
 	"net/http"
@@ -8,22 +8,23 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
 // The scopes of an API key: what it may do, within what its user's role
 // allows.
 const (
-	ScopeJobsRead  = "jobs:read"  // read jobs, their next runs, preview schedules
-	ScopeJobsWrite = "jobs:write" // create, change and act on jobs; manage keys; the signing secret
-	ScopeRunsRead  = "runs:read"  // read runs, a job's and across jobs
-	ScopeAdmin     = "admin"      // the administrator's routes (users, keys of others, audit, system)
+	scopeJobsRead  = "jobs:read"  // read jobs, their next runs, preview schedules
+	scopeJobsWrite = "jobs:write" // create, change and act on jobs; manage keys; the signing secret
+	scopeRunsRead  = "runs:read"  // read runs, a job's and across jobs
+	scopeAdmin     = "admin"      // the administrator's routes (users, keys of others, audit, system)
 )
 
-// scopeSet is a set of scopes, one bit each.
-type scopeSet uint8
+// Scopes is a set of scopes, one bit each.
+type Scopes uint8
 
 const (
-	canJobsRead scopeSet = 1 << iota
+	canJobsRead Scopes = 1 << iota
 	canJobsWrite
 	canRunsRead
 	canAdmin
@@ -32,11 +33,11 @@ const (
 // scopeNames lists the scopes in the order they are shown.
 var scopeNames = []struct {
 	name string
-	bit  scopeSet
-}{{ScopeJobsRead, canJobsRead}, {ScopeJobsWrite, canJobsWrite}, {ScopeRunsRead, canRunsRead}, {ScopeAdmin, canAdmin}}
+	bit  Scopes
+}{{scopeJobsRead, canJobsRead}, {scopeJobsWrite, canJobsWrite}, {scopeRunsRead, canRunsRead}, {scopeAdmin, canAdmin}}
 
 // roleScopes is everything a role allows: a user every scope but admin.
-func roleScopes(role string) scopeSet {
+func roleScopes(role string) Scopes {
 	if role == store.RoleAdmin {
 		return canJobsRead | canJobsWrite | canRunsRead | canAdmin
 	}
@@ -44,12 +45,12 @@ func roleScopes(role string) scopeSet {
 }
 
 // parseScopes reads a key's scopes; an unknown one is reported by index.
-func parseScopes(names []string) (scopeSet, int) {
-	var set scopeSet
+func parseScopes(names []string) (Scopes, int) {
+	var set Scopes
 	for i, n := range names {
 		k := slices.IndexFunc(scopeNames, func(s struct {
 			name string
-			bit  scopeSet
+			bit  Scopes
 		}) bool {
 			return s.name == n
 		})
@@ -61,10 +62,10 @@ func parseScopes(names []string) (scopeSet, int) {
 	return set, -1
 }
 
-// keyScopes is what a stored key may do: its scopes, or, for a key without
+// KeyScopes is what a stored key may do: its scopes, or, for a key without
 // any, everything its user's role allows; never more than the role allows,
 // so a key outlives a demotion without keeping the admin scope.
-func keyScopes(k *store.Key, role string) scopeSet {
+func KeyScopes(k *store.Key, role string) Scopes {
 	all := roleScopes(role)
 	if k.Scopes == nil {
 		return all
@@ -73,8 +74,8 @@ func keyScopes(k *store.Key, role string) scopeSet {
 	return set & all
 }
 
-// names lists the scopes of set.
-func (set scopeSet) names() []string {
+// Names lists the scopes of set, as clients read and send them.
+func (set Scopes) Names() []string {
 	out := []string{}
 	for _, s := range scopeNames {
 		if set&s.bit != 0 {
@@ -84,13 +85,15 @@ func (set scopeSet) names() []string {
 	return out
 }
 
+func allScopeNames() []string { return (canJobsRead | canJobsWrite | canRunsRead | canAdmin).Names() }
+
 // neededScope is the scope a route needs, from its path template and
 // method; 0 for the routes every credential may use (who am I, my keys).
-// The administrator's routes need the admin scope through adminOnly and
-// selfOrAdmin: a key without it is its user's, acting as a user. A route
+// The administrator's routes need the admin scope through AdminOnly and
+// SelfOrAdmin: a key without it is its user's, acting as a user. A route
 // this does not know needs every scope a user can have, so that a route
 // added without a thought for scopes is closed to narrowed keys, not open.
-func neededScope(method, path string) scopeSet {
+func neededScope(method, path string) Scopes {
 	read := method == http.MethodGet || method == http.MethodHead
 	path = strings.ReplaceAll(path, `\`, "") // echo's template escapes the colon of /runs\:stats
 	switch {
@@ -99,7 +102,7 @@ func neededScope(method, path string) scopeSet {
 	case path == "/api/v1/users", path == "/api/v1/users/:id/disable", path == "/api/v1/users/:id/enable",
 		path == "/api/v1/users/:id/erase", path == "/api/v1/users/:id/jobs", path == "/api/v1/audit",
 		path == "/api/v1/system":
-		return canAdmin // and adminOnly, which reads the same scope
+		return canAdmin // and AdminOnly, which reads the same scope
 	case path == "/api/v1/users/:id" && !read:
 		return canAdmin
 	case path == "/api/v1/users/:id/keys", path == "/api/v1/keys/:id", path == "/api/v1/signing-secret",
@@ -120,14 +123,14 @@ func neededScope(method, path string) scopeSet {
 
 // requireScope refuses, with 403 naming the scope, a request the caller's
 // key does not allow.
-func requireScope(c *echo.Context, p principal) error {
+func requireScope(c *echo.Context, p Principal) error {
 	need := neededScope(c.Request().Method, c.Path())
-	if need == 0 || p.scopes&need == need {
+	if need == 0 || p.Scopes&need == need {
 		return nil
 	}
 	if need == canAdmin {
-		return newError(http.StatusForbidden, CodeForbidden, "", "this needs an administrator (a key with the admin scope)")
+		return apierr.New(http.StatusForbidden, apierr.CodeForbidden, "", "this needs an administrator (a key with the admin scope)")
 	}
-	return newError(http.StatusForbidden, CodeForbidden, "",
-		"this key lacks the "+strings.Join(need.names(), ", ")+" scope")
+	return apierr.New(http.StatusForbidden, apierr.CodeForbidden, "",
+		"this key lacks the "+strings.Join(need.Names(), ", ")+" scope")
 }
