@@ -22,10 +22,26 @@ import (
 // Build, Prepare and Replace turn it into a job or a change of one.
 type Request struct {
 	mode   Mode
-	fields map[string]json.RawMessage
+	fields []member
 	// extra are the keys the caller reads itself (an administrator's
 	// owner), with their values.
-	extra map[string]json.RawMessage
+	extra []member
+}
+
+// member is one field a request gives, by its name.
+type member struct {
+	name  string
+	value json.RawMessage
+}
+
+// get returns the value the request gives for name.
+func (r *Request) get(name string) (json.RawMessage, bool) {
+	for _, m := range r.fields {
+		if m.name == name {
+			return m.value, true
+		}
+	}
+	return nil, false
 }
 
 // strictDecode is strictjson.Decode, the one reader of a field's value.
@@ -39,31 +55,39 @@ func strictDecode(raw []byte, v any, prefix string) error { return strictjson.De
 // extra names keys of the request's own, which are not job fields (the
 // owner of an administrator's create): Extra returns them.
 func Decode(raw []byte, mode Mode, extra ...string) (*Request, error) {
-	var fields map[string]json.RawMessage
-	if err := strictDecode(raw, &fields, ""); err != nil {
+	members, err := strictjson.Object(raw)
+	if err != nil {
 		return nil, err
 	}
-	if fields == nil {
-		return nil, &job.FieldError{Message: "the body must be a JSON object"}
-	}
-	r := &Request{mode: mode, fields: fields}
+	r := &Request{mode: mode, fields: make([]member, 0, len(members))}
 	var unknown []string
-	for k, v := range fields {
-		if slices.Contains(extra, k) {
-			if r.extra == nil {
-				r.extra = map[string]json.RawMessage{}
+	seen := make([]string, 0, len(members))
+	for _, m := range members {
+		// A field's name is its table entry's: no copy of the key.
+		var name string
+		if k, ok := m.Plain(); ok {
+			if f, known := byName[string(k)]; known {
+				name = f.Name
 			}
-			r.extra[k] = v
-			delete(fields, k)
+		}
+		if name == "" {
+			name = m.Name()
+		}
+		if slices.Contains(seen, name) {
+			return nil, &job.FieldError{Field: name, Message: "is given twice"}
+		}
+		seen = append(seen, name)
+		if slices.Contains(extra, name) {
+			r.extra = append(r.extra, member{name, m.Value})
 			continue
 		}
-		f, ok := byName[k]
+		f, ok := byName[name]
 		if !ok || !f.Input(mode) {
-			unknown = append(unknown, k)
+			unknown = append(unknown, name)
 			continue
 		}
-		if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-			delete(fields, k)
+		if !bytes.Equal(m.Value, []byte("null")) {
+			r.fields = append(r.fields, member{name, m.Value})
 		}
 	}
 	if len(unknown) > 0 {
@@ -80,11 +104,12 @@ func Decode(raw []byte, mode Mode, extra ...string) (*Request, error) {
 // Extra returns the value of key, one of the extra keys Decode was given,
 // as JSON; false when the request leaves it out or gives null.
 func (r *Request) Extra(key string) (json.RawMessage, bool) {
-	v, ok := r.extra[key]
-	if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-		return nil, false
+	for _, m := range r.extra {
+		if m.name == key && !bytes.Equal(m.value, []byte("null")) {
+			return m.value, true
+		}
 	}
-	return v, true
+	return nil, false
 }
 
 // NewRequest is a request of mode made of values, each encoded as JSON: for
@@ -100,14 +125,13 @@ func NewRequest(mode Mode, values map[string]any) (*Request, error) {
 
 // Has reports whether the request gives the field name.
 func (r *Request) Has(name string) bool {
-	_, ok := r.fields[name]
+	_, ok := r.get(name)
 	return ok
 }
 
 // Raw returns the value the request gives for name, as JSON.
 func (r *Request) Raw(name string) (json.RawMessage, bool) {
-	v, ok := r.fields[name]
-	return v, ok
+	return r.get(name)
 }
 
 // Schedules reports whether the request gives a schedule: only then does
@@ -117,8 +141,8 @@ func (r *Request) Schedules() bool { return r.Has("schedule") }
 // String names the fields the request gives, for logs and tests.
 func (r *Request) String() string {
 	names := make([]string, 0, len(r.fields))
-	for k := range r.fields {
-		names = append(names, k)
+	for _, m := range r.fields {
+		names = append(names, m.name)
 	}
 	slices.Sort(names)
 	return r.mode.String() + "(" + strings.Join(names, ", ") + ")"
@@ -170,10 +194,10 @@ func (c *Change) Timing() *job.Job { return c.timing }
 // check reads every field the request gives, in the order of Fields, and
 // for create and replace the defaults of those it leaves out.
 func (r *Request) check(p *parser) (*Change, error) {
-	c := &Change{mode: p.mode, now: p.now}
+	c := &Change{mode: p.mode, now: p.now, steps: make([]applier, 0, len(Fields))}
 	for _, f := range Fields {
 		if f.Timing {
-			if raw, ok := r.fields[f.Name]; ok {
+			if raw, ok := r.get(f.Name); ok {
 				if _, err := f.parse(raw, p); err != nil {
 					return nil, err
 				}
@@ -195,7 +219,7 @@ func (r *Request) check(p *parser) (*Change, error) {
 		if f.parse == nil || !f.Input(p.mode) || f.Fixed && p.mode == Replace {
 			continue
 		}
-		raw, given := r.fields[f.Name]
+		raw, given := r.get(f.Name)
 		reset := given && empty(raw) && f.dflt != nil
 		switch {
 		case given && !reset:
@@ -318,7 +342,12 @@ func (r *Request) With(name string, value any) (*Request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", name, err)
 	}
-	out := &Request{mode: r.mode, fields: maps.Clone(r.fields), extra: r.extra}
-	out.fields[name] = raw
+	out := &Request{mode: r.mode, extra: r.extra}
+	for _, m := range r.fields {
+		if m.name != name {
+			out.fields = append(out.fields, m)
+		}
+	}
+	out.fields = append(out.fields, member{name, raw})
 	return out, nil
 }

@@ -29,7 +29,7 @@ var AMQP = Kind{
 	Secrets: secretsOf(func(p *AMQPPayload) (string, []*Spot) {
 		dest, spot := UserinfoSpot("url", &p.URL)
 		return dest, spots(spot)
-	}),
+	}, ""),
 }
 
 // AMQPPayload is the payload of an amqp job. URL carries the user and

@@ -35,7 +35,7 @@ var NATS = Kind{
 	Secrets: secretsOf(func(p *NATSPayload) (string, []*Spot) {
 		dest, spot := UserinfoSpot("url", &p.URL)
 		return dest, spots(spot)
-	}),
+	}, ""),
 }
 
 // NATSPayload is the payload of a nats job. URL may carry a user and

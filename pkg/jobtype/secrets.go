@@ -79,8 +79,13 @@ func SecretsOf(t job.Type, raw json.RawMessage) (*Secrets, error) {
 
 // secretsOf makes a Kind.Secrets of a function that finds the spots of a
 // decoded payload: the payload is encoded back from P when a spot changes.
-func secretsOf[P any](find func(p *P) (dest string, spots []*Spot)) func(json.RawMessage) (*Secrets, error) {
+// A payload that does not hold mark (the JSON key its credentials sit
+// under; "" for every payload) has none, and is not decoded.
+func secretsOf[P any](find func(p *P) (dest string, spots []*Spot), mark string) func(json.RawMessage) (*Secrets, error) {
 	return func(raw json.RawMessage) (*Secrets, error) {
+		if mark != "" && !bytes.Contains(raw, []byte(mark)) {
+			return &Secrets{}, nil
+		}
 		p := new(P)
 		if err := json.Unmarshal(raw, p); err != nil {
 			return nil, err

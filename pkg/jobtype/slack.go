@@ -31,7 +31,7 @@ var Slack = Kind{
 	Secrets: secretsOf(func(p *SlackPayload) (string, []*Spot) {
 		dest, spot := URLTokenSpot("webhook_url", &p.WebhookURL)
 		return dest, spots(spot)
-	}),
+	}, ""),
 }
 
 // SlackPayload is the payload of a slack job: a message posted to a Slack

@@ -29,7 +29,7 @@ var Webhook = Kind{
 	},
 	Secrets: secretsOf(func(p *WebhookPayload) (string, []*Spot) {
 		return p.URL, HeaderSpots("headers", p.Headers)
-	}),
+	}, `"headers"`),
 }
 
 // WebhookPayload is the payload of a webhook job.

@@ -38,6 +38,139 @@ func Decode(raw []byte, v any, prefix string) error {
 	return nil
 }
 
+// Unmarshal reads raw, one JSON value already known to be well formed (a
+// field's value taken from a decoded object), into v, which holds no
+// struct whose unknown fields matter (a string, a number, a map or a
+// slice of them): without Decode's search for trailing data and unknown
+// fields, and its buffers. Its errors are Decode's.
+func Unmarshal(raw []byte, v any, prefix string) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return describe(err, raw, reflect.TypeOf(v), prefix)
+	}
+	return nil
+}
+
+// Object splits raw, which must be one JSON object, into its members: each
+// key, unescaped, with its value as it stands in raw (no copy), in the
+// order given. A body that is not valid JSON, or not an object, is the
+// same *job.FieldError Decode would return. It reads raw once to check it
+// and once to split it, allocating only the members' slice: a bulk create
+// reads ten thousand of these.
+func Object(raw []byte) ([]Member, error) {
+	if !json.Valid(raw) {
+		return nil, invalid("", "the body is not valid JSON")
+	}
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, invalid("", "the body must be a JSON object")
+	}
+	out := make([]Member, 0, 8)
+	i = skipSpace(raw, i+1)
+	if raw[i] == '}' {
+		return out, nil
+	}
+	for {
+		end := skipString(raw, i)
+		key := raw[i:end]
+		i = skipSpace(raw, end)
+		i = skipSpace(raw, i+1) // the colon
+		vend := skipValue(raw, i)
+		out = append(out, Member{Key: key, Value: raw[i:vend]})
+		i = skipSpace(raw, vend)
+		if raw[i] == '}' {
+			return out, nil
+		}
+		i = skipSpace(raw, i+1) // the comma
+	}
+}
+
+// Member is one member of a JSON object: its key as it stands in the
+// object (quoted; Name unquotes it) and its value.
+type Member struct {
+	Key   []byte
+	Value []byte
+}
+
+// Name is the member's key, unquoted.
+func (m Member) Name() string {
+	s, err := unquote(m.Key)
+	if err != nil {
+		return string(m.Key)
+	}
+	return s
+}
+
+// Plain returns the key unquoted without allocating when it holds no
+// escape; ok false otherwise (then Name unquotes it).
+func (m Member) Plain() ([]byte, bool) {
+	if bytes.IndexByte(m.Key, '\\') >= 0 {
+		return nil, false
+	}
+	return m.Key[1 : len(m.Key)-1], true
+}
+
+// The skips below read JSON that json.Valid accepted: they only find where
+// each part ends.
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at b[i].
+func skipString(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(b)
+}
+
+// skipValue returns the index just past the value starting at b[i].
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = skipString(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+		j++
+	}
+	return j
+}
+
+// unquote reads a JSON string, quotes included.
+func unquote(q []byte) (string, error) {
+	if bytes.IndexByte(q, '\\') < 0 {
+		return string(q[1 : len(q)-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(q, &s)
+	return s, err
+}
+
 func invalid(field, msg string) error { return &job.FieldError{Field: field, Message: msg} }
 
 func join(prefix, field string) string {
