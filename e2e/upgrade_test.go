@@ -46,7 +46,12 @@ func TestUpgradeInPlace(t *testing.T) {
 		{id: job.NewID(), what: "running when its worker stopped", runs: 1, runsAfter: true},
 		{id: job.NewID(), what: "completed", runs: 1},
 		{id: job.NewID(), what: "permanently failed after two attempts", runs: 2},
+		{id: job.NewID(), what: "running under a live lease when its worker stopped", runs: 1, runsAfter: true},
 	}
+	// The last job's lease, taken by the stopped release's worker, ends
+	// this long after the upgrade starts: no worker of the new release may
+	// run it before.
+	leaseEnds := now.Add(8 * time.Second)
 	due := now.Add(6 * time.Second)
 	prepare := func(ctx context.Context, url string) error {
 		conn, err := pgx.Connect(ctx, url)
@@ -78,6 +83,8 @@ func TestUpgradeInPlace(t *testing.T) {
 			{insert, []any{jobs[4].id, admin, "permanently_failed", past, past, jobs[4].what, nil, hook("/fail")}},
 			{run, []any{jobs[4].id, past, 1, "failed", job.NewID(), admin, past, past, "HTTP 500"}},
 			{run, []any{jobs[4].id, past, 2, "permanently_failed", job.NewID(), admin, past, past, "HTTP 500"}},
+			{insert, []any{jobs[5].id, admin, "scheduled", now.Add(-time.Minute), now, jobs[5].what, nil, hook("/ok")}},
+			{run, []any{jobs[5].id, now.Add(-time.Minute), 1, "running", job.NewID(), admin, leaseEnds, nil, nil}},
 		}
 		for i, st := range steps {
 			if _, err := conn.Exec(ctx, st.sql, st.args...); err != nil {
@@ -119,10 +126,16 @@ func TestUpgradeInPlace(t *testing.T) {
 		delivered := len(cluster.ForJob(target.Deliveries(), j.id.String()))
 		if j.runsAfter {
 			require.Equal(t, 1, delivered, "%s: ran once after the upgrade", j.what)
+			require.Len(t, runs, 1, "%s: one run, its outcome", j.what)
+			require.NotEqual(t, "running", runs[0].Status, "%s: its outcome replaced the running row", j.what)
 		} else {
 			require.Zero(t, delivered, "%s: finished before the upgrade, not run again", j.what)
 			require.Len(t, runs, j.runs, "%s: its old runs are still listed", j.what)
 		}
+	}
+	for _, d := range cluster.ForJob(target.Deliveries(), jobs[5].id.String()) {
+		require.False(t, d.At.Before(leaseEnds), "%s: not run while the old lease held (ran at %s, lease ended %s)",
+			jobs[5].what, d.At, leaseEnds)
 	}
 	time.Sleep(time.Second) // a duplicate would arrive within the publish tick
 	require.Equal(t, pending, target.Count(), "no pending job ran twice")

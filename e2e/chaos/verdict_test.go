@@ -111,6 +111,11 @@ func judge(ctx context.Context, fx *fixture, l *load, o outcome) row {
 			}
 		}
 	}
+	if leases, err := fx.queue.Leased(ctx, time.Time{}, 1_000_000); err != nil {
+		r.problems = append(r.problems, fmt.Sprintf("read the leases in Redis: %v", err))
+	} else {
+		running += len(leases)
+	}
 	for _, s := range statuses {
 		if s != "completed" && s != "permanently_failed" {
 			open++

@@ -16,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -151,8 +152,11 @@ func (l *Jobs) load(ctx context.Context, id uuid.UUID, now time.Time) {
 // recomputing for a removal the worker makes unnecessary. Pause and resume
 // are edits.
 func (l *Jobs) Edit(ctx context.Context, owner, id uuid.UUID, now time.Time, e store.Edit, u store.Update) (*job.Job, error) {
+	f := l.fencer(now)
+	u.Running, u.Fence = l.running, f.fence
 	before, after, err := l.store.UpdateJob(ctx, owner, id, now, e, u)
 	if err != nil {
+		f.lift(ctx)
 		return nil, err
 	}
 	if !before.Recurring() && before.Generation != after.Generation && !before.RunAt.IsZero() {
@@ -171,8 +175,10 @@ func (l *Jobs) Edit(ctx context.Context, owner, id uuid.UUID, now time.Time, e s
 // place: cancelling moved the job to a new generation, so a worker that
 // still receives an old occurrence finds it stale and drops it.
 func (l *Jobs) Cancel(ctx context.Context, owner, id uuid.UUID, now time.Time, a store.Audit) error {
-	j, err := l.store.CancelJob(ctx, owner, id, now, a)
+	f := l.fencer(now)
+	j, err := l.store.CancelJob(ctx, owner, id, now, a, f.fence)
 	if err != nil {
+		f.lift(ctx)
 		return err
 	}
 	if !j.Recurring() {
@@ -233,8 +239,9 @@ func (l *Jobs) Trigger(ctx context.Context, owner, id uuid.UUID, now time.Time, 
 // failed). Here Redis is told inside the transaction, before the commit: a
 // retry lives only in the due set until it starts, so a commit that Redis
 // did not follow would leave a job scheduled with nothing to run it. A
-// worker handed the attempt before the commit waits for the job's lock, and
-// one that finds the commit failed drops the attempt.
+// worker handed the attempt before the commit waits for the job's lock
+// (store.FetchCommitted), and one that finds the commit failed drops the
+// attempt.
 func (l *Jobs) Retry(ctx context.Context, owner, id uuid.UUID, scheduledFor, now time.Time, a store.Audit) (job.Occurrence, error) {
 	return l.store.RetryOccurrence(ctx, owner, id, scheduledFor, now, a, func(ctx context.Context, occ job.Occurrence) error {
 		return l.queue.Enqueue(ctx, []queue.Entry{{Occurrence: occ, DueAt: now}})
@@ -242,21 +249,122 @@ func (l *Jobs) Retry(ctx context.Context, owner, id uuid.UUID, scheduledFor, now
 }
 
 // Abort stops the running attempts of a job of owner's (uuid.Nil: anyone's):
-// recorded in Postgres first (a one-off job is cancelled with it; a
-// recurring one keeps its schedule), then told to the workers through Redis,
-// which end them within about a second and record them aborted, never
-// retried. Should Redis fail, the error says so and a second call tells the
-// workers again. Nothing running is job.ErrConflict. It returns the
+// they are read from Redis, where their leases live; the abort is recorded
+// in Postgres (a one-off job is cancelled with it, fenced first so that no
+// attempt of it starts again); then the workers are told through Redis,
+// and end them within about a second and record them aborted, never
+// retried. Should Redis fail, the error says so and a second call tells
+// the workers again. Nothing running is job.ErrConflict. It returns the
 // attempts being stopped.
 func (l *Jobs) Abort(ctx context.Context, owner, id uuid.UUID, now time.Time, a store.Audit) ([]job.Run, error) {
-	runs, err := l.store.AbortJob(ctx, owner, id, now, a)
+	leases, err := l.queue.Running(ctx, id)
 	if err != nil {
+		return nil, err
+	}
+	runs := make([]job.Run, len(leases))
+	for i, ls := range leases {
+		runs[i] = LeaseRun(ls)
+	}
+	f := l.fencer(now)
+	if err := l.store.AbortJob(ctx, owner, id, now, a, runs, f.fence); err != nil {
+		f.lift(ctx)
 		return nil, err
 	}
 	if err := l.queue.Abort(ctx, queue.AbortRequest{Job: id, Actor: a.Actor, At: now}); err != nil {
 		return nil, fmt.Errorf("abort job %s: tell the workers: %w", id, err)
 	}
 	return runs, nil
+}
+
+// LeaseRun is a running attempt, as its lease in Redis holds it, as a run.
+func LeaseRun(ls queue.Lease) job.Run {
+	return job.Run{ID: ls.Run, JobID: ls.Occurrence.JobID, Owner: ls.Occurrence.Owner, ScheduledFor: ls.Occurrence.ScheduledFor,
+		Attempt: ls.Occurrence.Attempt, Status: job.RunRunning, DueAt: ls.DueAt, StartedAt: ls.StartedAt, LeaseUntil: ls.Until}
+}
+
+// RunningRuns returns the attempts of job id that run, newest first, as
+// runs: Redis holds the attempts in flight, Postgres only outcomes.
+func (l *Jobs) RunningRuns(ctx context.Context, id uuid.UUID) ([]job.Run, error) {
+	leases, err := l.queue.Running(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	runs := make([]job.Run, len(leases))
+	for i, ls := range leases {
+		runs[i] = LeaseRun(ls)
+	}
+	slices.SortFunc(runs, func(a, b job.Run) int { return -compareRuns(a, b) })
+	return runs, nil
+}
+
+// ShowRunning makes each job's LastRun its newest attempt running, where
+// that is newer than its newest outcome, in one round trip to Redis.
+func (l *Jobs) ShowRunning(ctx context.Context, jobs ...*job.Job) error {
+	ids := make([]uuid.UUID, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	running, err := l.queue.RunningOf(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		for _, ls := range running[j.ID] {
+			r := LeaseRun(ls)
+			if j.LastRun == nil || compareRuns(r, *j.LastRun) > 0 {
+				j.LastRun = &r
+			}
+		}
+	}
+	return nil
+}
+
+// compareRuns orders runs by occurrence, then attempt.
+func compareRuns(a, b job.Run) int {
+	if c := a.ScheduledFor.Compare(b.ScheduledFor); c != 0 {
+		return c
+	}
+	return a.Attempt - b.Attempt
+}
+
+// running says whether an attempt of job id runs.
+func (l *Jobs) running(ctx context.Context, id uuid.UUID) (bool, error) {
+	leases, err := l.queue.Running(ctx, id)
+	return len(leases) > 0, err
+}
+
+// fence is one change's fence (see store.Fencer): set before the change
+// commits, lifted if it does not.
+type fence struct {
+	l   *Jobs
+	now time.Time
+	id  uuid.UUID
+	gen int
+	set bool
+}
+
+func (l *Jobs) fencer(now time.Time) *fence { return &fence{l: l, now: now} }
+
+func (f *fence) fence(ctx context.Context, id uuid.UUID, gen int) (bool, error) {
+	leases, err := f.l.queue.Fence(ctx, id, gen, f.now)
+	if err != nil {
+		return false, err
+	}
+	f.id, f.gen, f.set = id, gen, true
+	return len(leases) > 0, nil
+}
+
+// lift lifts the fence of a change that did not commit, so the job's
+// entries start again at once rather than when it expires. Best effort.
+func (f *fence) lift(ctx context.Context) {
+	if !f.set {
+		return
+	}
+	ctx, cancel := AfterCommit(ctx)
+	defer cancel()
+	if err := f.l.queue.Unfence(ctx, f.id, f.gen); err != nil {
+		f.l.log.Warn("unfence_failed", zap.Stringer("job_id", f.id), zap.Error(err))
+	}
 }
 
 // AbortOwner tells the workers to stop every running attempt of a user who

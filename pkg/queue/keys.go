@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/google/uuid"
 )
 
 // Group is the consumer group every worker reads the ready stream through.
@@ -101,6 +103,13 @@ func (k Keys) Ready() string { return k.key("ready") }
 
 // Dead is the stream where entries that cannot be decoded are set aside.
 func (k Keys) Dead() string { return k.key("dead") }
+
+// Run is a job's run hash: its attempts running, its fence and its overlap
+// holds (see attempt.go). It lives in the job's shard.
+func (k Keys) Run(job uuid.UUID) string { return k.key("run:" + job.String()) }
+
+// Leases scores every attempt running in the shard by the end of its lease.
+func (k Keys) Leases() string { return k.key("leases") }
 
 // Inflight is the hash of attempts in flight per lane: field "o:<owner>" or
 // "h:<target>" (see job.OwnerKey, job.TargetKey), value the entries of that

@@ -145,8 +145,9 @@ func routeLanes(o job.Occurrence) []string {
 	return lanes
 }
 
-// Scheduled reports which of occs are in their shards' due sets, or held
-// back in the held set of one of their lanes.
+// Scheduled reports which of occs are in their shards' due sets, held back
+// in the held set of one of their lanes, or running (leased in their job's
+// run hash).
 func (r *Queue) Scheduled(ctx context.Context, occs []job.Occurrence) ([]bool, error) {
 	if len(occs) == 0 {
 		return nil, nil
@@ -168,11 +169,13 @@ func (r *Queue) Scheduled(ctx context.Context, occs []job.Occurrence) ([]bool, e
 		lookups = append(lookups, lookup{at: at[i], cmd: pipe.ZMScore(ctx, r.shards[i].keys.Due(), m...)})
 	}
 	held := make([][]*redis.FloatCmd, len(occs))
+	leased := make([]*redis.BoolCmd, len(occs))
 	for k, o := range occs {
 		q := r.shards[ShardOf(o.JobID, len(r.shards))]
 		for _, lane := range routeLanes(o) {
 			held[k] = append(held[k], pipe.ZScore(ctx, q.keys.Held(lane), o.Member()))
 		}
+		leased[k] = pipe.HExists(ctx, q.keys.Run(o.JobID), leaseField(o))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("look up %d occurrences: %w", len(occs), err)
@@ -188,6 +191,9 @@ func (r *Queue) Scheduled(ctx context.Context, occs []job.Occurrence) ([]bool, e
 			if c.Err() == nil {
 				in[k] = true
 			}
+		}
+		if leased[k].Val() {
+			in[k] = true
 		}
 	}
 	return in, nil
@@ -308,10 +314,10 @@ func (r *Queue) Settle(ctx context.Context, done map[int]Settlement) error {
 	pipe := r.rdb.Pipeline()
 	n := 0
 	for i, s := range done {
-		if len(s.IDs) == 0 && len(s.Retries) == 0 {
+		if s.empty() {
 			continue
 		}
-		r.shards[i].settle(ctx, pipe, s.IDs, s.Retries)
+		r.shards[i].settle(ctx, pipe, s)
 		n += len(s.IDs)
 	}
 	if pipe.Len() == 0 {
@@ -323,11 +329,27 @@ func (r *Queue) Settle(ctx context.Context, done map[int]Settlement) error {
 	return nil
 }
 
-// Settlement is what settling does in one shard: schedule the retries, then
-// acknowledge and delete the entries.
+// Settlement is what settling does in one shard: schedule the retries, end
+// the leases of attempts that ended, then acknowledge and delete the
+// entries.
 type Settlement struct {
 	IDs     []string
 	Retries []Entry
+	// Ended are attempts whose outcome is recorded: their leases end,
+	// whoever holds them (a worker that took one over runs a finished
+	// attempt; its outcome will change nothing).
+	Ended []job.Occurrence
+	// Dropped are attempts acknowledged unrun (stale, of a job gone or no
+	// longer scheduled): a lease left on one by a dead worker ends; a live
+	// lease stays, for its worker to end.
+	Dropped []job.Occurrence
+	// Now is the settling worker's clock, against which leases are judged
+	// run out.
+	Now time.Time
+}
+
+func (s Settlement) empty() bool {
+	return len(s.IDs) == 0 && len(s.Retries) == 0 && len(s.Ended) == 0 && len(s.Dropped) == 0
 }
 
 // ErrShardsDiffer says this process's shard count is not the deployment's.

@@ -396,40 +396,78 @@ func (q *Shard) GiveBack(ctx context.Context, consumer string, msgs []Message) (
 	return n, nil
 }
 
-// settleScript schedules retries, then acknowledges and deletes entries, as
-// one script: a pipeline of ZADD, XACK and XDEL is not atomic, so a ZADD
-// refused (Redis out of memory under noeviction, a slot mid-migration) would
-// still let the acknowledgement through and lose the retry. A script stops at
-// the first refused command, before the acknowledgement. Each entry deleted
-// frees a place in its lanes (see fair.go), which goes at once to the lane's
-// oldest held member: the host's first (another owner may be waiting on it),
-// then the owner's.
+// settleScript schedules retries, ends leases, then acknowledges and
+// deletes entries, as one script: a pipeline of ZADD, XACK and XDEL is not
+// atomic, so a ZADD refused (Redis out of memory under noeviction, a slot
+// mid-migration) would still let the acknowledgement through and lose the
+// retry. A script stops at the first refused command, before the
+// acknowledgement. Each entry deleted frees a place in its lanes (see
+// fair.go), which goes at once to the lane's oldest held member: the
+// host's first (another owner may be waiting on it), then the owner's.
+//
+// Each ended attempt's lease leaves its job's run hash and the leases set,
+// and so does the job's overlap hold (or buffer_one waiting place) when the
+// attempt's occurrence held it:
+// a finished attempt's (mode "f") whoever holds it, a dropped one's (mode
+// "d") only once it ran out (a live lease is its worker's to end).
+// A run hash left without a lease (its fence, a buffer_one wait) expires
+// with FenceTTL.
 //
 // An entry whose worker gave its place back when its attempt ended
 // (Release, noted in the released set) is only acknowledged and deleted.
 //
-// KEYS[1..7] as lanesLua
+// KEYS[1..7] as lanesLua; KEYS[8] leases set; KEYS[8+k] the run hash of
+// ended attempt k
 // ARGV[1] consumer group
 // ARGV[2] number of retries, r
 // ARGV[3 .. 2+2r] score, member pairs
-// ARGV[3+2r ..] entry ids
+// ARGV[3+2r] number of ended attempts, e; ARGV[4+2r] now in unix ms
+// ARGV[5+2r .. 4+2r+4e] field, leases member, scheduled ms, mode ("f" or
+// "d") per ended attempt
+// ARGV[5+2r+4e ..] entry ids
 // Returns the number of entries deleted
 var settleScript = redis.NewScript(lanesLua + `
 local r = tonumber(ARGV[2])
-local first = 3
-local last = 2 + 2 * r
+local first, last = 3, 2 + 2 * r
 local chunk = 1000
 for i = first, last, chunk do
   redis.call('ZADD', KEYS[1], unpack(ARGV, i, math.min(i + chunk - 1, last)))
 end
+local e = tonumber(ARGV[last + 1])
+local now = tonumber(ARGV[last + 2])
+local efirst = last + 3
+for k = 0, e - 1 do
+  local key = KEYS[9 + k]
+  local a = efirst + 4 * k
+  local held = redis.call('HGET', key, ARGV[a])
+  local ends = true
+  if held and ARGV[a + 3] == 'd' then
+    local u = string.match(held, '^v1|[^|]*|[^|]*|[^|]*|([^|]*)|')
+    ends = (tonumber(u) or 0) <= now
+  end
+  if ends then
+    if held then redis.call('HDEL', key, ARGV[a]) end
+    redis.call('ZREM', KEYS[8], ARGV[a + 1])
+    local h = redis.call('HGET', key, 'hold')
+    if h and string.match(h, '^([^|]*)|') == ARGV[a + 2] then redis.call('HDEL', key, 'hold') end
+    local wt = redis.call('HGET', key, 'wait')
+    if wt and string.match(wt, '^([^|]*)|') == ARGV[a + 2] then redis.call('HDEL', key, 'wait') end
+    local leased = false
+    for _, f in ipairs(redis.call('HKEYS', key)) do
+      if string.find(f, ':', 1, true) then leased = true break end
+    end
+    if not leased then redis.call('PEXPIRE', key, ` + strconv.Itoa(int(FenceTTL/time.Millisecond)) + `) end
+  end
+end
+local ids = efirst + 4 * e
 local freed = {}
-for i = last + 1, #ARGV do
+for i = ids, #ARGV do
   local ol, hl, present = entryLanes(ARGV[i])
   local released = redis.call('SREM', KEYS[7], ARGV[i]) == 1
   if ol and present and not released then freed[#freed + 1] = {ol, hl} end
 end
 local deleted = 0
-for i = last + 1, #ARGV, chunk do
+for i = ids, #ARGV, chunk do
   local j = math.min(i + chunk - 1, #ARGV)
   redis.call('XACK', KEYS[2], ARGV[1], unpack(ARGV, i, j))
   deleted = deleted + redis.call('XDEL', KEYS[2], unpack(ARGV, i, j))
@@ -444,18 +482,29 @@ end
 return deleted
 `)
 
-func (q *Shard) settle(ctx context.Context, pipe redis.Pipeliner, ids []string, retries []Entry) {
-	args := make([]any, 0, 2+2*len(retries)+len(ids))
-	args = append(args, Group, len(retries))
-	for _, e := range retries {
+func (q *Shard) settle(ctx context.Context, pipe redis.Pipeliner, s Settlement) {
+	ended := len(s.Ended) + len(s.Dropped)
+	keys := append(q.keys.laneKeys(), q.keys.Leases())
+	args := make([]any, 0, 4+2*len(s.Retries)+4*ended+len(s.IDs))
+	args = append(args, Group, len(s.Retries))
+	for _, e := range s.Retries {
 		args = append(args, e.DueAt.UnixMilli(), e.Occurrence.Member())
 	}
-	for _, id := range ids {
+	args = append(args, ended, s.Now.UnixMilli())
+	for i, o := range append(s.Ended[:len(s.Ended):len(s.Ended)], s.Dropped...) {
+		mode := "f"
+		if i >= len(s.Ended) {
+			mode = "d"
+		}
+		keys = append(keys, q.keys.Run(o.JobID))
+		args = append(args, leaseField(o), leaseMember(o), o.ScheduledFor.UnixMilli(), mode)
+	}
+	for _, id := range s.IDs {
 		args = append(args, id)
 	}
 	// EVAL, not EVALSHA: in a pipeline a NOSCRIPT could not be retried, and
 	// Redis caches the compiled script by its hash either way.
-	settleScript.Eval(ctx, pipe, q.keys.laneKeys(), args...)
+	settleScript.Eval(ctx, pipe, keys, args...)
 }
 
 // SetAside moves poison entries to the dead stream and acknowledges them, so a
@@ -484,7 +533,7 @@ func (q *Shard) SetAside(ctx context.Context, msgs []Message) error {
 	}
 	// Acknowledged and deleted as settling does, so that an entry whose
 	// member names its lanes gives its place back.
-	q.settle(ctx, pipe, ids, nil)
+	q.settle(ctx, pipe, Settlement{IDs: ids})
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("set aside %d entries: %w", len(msgs), err)
 	}

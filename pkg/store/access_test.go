@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/store"
 )
@@ -203,9 +204,8 @@ func TestUsers(t *testing.T) {
 		cancelled := newJob(u.ID, due)
 		others := newJob(other.ID, due)
 		b.create(t, scheduled, claimed, recurrent, pausedByUser, completed, cancelled, others)
-		require.Len(t, b.start(t, firstAttempt(completed)), 1)
-		require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{{Occurrence: firstAttempt(completed), Status: job.RunCompleted, FinishedAt: b.now}}, b.now))
-		_, err := b.st.CancelJob(b.ctx, u.ID, cancelled.ID, b.now, store.Audit{})
+		b.finish(t, b.outcome(t, firstAttempt(completed), job.RunCompleted))
+		_, err := b.st.CancelJob(b.ctx, u.ID, cancelled.ID, b.now, store.Audit{}, nil)
 		require.NoError(t, err)
 		untouched := map[uuid.UUID]*job.Job{}
 		for _, j := range []*job.Job{pausedByUser, completed, cancelled, others} {
@@ -652,7 +652,7 @@ func TestAudit(t *testing.T) {
 			require.NotNil(t, change["schedule"])
 			require.NotContains(t, change, "run_at")
 		} else {
-			require.Equal(t, j.RunAt.Format(time.RFC3339Nano), change["run_at"])
+			require.Equal(t, j.RunAt.Format(jobspec.TimeFormat), change["run_at"])
 			require.NotContains(t, change, "schedule")
 		}
 	}
@@ -744,7 +744,7 @@ func TestAudit(t *testing.T) {
 
 		e := b.onlyAudit(t, store.AuditFilter{Target: j.ID})
 		require.JSONEq(t, fmt.Sprintf(`{"run_at": {"from": %q, "to": %q}}`,
-			j.RunAt.Format(time.RFC3339Nano), runAt.Format(time.RFC3339Nano)), string(e.Change))
+			j.RunAt.Format(jobspec.TimeFormat), runAt.Format(jobspec.TimeFormat)), string(e.Change))
 	})
 
 	t.Run("RefusedUpdateRecordsNothing", func(t *testing.T) {
@@ -768,9 +768,9 @@ func TestAudit(t *testing.T) {
 		b.create(t, j)
 		cancel := store.Audit{Actor: actor, Action: store.ActionJobCancel}
 
-		_, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, cancel)
+		_, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, cancel, nil)
 		require.NoError(t, err)
-		_, err = b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, cancel)
+		_, err = b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, cancel, nil)
 		require.ErrorIs(t, err, job.ErrConflict)
 
 		e := b.onlyAudit(t, store.AuditFilter{Target: j.ID})
@@ -925,9 +925,12 @@ func TestLastRun(t *testing.T) {
 		t.Fatalf("ListJobs did not list %s", j.ID)
 		return nil
 	}
-	finish := func(t *testing.T, b *bundle, o job.Occurrence, s job.RunStatus, errText string) {
+	// ended is the outcome of attempt o: status, with error text errText.
+	ended := func(t *testing.T, b *bundle, o job.Occurrence, s job.RunStatus, errText string) store.Result {
 		t.Helper()
-		require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{{Occurrence: o, Status: s, FinishedAt: b.now.Add(time.Second), Error: errText}}, b.now))
+		res := b.outcome(t, o, s)
+		res.Error = errText
+		return res
 	}
 
 	t.Run("NilForAJobThatNeverRan", func(t *testing.T) {
@@ -943,9 +946,8 @@ func TestLastRun(t *testing.T) {
 		b := setup(t)
 		j := newJob(ownerA, b.now)
 		first := b.claimed(t, j)[0]
-		earlier := job.Occurrence{JobID: j.ID, ScheduledFor: b.now.Add(-time.Hour), Attempt: 3}
-		require.Len(t, b.start(t, earlier, first), 2)
-		finish(t, b, first, job.RunFailed, "HTTP 503")
+		earlier := job.Occurrence{JobID: j.ID, ScheduledFor: b.now.Add(-time.Hour), Attempt: 3, Owner: ownerA}
+		b.finish(t, ended(t, b, earlier, job.RunFailed, "HTTP 500"), ended(t, b, first, job.RunFailed, "HTTP 503"))
 
 		got := lastRun(t, b, j)
 		require.NotNil(t, got)
@@ -954,17 +956,11 @@ func TestLastRun(t *testing.T) {
 			"the latest occurrence wins over a higher attempt of an earlier one")
 
 		retry := first.Next()
-		require.Len(t, b.start(t, retry), 1)
-		got = lastRun(t, b, j)
-		require.Equal(t, job.RunRunning, got.Status)
-		require.Equal(t, 2, got.Attempt, "then the latest attempt of it")
-		require.True(t, got.FinishedAt.IsZero())
-		require.Empty(t, got.Error)
-
-		finish(t, b, retry, job.RunCompleted, "")
+		b.finish(t, ended(t, b, retry, job.RunCompleted, ""))
 		got = lastRun(t, b, j)
 		require.Equal(t, job.RunCompleted, got.Status)
-		require.Equal(t, 2, got.Attempt)
+		require.Equal(t, 2, got.Attempt, "then the latest attempt of it")
+		require.Empty(t, got.Error)
 		require.Equal(t, job.StatusCompleted, b.job(t, j.ID).Status)
 	})
 
@@ -974,9 +970,8 @@ func TestLastRun(t *testing.T) {
 		ran, failed, idle := newJob(ownerA, b.now), newJob(ownerA, b.now), newJob(ownerA, b.now.Add(2*time.Hour))
 		b.claimed(t, ran, failed)
 		b.create(t, idle)
-		require.Len(t, b.start(t, firstAttempt(ran), firstAttempt(failed)), 2)
-		finish(t, b, firstAttempt(ran), job.RunCompleted, "")
-		finish(t, b, firstAttempt(failed), job.RunPermanentlyFailed, "HTTP 404")
+		b.finish(t, ended(t, b, firstAttempt(ran), job.RunCompleted, ""))
+		b.finish(t, ended(t, b, firstAttempt(failed), job.RunPermanentlyFailed, "HTTP 404"))
 
 		listed, err := b.st.ListJobs(b.ctx, store.JobFilter{Owner: ownerA, Limit: 100})
 		require.NoError(t, err)

@@ -28,6 +28,12 @@ type Update struct {
 	// makes this job fire where it did not, or more often, and passes one
 	// is a *RateError. It is asked only then; nil, or zero Rates, is no cap.
 	Rates func(ctx context.Context, owner uuid.UUID) (Rates, error)
+	// Running says whether an attempt of the job runs (it lives in Redis),
+	// for the edit to count it as started; nil, none.
+	Running func(ctx context.Context, id uuid.UUID) (bool, error)
+	// Fence fences the job at its new generation before an edit that moves
+	// it to one commits (see Fencer); nil fences nothing.
+	Fence Fencer
 }
 
 // UpdateJob applies edit to a job of owner and writes it back in one
@@ -43,9 +49,26 @@ func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 			if err != nil {
 				return translate(err)
 			}
+			running := false
+			if u.Running != nil {
+				if running, err = u.Running(ctx, id); err != nil {
+					return err
+				}
+			}
 			a := *b
-			if err := edit(&a, started); err != nil {
+			if err := edit(&a, started || running); err != nil {
 				return err
+			}
+			if u.Fence != nil && a.Generation != b.Generation {
+				now, err := u.Fence(ctx, a.ID, a.Generation)
+				if err != nil {
+					return err
+				}
+				if now && !started && !running && !a.Recurring() && !a.RunAt.Equal(b.RunAt) {
+					// It started between the look and the fence: a
+					// one-off job that started no longer moves.
+					return fmt.Errorf("%w: a one-off job that has started cannot be rescheduled", job.ErrConflict)
+				}
 			}
 			if u.Rates != nil && adds(b, &a) {
 				rates, err := u.Rates(ctx, a.Owner)

@@ -440,11 +440,12 @@ func (s *Store) ListJobs(ctx context.Context, f JobFilter) ([]*job.Job, error) {
 	return jobs, nil
 }
 
-// cancelJobSQL cancels a job that has not started. It locks the job row first:
-// a worker starting a run holds a share lock on the same row (see startRunsSQL),
-// so the run check in the next statement sees any run that won the race.
+// lockJobSQL locks a job of owner's (or of anyone's, for AnyOwner) for a
+// change. cancelJobSQL cancels it: a one-off job only if no attempt of it
+// has an outcome (one that runs is found in Redis: see Fencer).
 var (
-	lockJobSQL   = `SELECT status FROM jobs WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2) FOR UPDATE`
+	lockJobSQL = `SELECT status, generation, schedule IS NOT NULL FROM jobs
+WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2) FOR UPDATE`
 	cancelJobSQL = `UPDATE jobs SET status = 'cancelled', due_at = NULL, due_hour = -1, updated_at = $2,
     generation = generation + 1
 WHERE id = $1 AND status IN ('scheduled', 'paused')
@@ -452,16 +453,25 @@ WHERE id = $1 AND status IN ('scheduled', 'paused')
 RETURNING ` + jobColumns
 )
 
+// Fencer fences job id at generation gen in Redis before a change that
+// moves the job to gen commits, and says whether an attempt of it runs
+// (queue.Queue.Fence): the worker's start and the fence each see the
+// other, so a change that refuses to meet a running attempt refuses
+// rightly, and an entry of an older generation read before the change
+// cannot start after it. Nil fences nothing (tests of the store alone).
+type Fencer func(ctx context.Context, id uuid.UUID, gen int) (running bool, err error)
+
 // CancelJob stops a job; it never runs afterwards. A one-off job that has
-// started, or any finished job, is ErrConflict; a recurring job can be cancelled
-// at any time, which stops all its future occurrences (its generation moves on,
-// so occurrences already in Redis are dropped by the worker). The caller removes the job's
-// member from Redis afterwards; a worker that still receives it finds the job
-// cancelled and drops it.
-func (s *Store) CancelJob(ctx context.Context, owner, id uuid.UUID, now time.Time, a Audit) (*job.Job, error) {
+// started (an outcome in Postgres, or an attempt running, as fence says),
+// or any finished job, is ErrConflict; a recurring job can be cancelled at
+// any time, which stops all its future occurrences (its generation moves
+// on, so occurrences already in Redis are dropped by the worker). The
+// caller removes the job's member from Redis afterwards; a worker that
+// still receives it finds the job cancelled, or fenced, and drops it.
+func (s *Store) CancelJob(ctx context.Context, owner, id uuid.UUID, now time.Time, a Audit, fence Fencer) (*job.Job, error) {
 	var out *job.Job
 	err := retrySerialization(ctx, func() error {
-		return s.cancelJob(ctx, owner, id, now, a, &out)
+		return s.cancelJob(ctx, owner, id, now, a, fence, &out)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cancel job %s: %w", id, err)
@@ -469,11 +479,22 @@ func (s *Store) CancelJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 	return out, nil
 }
 
-func (s *Store) cancelJob(ctx context.Context, owner, id uuid.UUID, now time.Time, a Audit, out **job.Job) error {
+func (s *Store) cancelJob(ctx context.Context, owner, id uuid.UUID, now time.Time, a Audit, fence Fencer, out **job.Job) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var status job.Status
-		if err := tx.QueryRow(ctx, lockJobSQL, id, owner).Scan(&status); err != nil {
+		var gen int
+		var recurring bool
+		if err := tx.QueryRow(ctx, lockJobSQL, id, owner).Scan(&status, &gen, &recurring); err != nil {
 			return translate(err)
+		}
+		if fence != nil && (status == job.StatusScheduled || status == job.StatusPaused) {
+			running, err := fence(ctx, id, gen+1)
+			if err != nil {
+				return err
+			}
+			if running && !recurring {
+				return fmt.Errorf("%w: job is %s and has started", job.ErrConflict, status)
+			}
 		}
 		j, err := scanJob(tx.QueryRow(ctx, cancelJobSQL, id, now))
 		if err != nil {

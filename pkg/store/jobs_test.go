@@ -1,7 +1,9 @@
 package store_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -209,6 +211,24 @@ func TestListJobs(t *testing.T) {
 	})
 }
 
+// fencer is a store.Fencer that answers running and err, and keeps the
+// jobs and generations it was asked to fence.
+type fencer struct {
+	running bool
+	err     error
+	fenced  []fenced
+}
+
+type fenced struct {
+	id  uuid.UUID
+	gen int
+}
+
+func (f *fencer) fence(_ context.Context, id uuid.UUID, gen int) (bool, error) {
+	f.fenced = append(f.fenced, fenced{id, gen})
+	return f.running, f.err
+}
+
 func TestCancelJob(t *testing.T) {
 	t.Parallel()
 
@@ -217,12 +237,15 @@ func TestCancelJob(t *testing.T) {
 		b := setup(t)
 		j := newJob(ownerA, b.now.Add(time.Hour))
 		b.create(t, j)
+		f := &fencer{}
 
-		got, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{})
+		got, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{}, f.fence)
 		require.NoError(t, err)
 		require.Equal(t, job.StatusCancelled, got.Status)
 		require.True(t, got.DueAt.IsZero())
 		require.True(t, got.UpdatedAt.Equal(b.now))
+		require.Equal(t, j.Generation+1, got.Generation)
+		require.Equal(t, []fenced{{j.ID, j.Generation + 1}}, f.fenced, "fenced at the generation it moves to")
 		part, _ := b.placement(t, j.ID)
 		require.Equal(t, "jobs_idle", part)
 		require.Empty(t, b.claim(t, time.Time{}, b.now.Add(2*time.Hour), 10), "a cancelled job is never claimed")
@@ -236,21 +259,69 @@ func TestCancelJob(t *testing.T) {
 		occs := b.claim(t, b.now, b.now.Add(time.Hour), 10)
 		require.Len(t, occs, 1)
 
-		_, err := b.st.CancelJob(b.ctx, store.AnyOwner, j.ID, b.now, store.Audit{})
+		_, err := b.st.CancelJob(b.ctx, store.AnyOwner, j.ID, b.now, store.Audit{}, nil)
 		require.NoError(t, err, "an administrator cancels anyone's job")
-		require.Empty(t, b.start(t, occs...), "a worker that still receives it starts nothing")
+		fetched, err := b.st.Fetch(b.ctx, occs, b.now)
+		require.NoError(t, err)
+		require.Equal(t, job.StatusCancelled, fetched[0].Job.Status, "a worker that still receives it finds it cancelled")
+		require.Greater(t, fetched[0].Job.Generation, occs[0].Generation)
 	})
 
 	t.Run("ConflictsOnceARunExists", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		j := newJob(ownerA, b.now)
-		b.create(t, j)
-		require.Len(t, b.start(t, firstAttempt(j)), 1)
+		b.claimed(t, j)
+		b.finish(t, b.outcome(t, firstAttempt(j), job.RunFailed)) // its retry is still to come
 
-		_, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{})
+		_, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{}, nil)
 		require.ErrorIs(t, err, job.ErrConflict)
 		require.Equal(t, job.StatusScheduled, b.job(t, j.ID).Status)
+	})
+
+	t.Run("ConflictsWhileAnAttemptRuns", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := newJob(ownerA, b.now)
+		b.claimed(t, j)
+		before := b.job(t, j.ID)
+		f := &fencer{running: true}
+
+		_, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{Actor: ownerA, Action: store.ActionJobCancel}, f.fence)
+		require.ErrorIs(t, err, job.ErrConflict, "its attempt runs, in Redis: it has started")
+		require.Equal(t, []fenced{{j.ID, j.Generation + 1}}, f.fenced)
+		require.Equal(t, before, b.job(t, j.ID), "nothing changes")
+		require.Empty(t, b.auditLog(t, store.AuditFilter{Target: j.ID}))
+	})
+
+	t.Run("CancelsRecurringJobWhileAnAttemptRuns", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		start := b.now.Add(-time.Hour).Truncate(time.Minute)
+		j := newJob(ownerA, start, recurring(t, start))
+		b.create(t, j)
+		f := &fencer{running: true}
+
+		got, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{}, f.fence)
+		require.NoError(t, err, "a recurring job stops its future occurrences whatever runs")
+		require.Equal(t, job.StatusCancelled, got.Status)
+		require.Equal(t, []fenced{{j.ID, j.Generation + 1}}, f.fenced)
+		require.Equal(t, j.Generation+1, got.Generation, "what Redis holds of it goes stale")
+	})
+
+	t.Run("FencerErrorChangesNothing", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := newJob(ownerA, b.now.Add(time.Hour))
+		b.create(t, j)
+		before := b.job(t, j.ID)
+		redisDown := errors.New("redis: connection refused")
+		f := &fencer{err: redisDown}
+
+		_, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{Actor: ownerA, Action: store.ActionJobCancel}, f.fence)
+		require.ErrorIs(t, err, redisDown)
+		require.Equal(t, before, b.job(t, j.ID), "nothing changes")
+		require.Empty(t, b.auditLog(t, store.AuditFilter{Target: j.ID}))
 	})
 
 	t.Run("ConflictsWhenAlreadyCancelled", func(t *testing.T) {
@@ -258,10 +329,12 @@ func TestCancelJob(t *testing.T) {
 		b := setup(t)
 		j := newJob(ownerA, b.now.Add(time.Hour))
 		b.create(t, j)
-		_, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{})
+		_, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{}, nil)
 		require.NoError(t, err)
-		_, err = b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{})
+		f := &fencer{}
+		_, err = b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{}, f.fence)
 		require.ErrorIs(t, err, job.ErrConflict)
+		require.Empty(t, f.fenced, "a job that has ended is not fenced")
 	})
 
 	t.Run("NotFoundForAnotherOwner", func(t *testing.T) {
@@ -269,13 +342,99 @@ func TestCancelJob(t *testing.T) {
 		b := setup(t)
 		j := newJob(ownerA, b.now.Add(time.Hour))
 		b.create(t, j)
+		f := &fencer{}
 
-		_, err := b.st.CancelJob(b.ctx, ownerB, j.ID, b.now, store.Audit{})
+		_, err := b.st.CancelJob(b.ctx, ownerB, j.ID, b.now, store.Audit{}, f.fence)
 		require.ErrorIs(t, err, job.ErrNotFound)
 		require.Equal(t, job.StatusScheduled, b.job(t, j.ID).Status)
+		require.Empty(t, f.fenced, "another owner's job is not fenced")
 
-		_, err = b.st.CancelJob(b.ctx, ownerA, job.NewID(), b.now, store.Audit{})
+		_, err = b.st.CancelJob(b.ctx, ownerA, job.NewID(), b.now, store.Audit{}, nil)
 		require.ErrorIs(t, err, job.ErrNotFound)
+	})
+}
+
+func TestAbortJob(t *testing.T) {
+	t.Parallel()
+	abort := store.Audit{Actor: ownerA, Action: store.ActionJobAbort}
+	// runningOf is an attempt of j that Redis holds running.
+	runningOf := func(j *job.Job, at time.Time) job.Run {
+		return job.Run{ID: job.NewID(), JobID: j.ID, Owner: j.Owner, ScheduledFor: at, Attempt: 1, Status: job.RunRunning}
+	}
+
+	t.Run("CancelsAOneOffJobFencedFirst", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := newJob(ownerA, b.now)
+		b.claimed(t, j)
+		f := &fencer{running: true}
+
+		require.NoError(t, b.st.AbortJob(b.ctx, ownerA, j.ID, b.now, abort, []job.Run{runningOf(j, j.RunAt)}, f.fence))
+		require.Equal(t, []fenced{{j.ID, j.Generation + 1}}, f.fenced)
+		got := b.job(t, j.ID)
+		require.Equal(t, job.StatusCancelled, got.Status, "no attempt of it starts again")
+		require.Equal(t, j.Generation+1, got.Generation)
+		e := b.onlyAudit(t, store.AuditFilter{Target: j.ID})
+		require.Equal(t, store.ActionJobAbort, e.Action)
+		require.JSONEq(t, `{"attempts": 1, "status": {"from": "scheduled", "to": "cancelled"}}`, string(e.Change))
+	})
+
+	t.Run("RecurringJobKeepsItsSchedule", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		start := b.now.Add(-time.Hour).Truncate(time.Minute)
+		j := newJob(ownerA, start, recurring(t, start))
+		b.create(t, j)
+		f := &fencer{running: true}
+
+		running := []job.Run{runningOf(j, start), runningOf(j, start.Add(time.Minute))}
+		require.NoError(t, b.st.AbortJob(b.ctx, ownerA, j.ID, b.now, abort, running, f.fence))
+		require.Empty(t, f.fenced, "its next occurrences still run")
+		got := b.job(t, j.ID)
+		require.Equal(t, job.StatusScheduled, got.Status)
+		require.Equal(t, j.Generation, got.Generation)
+		require.JSONEq(t, `{"attempts": 2}`, string(b.onlyAudit(t, store.AuditFilter{Target: j.ID}).Change))
+	})
+
+	t.Run("NothingRunningConflicts", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := newJob(ownerA, b.now)
+		b.claimed(t, j)
+		f := &fencer{}
+
+		err := b.st.AbortJob(b.ctx, ownerA, j.ID, b.now, abort, nil, f.fence)
+		require.ErrorIs(t, err, job.ErrConflict)
+		require.Empty(t, f.fenced)
+		require.Equal(t, job.StatusScheduled, b.job(t, j.ID).Status)
+		require.Empty(t, b.auditLog(t, store.AuditFilter{Target: j.ID}))
+	})
+
+	t.Run("FencerErrorChangesNothing", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := newJob(ownerA, b.now)
+		b.claimed(t, j)
+		before := b.job(t, j.ID)
+		redisDown := errors.New("redis: connection refused")
+
+		err := b.st.AbortJob(b.ctx, ownerA, j.ID, b.now, abort, []job.Run{runningOf(j, j.RunAt)}, (&fencer{err: redisDown}).fence)
+		require.ErrorIs(t, err, redisDown)
+		require.Equal(t, before, b.job(t, j.ID))
+		require.Empty(t, b.auditLog(t, store.AuditFilter{Target: j.ID}))
+	})
+
+	t.Run("NotFoundForAnotherOwner", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := newJob(ownerA, b.now)
+		b.claimed(t, j)
+		f := &fencer{}
+
+		err := b.st.AbortJob(b.ctx, ownerB, j.ID, b.now, abort, []job.Run{runningOf(j, j.RunAt)}, f.fence)
+		require.ErrorIs(t, err, job.ErrNotFound)
+		require.Empty(t, f.fenced)
+		require.Equal(t, job.StatusScheduled, b.job(t, j.ID).Status)
 	})
 }
 
@@ -307,7 +466,7 @@ func TestReleaseClaim(t *testing.T) {
 		b := setup(t)
 		unclaimed, cancelled := newJob(ownerA, b.now.Add(time.Hour)), newJob(ownerA, b.now.Add(time.Hour))
 		b.create(t, unclaimed, cancelled)
-		_, err := b.st.CancelJob(b.ctx, ownerA, cancelled.ID, b.now, store.Audit{})
+		_, err := b.st.CancelJob(b.ctx, ownerA, cancelled.ID, b.now, store.Audit{}, nil)
 		require.NoError(t, err)
 
 		require.NoError(t, b.st.ReleaseClaim(b.ctx, unclaimed.ID))

@@ -19,9 +19,9 @@ import (
 // TestSealJobSecrets: a job stored before secrets were sealed, its
 // credentials in clear in its payload and notify (secrets NULL), is sealed
 // by the pass: fingerprints in their places, the values sealed in secrets,
-// and the worker's start statement puts them back. A second pass finds
-// nothing; a rotation pass reseals under the new key without changing a
-// fingerprint.
+// and they open back to the values (the worker's Fetch reveals them: see
+// TestFetchRevealsSecrets). A second pass finds nothing; a rotation pass
+// reseals under the new key without changing a fingerprint.
 func TestSealJobSecrets(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -38,3 +38,13 @@ func TestOpen(t *testing.T) {
 		require.Equal(t, "force_custom_plan", mode(t, url, store.GenericPlans()))
 	})
 }
+
+// TestWarm: the worker warms its pool at start-up by running the hot
+// statements (Fetch's and FinishRuns') with empty input; a statement its
+// arguments no longer fit would stop every worker from starting.
+func TestWarm(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t, store.GenericPlans())
+	require.NoError(t, st.Warm(t.Context(), 2))
+	require.GreaterOrEqual(t, st.Pool().Stat().IdleConns(), int32(2), "the pool keeps the connections it warmed")
+}

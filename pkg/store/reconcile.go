@@ -11,8 +11,10 @@ import (
 )
 
 // unstartedClaimsSQL finds one-off jobs claimed into Redis whose due time passed
-// before olderThan without any attempt starting: their member may have been lost
+// before olderThan with no outcome recorded: their member may have been lost
 // (a dashboard that died between commit and ZADD, a Redis that lost its data).
+// The caller leaves out those Redis still holds, running ones included
+// (queue.Queue.Scheduled).
 const unstartedClaimsSQL = `SELECT j.id, j.run_at, 1, j.priority, j.generation, j.owner_id, ` + targetURLSQL + ` FROM jobs_idle j
 WHERE j.status = 'scheduled' AND j.run_at IS NOT NULL AND j.run_at < $1
   AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = j.id AND r.scheduled_for = j.run_at)
@@ -25,17 +27,22 @@ func (s *Store) UnstartedClaims(ctx context.Context, olderThan time.Time, limit 
 	return s.occurrences(ctx, "unstarted claims", unstartedClaimsSQL, olderThan, limit)
 }
 
-// expiredLeasesSQL finds attempts still running past their lease: their worker
-// died or stalled. Requeuing the same attempt lets another worker take it over.
-const expiredLeasesSQL = `SELECT r.job_id, r.scheduled_for, r.attempt, j.priority, j.generation, j.owner_id, ` + targetURLSQL + `
+// legacyRunningSQL finds running rows an older release wrote (its workers
+// recorded each start in job_runs) whose lease has ended: their worker
+// stopped with the release. Requeuing the attempt lets a worker of this
+// one take it over, and its outcome replaces the row.
+const legacyRunningSQL = `SELECT r.job_id, r.scheduled_for, r.attempt, j.priority, j.generation, j.owner_id, ` + targetURLSQL + `
 FROM job_runs r JOIN jobs j ON j.id = r.job_id
 WHERE r.status = 'running' AND r.lease_until < $1 AND j.status = 'scheduled'
 ORDER BY r.lease_until
 LIMIT $2`
 
-// ExpiredLeases returns running attempts whose lease ended before now.
-func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]job.Occurrence, error) {
-	return s.occurrences(ctx, "expired leases", expiredLeasesSQL, now, limit)
+// LegacyRunning returns the attempts an older release recorded as running
+// whose lease ended before now. This release records no running rows
+// (an attempt's lease lives in Redis); the partial index on running rows
+// keeps the look cheap once they are gone.
+func (s *Store) LegacyRunning(ctx context.Context, now time.Time, limit int) ([]job.Occurrence, error) {
+	return s.occurrences(ctx, "legacy running rows", legacyRunningSQL, now, limit)
 }
 
 // occurrences runs a query whose rows are (job_id, scheduled_for, attempt,

@@ -26,8 +26,9 @@ func TestUnstartedClaims(t *testing.T) {
 		b.create(t, lost, lostToo, started, recent, cancelled)
 		require.Len(t, b.claim(t, time.Time{}, b.now, 100), 5)
 		b.create(t, unclaimed) // created after the claim: still in its hour partition
-		require.Len(t, b.start(t, firstAttempt(started)), 1)
-		_, err := b.st.CancelJob(b.ctx, ownerA, cancelled.ID, b.now, store.Audit{})
+		// started ran once and failed: its retry is still to come.
+		b.finish(t, b.outcome(t, firstAttempt(started), job.RunFailed))
+		_, err := b.st.CancelJob(b.ctx, ownerA, cancelled.ID, b.now, store.Audit{}, nil)
 		require.NoError(t, err)
 
 		olderThan := b.now.Add(-5 * time.Minute)
@@ -45,45 +46,51 @@ func TestUnstartedClaims(t *testing.T) {
 		b := setup(t)
 		j := newJob(ownerA, b.now.Add(-10*time.Minute))
 		occs := b.claimed(t, j)
-		b.start(t, occs...)
-		require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{{Occurrence: occs[0], Status: job.RunCompleted, FinishedAt: b.now}}, b.now))
+		b.finish(t, b.outcome(t, occs[0], job.RunCompleted))
 		got, err := b.st.UnstartedClaims(b.ctx, b.now, 100)
 		require.NoError(t, err)
 		require.Empty(t, got)
 	})
 }
 
-func TestExpiredLeases(t *testing.T) {
+// legacyRunning inserts the running row an older release wrote when one of
+// its workers started o, leased until until.
+func (b *bundle) legacyRunning(t *testing.T, o job.Occurrence, until time.Time) {
+	t.Helper()
+	_, err := b.st.Pool().Exec(b.ctx, `INSERT INTO job_runs (job_id, scheduled_for, attempt, status, id, owner_id, due_at, started_at, lease_until)
+SELECT $1, $2, $3, 'running', $4, owner_id, $2, $2, $5 FROM jobs WHERE id = $1`, o.JobID, o.ScheduledFor, o.Attempt, job.NewID(), until)
+	require.NoError(t, err)
+}
+
+func TestLegacyRunning(t *testing.T) {
 	t.Parallel()
 
-	t.Run("FindsRunningAttemptsPastTheirLease", func(t *testing.T) {
+	t.Run("FindsRowsOfAnOlderReleasePastTheirLease", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		stalled := newJob(ownerA, b.now, func(j *job.Job) { j.Priority = 12 })
-		retried := newJob(ownerA, b.now, func(j *job.Job) { j.Timeout = time.Second })
+		earlier := newJob(ownerA, b.now)
+		live := newJob(ownerA, b.now)
 		finished := newJob(ownerA, b.now)
-		longer := newJob(ownerA, b.now, func(j *job.Job) { j.Timeout = time.Hour })
-		occs := b.claimed(t, stalled, retried, finished, longer)
-		b.start(t, occs...)
-		require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{
-			{Occurrence: occs[1], Status: job.RunFailed, FinishedAt: b.now},
-			{Occurrence: occs[2], Status: job.RunCompleted, FinishedAt: b.now},
-		}, b.now))
-		retry := occs[1].Next()
-		require.Len(t, b.start(t, retry), 1)
+		occs := b.claimed(t, stalled, earlier, live, finished)
+		b.legacyRunning(t, occs[0], b.now.Add(5*time.Second))
+		b.legacyRunning(t, occs[1], b.now.Add(time.Second))
+		b.legacyRunning(t, occs[2], b.now.Add(time.Hour))
+		b.legacyRunning(t, occs[3], b.now.Add(time.Second))
+		b.finish(t, b.outcome(t, occs[3], job.RunCompleted))
 
-		none, err := b.st.ExpiredLeases(b.ctx, b.now.Add(2*time.Second), 100)
+		none, err := b.st.LegacyRunning(b.ctx, b.now, 100)
 		require.NoError(t, err)
 		require.Empty(t, none, "every lease still holds")
 
-		got, err := b.st.ExpiredLeases(b.ctx, b.now.Add(10*time.Second), 100)
+		got, err := b.st.LegacyRunning(b.ctx, b.now.Add(10*time.Second), 100)
 		require.NoError(t, err)
-		require.Equal(t, []job.Occurrence{retry, occs[0]}, got, "earliest lease first; the retry's attempt number is kept")
+		require.Equal(t, []uuid.UUID{earlier.ID, stalled.ID}, ids(got), "earliest lease first; a finished row is no longer running")
 		require.Equal(t, 12, got[1].Priority)
 
-		got, err = b.st.ExpiredLeases(b.ctx, b.now.Add(10*time.Second), 1)
+		got, err = b.st.LegacyRunning(b.ctx, b.now.Add(10*time.Second), 1)
 		require.NoError(t, err)
-		require.Equal(t, []uuid.UUID{retried.ID}, ids(got))
+		require.Equal(t, []uuid.UUID{earlier.ID}, ids(got))
 	})
 
 	t.Run("IgnoresJobsNoLongerScheduled", func(t *testing.T) {
@@ -91,10 +98,10 @@ func TestExpiredLeases(t *testing.T) {
 		b := setup(t)
 		j := newJob(ownerA, b.now)
 		occs := b.claimed(t, j)
-		b.start(t, occs...)
+		b.legacyRunning(t, occs[0], b.now)
 		_, err := b.st.Pool().Exec(b.ctx, `UPDATE jobs SET status = 'paused' WHERE id = $1`, j.ID)
 		require.NoError(t, err)
-		got, err := b.st.ExpiredLeases(b.ctx, b.now.Add(time.Hour), 100)
+		got, err := b.st.LegacyRunning(b.ctx, b.now.Add(time.Hour), 100)
 		require.NoError(t, err)
 		require.Empty(t, got)
 	})

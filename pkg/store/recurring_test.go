@@ -42,13 +42,12 @@ func TestAutoPause(t *testing.T) {
 	for k := range 5 {
 		at := start.Add(time.Duration(k) * time.Minute)
 		for _, j := range []*job.Job{failing, recovering} {
-			o := job.Occurrence{JobID: j.ID, ScheduledFor: at, Attempt: 1}
-			require.Len(t, b.start(t, o), 1)
+			o := job.Occurrence{JobID: j.ID, ScheduledFor: at, Attempt: 1, Owner: j.Owner}
 			status := job.RunPermanentlyFailed
 			if j == recovering && k == 4 {
 				status = job.RunCompleted
 			}
-			require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{{Occurrence: o, Status: status, FinishedAt: b.now}}, b.now))
+			b.finish(t, b.outcome(t, o, status))
 		}
 	}
 
@@ -245,7 +244,7 @@ func TestCancelWinsOverTheLoader(t *testing.T) {
 
 	time.Sleep(50 * time.Millisecond) // let the first round take the rows
 	began := time.Now()
-	_, err := b.st.CancelJob(b.ctx, store.AnyOwner, jobs[0].ID, b.now, store.Audit{})
+	_, err := b.st.CancelJob(b.ctx, store.AnyOwner, jobs[0].ID, b.now, store.Audit{}, nil)
 	require.NoError(t, err)
 	_, _, err = b.st.UpdateJob(b.ctx, store.AnyOwner, jobs[1].ID, b.now, func(j *job.Job, _ bool) error {
 		j.Status = job.StatusPaused

@@ -29,9 +29,10 @@ ORDER BY scheduled_for DESC, attempt DESC LIMIT 1`
 // permanently. A one-off job that had ended permanently_failed is scheduled
 // again until that attempt ends. enqueue puts the attempt in Redis inside the
 // transaction, before the commit: a worker that is handed the attempt first
-// waits for the job's lock (see startRunsSQL), and should the commit fail it
-// finds the job not scheduled and drops the attempt, so nothing is lost or
-// dropped either way.
+// finds the job permanently_failed and reads it again with FetchCommitted,
+// which waits for the job's lock; should the commit fail it finds the job
+// not scheduled and drops the attempt, so nothing is lost or dropped either
+// way.
 // A job or occurrence that cannot be retried is job.ErrConflict; an unknown
 // job, or another owner's, is job.ErrNotFound.
 func (s *Store) RetryOccurrence(ctx context.Context, owner, id uuid.UUID, scheduledFor, now time.Time, a Audit,

@@ -1,17 +1,13 @@
 package store_test
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/pkg/job"
-	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/store"
 )
 
@@ -30,159 +26,33 @@ func (b *bundle) claimed(t *testing.T, jobs ...*job.Job) []job.Occurrence {
 	return occs
 }
 
-func TestStartRuns(t *testing.T) {
-	t.Parallel()
-
-	t.Run("StartsFreshAttempts", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		hook := newJob(ownerA, b.now, func(j *job.Job) {
-			j.Name, j.Type, j.Timeout, j.MaxRetries, j.Priority = "hook", jobtype.TypeWebhook, 2*time.Second, 7, 11
-			j.Payload = json.RawMessage(`{"url":"https://example.com","method":"PUT"}`)
-		})
-		ping := newJob(ownerB, b.now.Add(-time.Second))
-		occs := b.claimed(t, hook, ping)
-		late := b.now.Add(-3 * time.Second)
-
-		started, err := b.st.StartRuns(b.ctx, []store.Start{
-			{Occurrence: occs[0], DueAt: occs[0].ScheduledFor},
-			{Occurrence: occs[1], DueAt: late},
-		}, b.now, 500*time.Millisecond)
-		require.NoError(t, err)
-		require.Len(t, started, 2)
-		byJob := map[uuid.UUID]store.Started{}
-		for _, s := range started {
-			byJob[s.Run.JobID] = s
-		}
-
-		s := byJob[hook.ID]
-		require.Equal(t, jobtype.TypeWebhook, s.Type)
-		require.Equal(t, "hook", s.Name)
-		require.JSONEq(t, string(hook.Payload), string(s.Payload))
-		require.Equal(t, 2*time.Second, s.Timeout)
-		require.Equal(t, 7, s.MaxRetries)
-		require.Equal(t, ownerA, s.Run.Owner)
-		require.Equal(t, hook.RunAt, s.Run.ScheduledFor)
-		require.Equal(t, 1, s.Run.Attempt)
-		require.Equal(t, job.RunRunning, s.Run.Status)
-		require.NotZero(t, s.Run.ID)
-		require.True(t, s.Run.StartedAt.Equal(b.now))
-		require.Equal(t, b.now.Add(2500*time.Millisecond), s.Run.LeaseUntil, "leased for the timeout plus the margin")
-
-		p := byJob[ping.ID]
-		require.Equal(t, ownerB, p.Run.Owner)
-		require.True(t, p.Run.DueAt.Equal(late), "the due time is the one asked for")
-		require.Equal(t, 3*time.Second, p.Run.Lateness())
-
-		r := b.run(t, occs[0])
-		require.Equal(t, job.RunRunning, r.Status)
-		require.Equal(t, s.Run.ID, r.ID)
-		require.Equal(t, s.Run.LeaseUntil, r.LeaseUntil)
-	})
-
-	t.Run("SecondStartOfSameAttemptStartsNothing", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		occs := b.claimed(t, newJob(ownerA, b.now))
-		first := b.start(t, occs...)
-		require.Len(t, first, 1)
-
-		require.Empty(t, b.start(t, occs...), "its worker still holds the lease")
-		require.Equal(t, first[0].Run.ID, b.run(t, occs[0]).ID)
-	})
-
-	t.Run("TakesOverAttemptPastItsLease", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		occs := b.claimed(t, newJob(ownerA, b.now))
-		first := b.start(t, occs...)
-		require.Len(t, first, 1)
-		lease := first[0].Run.LeaseUntil
-
-		atLease, err := b.st.StartRuns(b.ctx, []store.Start{{Occurrence: occs[0], DueAt: occs[0].ScheduledFor}}, lease, time.Second)
-		require.NoError(t, err)
-		require.Empty(t, atLease, "the lease still holds at its last instant")
-
-		later := lease.Add(time.Millisecond)
-		taken, err := b.st.StartRuns(b.ctx, []store.Start{{Occurrence: occs[0], DueAt: occs[0].ScheduledFor}}, later, time.Second)
-		require.NoError(t, err)
-		require.Len(t, taken, 1)
-		require.Equal(t, first[0].Run.ID, taken[0].Run.ID, "the same run row, re-leased")
-		require.Equal(t, later.Add(6*time.Second), taken[0].Run.LeaseUntil)
-		require.Equal(t, later, b.run(t, occs[0]).StartedAt)
-	})
-
-	t.Run("FinishedAttemptStartsNothing", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		j := newJob(ownerA, b.now)
-		occs := b.claimed(t, j)
-		b.start(t, occs...)
-		require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{{Occurrence: occs[0], Status: job.RunFailed, FinishedAt: b.now}}, b.now))
-
-		again, err := b.st.StartRuns(b.ctx, []store.Start{{Occurrence: occs[0], DueAt: occs[0].ScheduledFor}}, b.now.Add(time.Hour), 0)
-		require.NoError(t, err)
-		require.Empty(t, again, "a finished attempt is never restarted, even past its lease")
-		require.Len(t, b.start(t, occs[0].Next()), 1, "its retry is a new attempt")
-	})
-
-	t.Run("CancelledJobStartsNothing", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		j := newJob(ownerA, b.now)
-		occs := b.claimed(t, j)
-		_, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{})
-		require.NoError(t, err)
-
-		require.Empty(t, b.start(t, occs...))
-		states, err := b.st.RunStates(b.ctx, occs)
-		require.NoError(t, err)
-		require.Empty(t, states, "no run row: the caller drops the entry")
-	})
-
-	t.Run("NothingIsANoOp", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		started, err := b.st.StartRuns(b.ctx, nil, b.now, time.Second)
-		require.NoError(t, err)
-		require.Empty(t, started)
-		require.NoError(t, b.st.FinishRuns(b.ctx, nil, b.now))
-	})
-}
-
-func TestRunStates(t *testing.T) {
-	t.Parallel()
-
-	t.Run("KeyedByMember", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		occs := b.claimed(t, newJob(ownerA, b.now, func(j *job.Job) { j.Priority = 3 }), newJob(ownerA, b.now), newJob(ownerA, b.now))
-		started := b.start(t, occs[0], occs[1])
-		require.Len(t, started, 2)
-		require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{{Occurrence: occs[1], Status: job.RunCompleted, FinishedAt: b.now}}, b.now))
-
-		lease := b.now.Add(6 * time.Second) // the jobs' 5 s timeout plus the 1 s margin
-		states, err := b.st.RunStates(b.ctx, append(occs, occs[0].Next()))
-		require.NoError(t, err)
-		require.Equal(t, map[string]store.RunState{
-			occs[0].Member(): {Status: job.RunRunning, LeaseUntil: lease},
-			occs[1].Member(): {Status: job.RunCompleted, LeaseUntil: lease},
-		}, normalize(states), "attempts without a row are absent")
-	})
-}
-
-// normalize puts lease times in UTC so maps compare with Equal.
-func normalize(m map[string]store.RunState) map[string]store.RunState {
-	out := make(map[string]store.RunState, len(m))
-	for k, v := range m {
-		v.LeaseUntil = v.LeaseUntil.UTC()
-		out[k] = v
-	}
-	return out
-}
-
 func TestFinishRuns(t *testing.T) {
 	t.Parallel()
+
+	t.Run("RecordsTheAttempt", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := newJob(ownerA, b.now.Add(-3*time.Second))
+		o := b.claimed(t, j)[0]
+		res := store.Result{ID: job.NewID(), Occurrence: o, Owner: ownerA, Status: job.RunFailed, DueAt: j.RunAt,
+			StartedAt: b.now, FinishedAt: b.now.Add(1500 * time.Millisecond), Output: "HTTP 503", Error: "Service Unavailable"}
+		b.finish(t, res)
+
+		r := b.run(t, o)
+		require.Equal(t, res.ID, r.ID, "the id the attempt's trace names")
+		require.Equal(t, ownerA, r.Owner)
+		require.Equal(t, job.RunFailed, r.Status)
+		require.True(t, r.DueAt.Equal(j.RunAt))
+		require.True(t, r.StartedAt.Equal(b.now))
+		require.Equal(t, 3*time.Second, r.Lateness())
+		require.True(t, r.FinishedAt.Equal(res.FinishedAt))
+		require.Equal(t, "HTTP 503", r.Output)
+		require.Equal(t, "Service Unavailable", r.Error)
+
+		retry := b.outcome(t, o.Next(), job.RunFailed)
+		b.finish(t, retry)
+		require.NotZero(t, b.run(t, o.Next()).ID, "a result without an id is given one")
+	})
 
 	t.Run("EndsOneOffJobs", func(t *testing.T) {
 		t.Parallel()
@@ -193,6 +63,7 @@ func TestFinishRuns(t *testing.T) {
 		}{
 			{"Completed", job.RunCompleted, job.StatusCompleted},
 			{"PermanentlyFailed", job.RunPermanentlyFailed, job.StatusPermanentlyFailed},
+			{"Aborted", job.RunAborted, job.StatusCancelled},
 			{"FailedLeavesItScheduled", job.RunFailed, job.StatusScheduled},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
@@ -200,13 +71,12 @@ func TestFinishRuns(t *testing.T) {
 				b := setup(t)
 				j := newJob(ownerA, b.now)
 				occs := b.claimed(t, j)
-				b.start(t, occs...)
 				finished := b.now.Add(1500 * time.Millisecond)
 				later := b.now.Add(2 * time.Second)
+				res := b.outcome(t, occs[0], tt.status)
+				res.FinishedAt, res.Output = finished, "HTTP 200"
 
-				require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{{
-					Occurrence: occs[0], Status: tt.status, FinishedAt: finished, Output: "HTTP 200", Error: "",
-				}}, later))
+				require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{res}, later))
 
 				got := b.job(t, j.ID)
 				require.Equal(t, tt.want, got.Status)
@@ -227,11 +97,11 @@ func TestFinishRuns(t *testing.T) {
 		b := setup(t)
 		j := newJob(ownerA, b.now)
 		occs := b.claimed(t, j)
-		b.start(t, occs...)
-		require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{{Occurrence: occs[0], Status: job.RunFailed, FinishedAt: b.now, Error: "HTTP 503"}}, b.now))
+		failed := b.outcome(t, occs[0], job.RunFailed)
+		failed.Error = "HTTP 503"
+		b.finish(t, failed)
 		retry := occs[0].Next()
-		require.Len(t, b.start(t, retry), 1)
-		require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{{Occurrence: retry, Status: job.RunCompleted, FinishedAt: b.now}}, b.now))
+		b.finish(t, b.outcome(t, retry, job.RunCompleted))
 
 		require.Equal(t, job.StatusCompleted, b.job(t, j.ID).Status)
 		runs, err := b.st.ListRuns(b.ctx, store.RunFilter{Owner: ownerA, JobID: j.ID, Limit: 10})
@@ -243,31 +113,74 @@ func TestFinishRuns(t *testing.T) {
 		require.Equal(t, "HTTP 503", runs[1].Error)
 	})
 
-	t.Run("NonRunningRowChangesNothing", func(t *testing.T) {
+	t.Run("FinishedOutcomeIsKept", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		j := newJob(ownerA, b.now)
 		occs := b.claimed(t, j)
-		b.start(t, occs...)
-		require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{{Occurrence: occs[0], Status: job.RunCompleted, FinishedAt: b.now, Output: "first"}}, b.now))
+		first := b.outcome(t, occs[0], job.RunCompleted)
+		first.Output = "first"
+		b.finish(t, first)
 
+		// A late duplicate: the attempt, taken over after its lease ran
+		// out, ends again.
 		late := b.now.Add(time.Minute)
-		require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{
-			{Occurrence: occs[0], Status: job.RunPermanentlyFailed, FinishedAt: late, Output: "duplicate", Error: "boom"},
-			{Occurrence: occs[0].Next(), Status: job.RunPermanentlyFailed, FinishedAt: late},
-		}, late))
+		require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{{ID: job.NewID(), Occurrence: occs[0], Owner: ownerA,
+			Status: job.RunPermanentlyFailed, DueAt: j.RunAt, StartedAt: late, FinishedAt: late, Output: "duplicate", Error: "boom"}}, late))
 
 		r := b.run(t, occs[0])
 		require.Equal(t, job.RunCompleted, r.Status, "a late duplicate cannot overwrite an outcome")
 		require.Equal(t, "first", r.Output)
 		require.Empty(t, r.Error)
-		require.True(t, r.FinishedAt.Equal(b.now))
+		require.True(t, r.StartedAt.Equal(first.StartedAt))
+		require.True(t, r.FinishedAt.Equal(first.FinishedAt))
 		got := b.job(t, j.ID)
 		require.Equal(t, job.StatusCompleted, got.Status)
-		require.True(t, got.UpdatedAt.Equal(b.now))
+		require.True(t, got.UpdatedAt.Equal(b.now), "the job is not written again")
 		runs, err := b.st.ListRuns(b.ctx, store.RunFilter{JobID: j.ID, Limit: 10})
 		require.NoError(t, err)
-		require.Len(t, runs, 1, "finishing an attempt that never started creates no row")
+		require.Len(t, runs, 1)
+	})
+
+	t.Run("LegacyRunningRowTakesTheOutcome", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := newJob(ownerA, b.now)
+		occs := b.claimed(t, j)
+		// A release that recorded starts left the attempt running.
+		b.addRun(t, j, j.RunAt, 1, job.RunRunning, "")
+
+		res := b.outcome(t, occs[0], job.RunCompleted)
+		res.Output = "HTTP 200"
+		b.finish(t, res)
+
+		r := b.run(t, occs[0])
+		require.Equal(t, job.RunCompleted, r.Status)
+		require.Equal(t, "HTTP 200", r.Output)
+		require.True(t, r.StartedAt.Equal(res.StartedAt), "started when the attempt that ended did")
+		require.True(t, r.FinishedAt.Equal(res.FinishedAt))
+		require.Equal(t, job.StatusCompleted, b.job(t, j.ID).Status, "its outcome ends the job")
+	})
+
+	t.Run("StoresOutputPostgresWouldRefuse", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		odd, plain := newJob(ownerA, b.now), newJob(ownerA, b.now)
+		occs := b.claimed(t, odd, plain)
+		bad := b.outcome(t, occs[0], job.RunFailed)
+		bad.Output, bad.Error = "ok\x00\xffdone", "bad \xc3( byte\x00"
+		b.finish(t, bad, b.outcome(t, occs[1], job.RunCompleted))
+
+		r := b.run(t, occs[0])
+		require.Equal(t, "ok\uFFFDdone", r.Output, "NUL dropped, invalid UTF-8 replaced")
+		require.Equal(t, "bad \uFFFD( byte", r.Error)
+		require.Equal(t, job.RunCompleted, b.run(t, occs[1]).Status, "the rest of the batch is recorded")
+	})
+
+	t.Run("NothingIsANoOp", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		require.NoError(t, b.st.FinishRuns(b.ctx, nil, b.now))
 	})
 }
 
@@ -281,7 +194,7 @@ func TestListRuns(t *testing.T) {
 		occs := b.claimed(t, j)
 		attempts := []job.Occurrence{occs[0], occs[0].Next(), occs[0].Next().Next()}
 		for _, o := range attempts {
-			require.Len(t, b.start(t, o), 1)
+			b.finish(t, b.outcome(t, o, job.RunFailed))
 		}
 
 		page1, err := b.st.ListRuns(b.ctx, store.RunFilter{Owner: ownerA, JobID: j.ID, Limit: 2})
@@ -294,7 +207,6 @@ func TestListRuns(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, page2, 1)
 		require.Equal(t, 1, page2[0].Attempt)
-		require.True(t, page2[0].FinishedAt.IsZero())
 
 		other, err := b.st.ListRuns(b.ctx, store.RunFilter{Owner: ownerB, JobID: j.ID, Limit: 10})
 		require.NoError(t, err)
@@ -302,52 +214,10 @@ func TestListRuns(t *testing.T) {
 	})
 }
 
-// TestStartRunsWaitsForARetryInFlight: a retry puts its attempt in Redis
-// before its transaction commits, so a fast worker can try to start it while
-// Postgres still holds the job as permanently_failed. The start must wait
-// for that commit and start the attempt, not drop it as a job no longer
-// scheduled (which the browser test once caught).
-func TestStartRunsWaitsForARetryInFlight(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	j := newJob(ownerA, b.now)
-	occs := b.claimed(t, j)
-	b.start(t, occs...)
-	require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{{Occurrence: occs[0], Status: job.RunPermanentlyFailed, FinishedAt: b.now}}, b.now))
-	require.Equal(t, job.StatusPermanentlyFailed, b.job(t, j.ID).Status)
-
-	type result struct {
-		started []store.Started
-		err     error
-	}
-	done := make(chan result, 1)
-	retried, err := b.st.RetryOccurrence(b.ctx, ownerA, j.ID, time.Time{}, b.now, store.Audit{},
-		func(ctx context.Context, occ job.Occurrence) error {
-			// The worker, handed the attempt the moment it is in Redis.
-			go func() {
-				st, err := b.st.StartRuns(b.ctx, []store.Start{{Occurrence: occ, DueAt: b.now}}, b.now, time.Second)
-				done <- result{st, err}
-			}()
-			select {
-			case r := <-done:
-				done <- r
-				return fmt.Errorf("the start returned before the retry committed, starting %d", len(r.started))
-			case <-time.After(500 * time.Millisecond):
-				return nil // it waits on the job's lock: commit
-			}
-		})
-	require.NoError(t, err)
-	require.Equal(t, 2, retried.Attempt)
-	r := <-done
-	require.NoError(t, r.err)
-	require.Len(t, r.started, 1, "the retried attempt starts once the retry has committed")
-	require.Equal(t, 2, r.started[0].Run.Attempt)
-}
-
 // TestFinishRunsTrimsHistory: outcomes recorded with TrimHistory keep every
 // run that did not complete and only the newest job.KeptSuccesses completed
 // ones (plus those of the batch being recorded); a job whose history is
-// "all" keeps every run. Start reports the job's policy.
+// "all" keeps every run.
 func TestFinishRunsTrimsHistory(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -364,25 +234,16 @@ func TestFinishRunsTrimsHistory(t *testing.T) {
 	failed := func(i int) bool { return i%31 == 0 } // 0, 31, 62, 93, 124
 	for _, j := range []*job.Job{failuresOnly, all} {
 		for from := 0; from < occurrences; from += batch {
-			var starts []store.Start
+			var results []store.Result
 			for i := from; i < min(from+batch, occurrences); i++ {
-				occ := job.Occurrence{JobID: j.ID, ScheduledFor: b.now.Add(time.Duration(i) * time.Second), Attempt: 1}
-				starts = append(starts, store.Start{Occurrence: occ, DueAt: occ.ScheduledFor})
-			}
-			started, err := b.st.StartRuns(b.ctx, starts, b.now, time.Second)
-			require.NoError(t, err)
-			require.Len(t, started, len(starts))
-			results := make([]store.Result, len(started))
-			for k, st := range started {
-				require.Equal(t, j.History, st.History)
-				i := int(st.Run.ScheduledFor.Sub(b.now) / time.Second)
+				occ := job.Occurrence{JobID: j.ID, ScheduledFor: b.now.Add(time.Duration(i) * time.Second), Attempt: 1, Owner: ownerA}
 				status := job.RunCompleted
 				if failed(i) {
 					status = job.RunPermanentlyFailed
 				}
-				results[k] = store.Result{Occurrence: starts[0].Occurrence, Status: status, FinishedAt: b.now,
-					TrimHistory: st.History == job.HistoryFailures}
-				results[k].Occurrence.ScheduledFor = st.Run.ScheduledFor
+				res := b.outcome(t, occ, status)
+				res.TrimHistory = j.History == job.HistoryFailures
+				results = append(results, res)
 			}
 			require.NoError(t, b.st.FinishRuns(b.ctx, results, b.now))
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -306,10 +307,7 @@ func (s *Store) searchRuns(ctx context.Context, q [2]string, f RunSearch, since 
 		walk = DefaultRunWalk
 	}
 	bounds := []any{f.Owner, f.JobID, since, upper.ScheduledFor, int16(upper.Attempt), upper.JobID, walk}
-	keys, values := make([]string, 0, len(f.Labels)), make([]string, 0, len(f.Labels))
-	for _, l := range f.Labels {
-		keys, values = append(keys, l.Key), append(values, l.Value)
-	}
+	keys, values := labelArrays(f.Labels)
 	rows, err := s.pool.Query(ctx, q[0], append(bounds, f.Error, string(f.Type), keys, values, limit)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("search runs: %w", translate(err))
@@ -452,4 +450,72 @@ func (s *Store) CountRuns(ctx context.Context, owner uuid.UUID, since, until tim
 		return nil, fmt.Errorf("count runs: %w", translate(err))
 	}
 	return counts, nil
+}
+
+// describeRunningSQL keeps, of the jobs of runs Redis holds running, those
+// a search selects by owner, type and labels, with their names and types.
+const describeRunningSQL = `SELECT r.n, j.name, j.type, j.owner_id
+FROM unnest($1::uuid[]) WITH ORDINALITY AS r(job_id, n)
+JOIN jobs j ON j.id = r.job_id
+WHERE ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR j.owner_id = $2)
+  AND ($3 = '' OR j.type = $3)
+  AND NOT EXISTS (
+      SELECT 1 FROM unnest($4::text[], $5::text[]) AS o(key, value)
+      WHERE NOT EXISTS (SELECT 1 FROM job_labels l
+                        WHERE l.owner_id = j.owner_id AND l.key = o.key AND l.value = o.value AND l.job_id = j.id))`
+
+// DescribeRunning keeps, in order, those of runs (attempts running, which
+// Redis holds) that f selects by owner, job type and labels, with their
+// jobs' names and types, in one statement. The caller applies the rest of
+// f (job, time window, cursor, error text: a running attempt has none).
+func (s *Store) DescribeRunning(ctx context.Context, runs []job.Run, f RunSearch) ([]FoundRun, error) {
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	ids := make([]uuid.UUID, len(runs))
+	for i, r := range runs {
+		ids[i] = r.JobID
+	}
+	keys, values := labelArrays(f.Labels)
+	rows, err := s.pool.Query(ctx, describeRunningSQL, ids, f.Owner, string(f.Type), keys, values)
+	if err != nil {
+		return nil, fmt.Errorf("describe running runs: %w", translate(err))
+	}
+	found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (FoundRun, error) {
+		var n int64
+		var fr FoundRun
+		var owner uuid.UUID
+		if err := r.Scan(&n, &fr.JobName, &fr.JobType, &owner); err != nil {
+			return fr, err
+		}
+		fr.Run = runs[n-1]
+		fr.Owner = owner
+		return fr, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("describe running runs: %w", translate(err))
+	}
+	slices.SortStableFunc(found, func(a, b FoundRun) int { return compareFound(b, a) })
+	return found, nil
+}
+
+// compareFound orders runs as a run search pages them, oldest first:
+// scheduled_for, then attempt, then job id.
+func compareFound(a, b FoundRun) int {
+	if c := a.ScheduledFor.Compare(b.ScheduledFor); c != 0 {
+		return c
+	}
+	if a.Attempt != b.Attempt {
+		return a.Attempt - b.Attempt
+	}
+	return bytes.Compare(a.JobID[:], b.JobID[:])
+}
+
+// labelArrays spreads labels into their keys and values.
+func labelArrays(labels []Label) ([]string, []string) {
+	keys, values := make([]string, 0, len(labels)), make([]string, 0, len(labels))
+	for _, l := range labels {
+		keys, values = append(keys, l.Key), append(values, l.Value)
+	}
+	return keys, values
 }

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -274,4 +275,103 @@ func TestFinishedRunsMatchTheSchema(t *testing.T) {
 		want = append(want, string(st))
 	}
 	require.ElementsMatch(t, enum, want)
+}
+
+// TestDescribeRunning: of the attempts Redis holds running, a run search
+// keeps those whose jobs it selects by owner, type and labels, with their
+// jobs' names, types and owners, newest first; a job gone meanwhile drops
+// its attempt.
+func TestDescribeRunning(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	base := b.now.Add(-time.Hour).Truncate(time.Second)
+	hook := newJob(ownerA, base, func(j *job.Job) {
+		j.Name, j.Type = "hook", jobtype.TypeWebhook
+		j.Payload = []byte(`{"url":"https://example.com"}`)
+		j.Labels = map[string]string{"customer": "1234"}
+	})
+	ping := newJob(ownerA, base, func(j *job.Job) {
+		j.Name = "ping"
+		j.Labels = map[string]string{"customer": "9"}
+	})
+	other := newJob(ownerB, base, func(j *job.Job) {
+		j.Name = "theirs"
+		j.Labels = map[string]string{"customer": "1234"}
+	})
+	gone := newJob(ownerA, base)
+	b.create(t, hook, ping, other)
+	running := func(j *job.Job, at time.Time, attempt int) job.Run {
+		return job.Run{ID: job.NewID(), JobID: j.ID, ScheduledFor: at, Attempt: attempt, Status: job.RunRunning,
+			DueAt: at, StartedAt: b.now, LeaseUntil: b.now.Add(time.Minute)}
+	}
+	// As Redis lists them: in no order.
+	runs := []job.Run{
+		running(ping, base, 1),
+		running(hook, base.Add(2*time.Minute), 1),
+		running(gone, base.Add(3*time.Minute), 1),
+		running(other, base.Add(time.Minute), 1),
+		running(hook, base, 2),
+		running(ping, base.Add(2*time.Minute), 1),
+	}
+	// Newest first: scheduled_for, attempt, job id, all descending.
+	first, second := hook, ping
+	if ping.ID.String() > hook.ID.String() {
+		first, second = ping, hook
+	}
+	var (
+		tie1    = runKey{first.ID, base.Add(2 * time.Minute), 1}
+		tie2    = runKey{second.ID, base.Add(2 * time.Minute), 1}
+		theirs  = runKey{other.ID, base.Add(time.Minute), 1}
+		retry   = runKey{hook.ID, base, 2}
+		oldest  = runKey{ping.ID, base, 1}
+		hookNew = runKey{hook.ID, base.Add(2 * time.Minute), 1}
+	)
+	customer := func(v string) []store.Label { return []store.Label{{Key: "customer", Value: v}} }
+
+	for _, c := range []struct {
+		name string
+		f    store.RunSearch
+		want []runKey
+	}{
+		{"AnOwnersOwn", store.RunSearch{Owner: ownerA}, []runKey{tie1, tie2, retry, oldest}},
+		{"AnyOwnerSeesEveryOne", store.RunSearch{Owner: store.AnyOwner}, []runKey{tie1, tie2, theirs, retry, oldest}},
+		{"AnotherOwner", store.RunSearch{Owner: ownerB}, []runKey{theirs}},
+		{"Type", store.RunSearch{Owner: ownerA, Type: jobtype.TypeWebhook}, []runKey{hookNew, retry}},
+		{"Label", store.RunSearch{Owner: ownerA, Labels: customer("1234")}, []runKey{hookNew, retry}},
+		{"LabelAcrossOwners", store.RunSearch{Owner: store.AnyOwner, Labels: customer("1234")}, []runKey{hookNew, theirs, retry}},
+		{"LabelNobodyHas", store.RunSearch{Owner: store.AnyOwner, Labels: customer("7")}, nil},
+		{"TypeAndLabel", store.RunSearch{Owner: ownerA, Type: jobtype.TypePing, Labels: customer("1234")}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := b.st.DescribeRunning(b.ctx, runs, c.f)
+			require.NoError(t, err)
+			if len(c.want) == 0 {
+				require.Empty(t, got)
+				return
+			}
+			require.Equal(t, c.want, keys(got))
+		})
+	}
+
+	t.Run("NamesEachRunsJob", func(t *testing.T) {
+		got, err := b.st.DescribeRunning(b.ctx, runs, store.RunSearch{Owner: store.AnyOwner})
+		require.NoError(t, err)
+		jobs := map[uuid.UUID]*job.Job{hook.ID: hook, ping.ID: ping, other.ID: other}
+		for _, r := range got {
+			j := jobs[r.JobID]
+			require.Equal(t, j.Name, r.JobName)
+			require.Equal(t, j.Type, r.JobType)
+			require.Equal(t, j.Owner, r.Owner, "its owner is its job's")
+			require.Equal(t, job.RunRunning, r.Status)
+			require.True(t, r.StartedAt.Equal(b.now), "the run is as Redis gave it")
+		}
+		i := slices.IndexFunc(runs, func(r job.Run) bool { return r.JobID == other.ID })
+		require.Equal(t, runs[i].ID, got[2].ID)
+	})
+
+	t.Run("NothingIsANoOp", func(t *testing.T) {
+		got, err := b.st.DescribeRunning(b.ctx, nil, store.RunSearch{Owner: ownerA})
+		require.NoError(t, err)
+		require.Empty(t, got)
+	})
 }

@@ -62,7 +62,7 @@ func Secrets(box *secretbox.Box) Option {
 
 // GenericPlans makes every connection plan its prepared statements once,
 // with partition pruning at execution (plan_cache_mode=force_generic_plan),
-// unless the URL sets plan_cache_mode itself. The worker's StartRuns and
+// unless the URL sets plan_cache_mode itself. The worker's Fetch and
 // FinishRuns run thousands of times a second over job_runs' day partitions:
 // planning them for each call costs more than running them (measured with
 // make bench: a 30,000-job burst ran in 3.6 s against 4.1 s). Queries with
@@ -207,10 +207,10 @@ func (s *Store) Warm(ctx context.Context, n int) error {
 			return fmt.Errorf("warm pool: %w", err)
 		}
 		// Rolled back: the empty inputs change nothing either way.
-		_, err = tx.Exec(ctx, startRunsSQL, []string{}, []string{}, []time.Time{}, []int16{}, []time.Time{}, time.Now(), 0, []int32{}, 0)
+		_, err = tx.Exec(ctx, fetchSQL, []string{}, []time.Time{}, []int16{}, time.Now())
 		if err == nil {
-			_, err = tx.Exec(ctx, finishRunsSQL, []string{}, []time.Time{}, []int16{}, []string{}, []time.Time{}, []string{}, []string{}, time.Now(),
-				[]bool{}, job.KeptSuccesses, trimBatch, []bool{})
+			_, err = tx.Exec(ctx, finishRunsSQL, []string{}, []time.Time{}, []int16{}, []string{}, []time.Time{}, []string{}, []string{},
+				[]bool{}, []string{}, []string{}, job.KeptSuccesses, trimBatch, []time.Time{}, []time.Time{}, time.Now())
 		}
 		_ = tx.Rollback(ctx)
 		if err != nil {

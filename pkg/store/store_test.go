@@ -67,17 +67,24 @@ func (b *bundle) claim(t *testing.T, since, until time.Time, limit int) []job.Oc
 	return got
 }
 
-// start starts the attempts occs at b.now with a one-second lease margin, as a
-// worker does after reading them from the stream, and returns what started.
-func (b *bundle) start(t *testing.T, occs ...job.Occurrence) []store.Started {
+// outcome is the Result a worker records when attempt o ends with status:
+// due at its occurrence, started at b.now and finished a second later, of
+// the owner o routes it to (or, for an occurrence not routed, its job's).
+func (b *bundle) outcome(t *testing.T, o job.Occurrence, status job.RunStatus) store.Result {
 	t.Helper()
-	reqs := make([]store.Start, len(occs))
-	for i, o := range occs {
-		reqs[i] = store.Start{Occurrence: o, DueAt: o.ScheduledFor}
+	owner := o.Owner
+	if owner == uuid.Nil {
+		owner = b.job(t, o.JobID).Owner
 	}
-	started, err := b.st.StartRuns(b.ctx, reqs, b.now, time.Second)
-	require.NoError(t, err)
-	return started
+	return store.Result{Occurrence: o, Owner: owner, Status: status, DueAt: o.ScheduledFor, StartedAt: b.now,
+		FinishedAt: b.now.Add(time.Second)}
+}
+
+// finish records results in one batch at b.now, as a worker's completer
+// does: an attempt's one write.
+func (b *bundle) finish(t *testing.T, results ...store.Result) {
+	t.Helper()
+	require.NoError(t, b.st.FinishRuns(b.ctx, results, b.now))
 }
 
 // placement says where a job row lives: its partition and due_hour.

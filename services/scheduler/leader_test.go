@@ -207,13 +207,15 @@ func TestReconcile(t *testing.T) {
 		lost := newJob(b.now.Add(-2*time.Minute), claimed, func(j *job.Job) { j.Priority = 3 })
 		recent := newJob(b.now.Add(-10*time.Second), claimed) // within LostAfter
 		queued := newJob(b.now.Add(-2*time.Minute), claimed)
-		started := newJob(b.now.Add(-2*time.Minute), claimed)
-		b.create(t, lost, recent, queued, started)
+		running := newJob(b.now.Add(-2*time.Minute), claimed)
+		failed := newJob(b.now.Add(-2*time.Minute), claimed)
+		b.create(t, lost, recent, queued, running, failed)
 		queuedAt := b.now.Add(time.Hour)
 		require.NoError(t, b.q.Enqueue(b.ctx, []queue.Entry{{Occurrence: firstAttempt(queued), DueAt: queuedAt}}))
-		got, err := b.st.StartRuns(b.ctx, []store.Start{{Occurrence: firstAttempt(started), DueAt: started.RunAt}}, b.now, time.Second)
-		require.NoError(t, err)
-		require.Len(t, got, 1)
+		// One attempt runs, leased in Redis with no row in Postgres; the
+		// other has its outcome row, its retry to come.
+		b.lease(t, firstAttempt(running), running.RunAt, b.now.Add(time.Minute))
+		require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{outcome(firstAttempt(failed), job.RunFailed, b.now)}, b.now))
 
 		l, logs := b.leader(func() time.Time { return b.now })
 		l.reconcile(b.ctx)
@@ -222,7 +224,8 @@ func TestReconcile(t *testing.T) {
 		require.Equal(t, lost.RunAt, b.score(t, firstAttempt(lost)), "due at its run time, so it is published at once")
 		require.False(t, b.scheduled(t, firstAttempt(recent)), "a claim younger than LostAfter is left alone")
 		require.Equal(t, queuedAt, b.score(t, firstAttempt(queued)), "a claim still in the due set is left alone")
-		require.False(t, b.scheduled(t, firstAttempt(started)), "a claim that started is not re-added")
+		require.False(t, b.due(t, firstAttempt(running)), "a claim whose attempt runs is not re-added")
+		require.False(t, b.scheduled(t, firstAttempt(failed)), "a claim whose attempt has an outcome is not re-added")
 		require.Len(t, logs.FilterMessage("requeued_lost_claims").All(), 1)
 		require.EqualValues(t, 1, logs.FilterMessage("requeued_lost_claims").All()[0].ContextMap()["jobs"])
 	})
@@ -230,30 +233,37 @@ func TestReconcile(t *testing.T) {
 	t.Run("RequeuesAttemptsPastTheirLease", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		short := func(j *job.Job) { j.Timeout, j.Priority = 100*time.Millisecond, -4 }
-		first := newJob(b.now.Add(-time.Second), claimed, short)
-		retry := newJob(b.now.Add(-time.Second), claimed, short)
-		live := newJob(b.now.Add(-time.Second), claimed) // five-second timeout
-		b.create(t, first, retry, live)
+		prio := func(j *job.Job) { j.Priority = -4 }
+		first := newJob(b.now.Add(-time.Second), claimed, prio)
+		retry := newJob(b.now.Add(-time.Second), claimed, prio)
+		recent := newJob(b.now.Add(-time.Second), claimed)
+		live := newJob(b.now.Add(-time.Second), claimed)
+		b.create(t, first, retry, recent, live)
+		// retry's first attempt failed; its second runs. Two leases end in
+		// 100 ms (their workers die), one in 30 s, one in five minutes.
 		second := firstAttempt(retry).Next()
-		got, err := b.st.StartRuns(b.ctx, []store.Start{
-			{Occurrence: firstAttempt(first), DueAt: first.RunAt},
-			{Occurrence: second, DueAt: b.now},
-			{Occurrence: firstAttempt(live), DueAt: live.RunAt},
-		}, b.now, 0) // leased until now + timeout
-		require.NoError(t, err)
-		require.Len(t, got, 3)
+		require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{outcome(firstAttempt(retry), job.RunFailed, b.now)}, b.now))
+		b.lease(t, firstAttempt(first), first.RunAt, b.now.Add(100*time.Millisecond))
+		b.lease(t, second, b.now, b.now.Add(100*time.Millisecond))
+		b.lease(t, firstAttempt(recent), recent.RunAt, b.now.Add(30*time.Second))
+		b.lease(t, firstAttempt(live), live.RunAt, b.now.Add(5*time.Minute))
 
-		later := b.now.Add(time.Second)
+		// A second past LostAfter after the short leases ended: the
+		// reclaimers had their chance; the reconciler puts them back.
+		later := b.now.Add(testConfig().LostAfter + time.Second)
 		l, logs := b.leader(func() time.Time { return later })
 		l.reconcile(b.ctx)
 
 		require.Equal(t, later, b.score(t, firstAttempt(first)), "the attempt past its lease is re-added, due now")
 		require.Equal(t, later, b.score(t, second), "the same attempt, not a new one")
 		require.False(t, b.scheduled(t, firstAttempt(first).Next()))
-		require.False(t, b.scheduled(t, firstAttempt(retry)))
-		require.False(t, b.scheduled(t, firstAttempt(live)), "an attempt within its lease is left alone")
-		require.Len(t, logs.FilterMessage("requeued_expired_leases").All(), 1)
+		require.False(t, b.scheduled(t, firstAttempt(retry)), "the attempt that has its outcome is not")
+		require.False(t, b.due(t, firstAttempt(recent)), "a lease that ended less than LostAfter ago is left to the reclaimers")
+		require.False(t, b.due(t, firstAttempt(live)), "an attempt within its lease is left alone")
+		requeued := logs.FilterMessage("requeued_expired_leases").All()
+		require.Len(t, requeued, 1)
+		require.EqualValues(t, 2, requeued[0].ContextMap()["runs"])
+		require.Zero(t, count(logs, "requeued_lost_claims"), "a claim whose attempt is leased is not lost")
 	})
 
 	t.Run("SweepsEveryPartition", func(t *testing.T) {
@@ -316,11 +326,9 @@ func TestRebuild(t *testing.T) {
 		soon := newJob(b.now.Add(5*time.Minute), claimed)
 		failing := newJob(b.now.Add(-time.Second), claimed)
 		b.create(t, soon, failing)
-		got, err := b.st.StartRuns(b.ctx, []store.Start{{Occurrence: firstAttempt(failing), DueAt: failing.RunAt}}, b.now, time.Second)
-		require.NoError(t, err)
-		require.Len(t, got, 1)
-		require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{{Occurrence: firstAttempt(failing), Status: job.RunFailed,
-			FinishedAt: b.now, Error: "status 500"}}, b.now))
+		failed := outcome(firstAttempt(failing), job.RunFailed, b.now)
+		failed.Error = "status 500"
+		require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{failed}, b.now))
 		require.NoError(t, b.rdb.Del(b.ctx, b.keys.Marker(), b.keys.Due(), b.keys.Ready()).Err())
 
 		l, logs := b.leader(func() time.Time { return b.now })

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -145,12 +146,42 @@ func firstAttempt(j *job.Job) job.Occurrence {
 	return job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt, Attempt: 1, Priority: j.Priority}.Route(j.Owner, j.Payload)
 }
 
-// scheduled reports whether o is in the due set.
+// scheduled reports whether o is in Redis: in the due set, held back in a
+// lane's held set, or running (leased in its job's run hash).
 func (b *bundle) scheduled(t *testing.T, o job.Occurrence) bool {
 	t.Helper()
 	in, err := b.q.Scheduled(b.ctx, []job.Occurrence{o})
 	require.NoError(t, err)
 	return in[0]
+}
+
+// due reports whether o is in the due set itself.
+func (b *bundle) due(t *testing.T, o job.Occurrence) bool {
+	t.Helper()
+	_, err := b.rdb.ZScore(b.ctx, b.keys.Due(), o.Member()).Result()
+	if errors.Is(err, redis.Nil) {
+		return false
+	}
+	require.NoError(t, err)
+	return true
+}
+
+// lease starts attempt o as a worker does: its lease, from b.now until
+// until, goes into its job's run hash in Redis, where attempts in flight
+// live; Postgres holds nothing of it until its outcome.
+func (b *bundle) lease(t *testing.T, o job.Occurrence, dueAt, until time.Time) {
+	t.Helper()
+	got, err := b.queue.Of(o.JobID).Start(b.ctx, []queue.Start{{Generation: o.Generation, Lease: queue.Lease{
+		Occurrence: o, Worker: "w", Run: job.NewID(), StartedAt: b.now, Until: until, DueAt: dueAt, Entry: "0-1", Member: o.Member(),
+	}}}, b.now, store.OverlapWaitKept)
+	require.NoError(t, err)
+	require.Equal(t, []int{queue.StartRun}, got, "attempt %s is leased", o.Member())
+}
+
+// outcome is attempt o's outcome, due and started at its scheduled time and
+// finished at: the one row FinishRuns writes for it.
+func outcome(o job.Occurrence, status job.RunStatus, at time.Time) store.Result {
+	return store.Result{Occurrence: o, Owner: o.Owner, Status: status, DueAt: o.ScheduledFor, StartedAt: o.ScheduledFor, FinishedAt: at}
 }
 
 // score is o's due time in the due set; o must be there.

@@ -64,19 +64,36 @@ func (l *Leader) reconcile(ctx context.Context) {
 		l.log.Warn("reconcile_claims_failed", zap.Error(err))
 	}
 
-	// Attempts running past their lease: their worker died or stalled. Requeue
-	// the same attempt now; the worker that gets it takes the lease over.
-	expired, err := l.store.ExpiredLeases(ctx, now, 1000)
+	// Attempts running past their lease whose entry is still unsettled: their
+	// worker died or stalled, and the reclaimers, which take its pending
+	// entry over, have not (the entry was lost with a failover). Requeue
+	// the same attempt; the worker that gets it takes the lease over.
+	expired, err := l.queue.Expired(ctx, now.Add(-l.cfg.LostAfter), 1000)
 	if err != nil {
 		l.log.Warn("reconcile_leases_failed", zap.Error(err))
 		return
 	}
 	if len(expired) > 0 {
-		if err := l.queue.Enqueue(ctx, queue.DueAt(expired, now)); err != nil {
+		occs := make([]job.Occurrence, 0, len(expired))
+		for _, e := range expired {
+			occs = append(occs, e.Occurrence)
+		}
+		if err := l.queue.Enqueue(ctx, queue.DueAt(occs, now)); err != nil {
 			l.log.Warn("reconcile_leases_failed", zap.Error(err))
 			return
 		}
 		l.log.Warn("requeued_expired_leases", zap.Int("runs", len(expired)))
+	}
+	// Attempts an older release recorded as running, whose worker stopped
+	// with it: requeued once their lease ended, like any other.
+	legacy, err := l.store.LegacyRunning(ctx, now, 1000)
+	if err == nil && len(legacy) > 0 {
+		if err = l.queue.Enqueue(ctx, queue.DueAt(legacy, now)); err == nil {
+			l.log.Warn("requeued_legacy_running", zap.Int("runs", len(legacy)))
+		}
+	}
+	if err != nil {
+		l.log.Warn("reconcile_leases_failed", zap.Error(err))
 	}
 }
 

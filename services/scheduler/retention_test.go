@@ -48,19 +48,13 @@ func TestRetention(t *testing.T) {
 			jobs[i] = newJob(now, func(j *job.Job) { claimed(j); j.CreatedAt, j.UpdatedAt = now, now })
 		}
 		require.NoError(t, b.st.CreateJobs(b.ctx, jobs, store.Create{Audit: admin}))
-		starts := make([]store.Start, 0, perStep+1)
+		results := make([]store.Result, 0, perStep+1)
 		for _, j := range jobs {
-			starts = append(starts, store.Start{Occurrence: firstAttempt(j), DueAt: now})
+			results = append(results, outcome(firstAttempt(j), job.RunCompleted, now))
 		}
-		starts = append(starts, store.Start{Occurrence: job.Occurrence{JobID: active.ID, ScheduledFor: now, Attempt: 1}, DueAt: now})
-		started, err := b.st.StartRuns(b.ctx, starts, now, time.Second)
-		require.NoError(t, err)
-		require.Len(t, started, perStep+1, "step %d", s)
-		results := make([]store.Result, len(starts))
-		for i, st := range starts {
-			results[i] = store.Result{Occurrence: st.Occurrence, Status: job.RunCompleted, FinishedAt: now}
-		}
-		require.NoError(t, b.st.FinishRuns(b.ctx, results, now))
+		occ := job.Occurrence{JobID: active.ID, ScheduledFor: now, Attempt: 1}.Route(active.Owner, active.Payload)
+		results = append(results, outcome(occ, job.RunCompleted, now))
+		require.NoError(t, b.st.FinishRuns(b.ctx, results, now), "step %d", s)
 		lastFinished = lastFinished[:0]
 		for _, j := range jobs {
 			lastFinished = append(lastFinished, j.ID)
@@ -125,15 +119,9 @@ func TestRetentionPerJob(t *testing.T) {
 	start := now
 	finish := func(jobs ...*job.Job) {
 		t.Helper()
-		starts := make([]store.Start, len(jobs))
+		results := make([]store.Result, len(jobs))
 		for i, j := range jobs {
-			starts[i] = store.Start{Occurrence: firstAttempt(j), DueAt: now}
-		}
-		_, err := b.st.StartRuns(b.ctx, starts, now, time.Second)
-		require.NoError(t, err)
-		results := make([]store.Result, len(starts))
-		for i, st := range starts {
-			results[i] = store.Result{Occurrence: st.Occurrence, Status: job.RunCompleted, FinishedAt: now}
+			results[i] = outcome(firstAttempt(j), job.RunCompleted, now)
 		}
 		require.NoError(t, b.st.FinishRuns(b.ctx, results, now))
 	}

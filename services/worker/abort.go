@@ -80,10 +80,17 @@ func (a *attempts) abort(req queue.AbortRequest) int {
 	return n
 }
 
-// watchAborts polls for abort requests until ctx ends and stops the attempts
-// they name. A request is acted on once; requests older than the consumer
-// are not looked at, since no attempt of this worker started before them.
-func (c *Consumer) watchAborts(ctx context.Context) {
+// abortWatcher stops the attempts abort requests name.
+type abortWatcher struct {
+	w        *Worker
+	attempts *attempts
+}
+
+// run polls for abort requests until ctx ends and stops the attempts they
+// name. A request is acted on once; requests older than the worker are not
+// looked at, since no attempt of this worker started before them.
+func (a *abortWatcher) run(ctx context.Context) {
+	c := a.w
 	t := time.NewTicker(abortPoll)
 	defer t.Stop()
 	since := c.Clock().Add(-abortPoll)
@@ -112,7 +119,7 @@ func (c *Consumer) watchAborts(ctx context.Context) {
 				continue
 			}
 			seen[req] = true
-			if n := c.attempts.abort(req); n > 0 {
+			if n := a.attempts.abort(req); n > 0 {
 				c.Log.Info("attempts_aborted", zap.Int("attempts", n), zap.Stringer("job_id", req.Job),
 					zap.Stringer("owner", req.Owner), zap.Stringer("actor", req.Actor))
 			}

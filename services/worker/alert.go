@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -28,44 +29,44 @@ const alertTimeout = 10 * time.Second
 // permanently_failed from the outcomes, recovered from a completed attempt
 // whose job's previous attempt failed (one query for the batch, only when
 // some job asks for it), and paused for the jobs autoPause paused.
-func (c *Consumer) alert(ctx context.Context, batch []result, results []store.Result, paused []uuid.UUID) {
+func (c *completer) alert(ctx context.Context, batch []*item, results []store.Result, paused []uuid.UUID) {
 	var recovering []job.Occurrence
-	for i, r := range batch {
-		n := r.started.Notify
+	for i, it := range batch {
+		n := it.job.Notify
 		switch results[i].Status {
 		case job.RunFailed:
 			if n.Wants(job.NotifyFailed) {
-				c.sendAlert(r.started, job.NotifyFailed, results[i])
+				c.sendAlert(it, job.NotifyFailed, results[i])
 			}
 		case job.RunPermanentlyFailed:
 			if n.Wants(job.NotifyPermanentlyFailed) {
-				c.sendAlert(r.started, job.NotifyPermanentlyFailed, results[i])
+				c.sendAlert(it, job.NotifyPermanentlyFailed, results[i])
 			}
 		case job.RunCompleted:
 			if n.Wants(job.NotifyRecovered) {
-				recovering = append(recovering, r.msg.Occurrence)
+				recovering = append(recovering, it.msg.Occurrence)
 			}
 		}
 	}
 	if len(recovering) > 0 {
-		prev, err := c.Store.PreviousOutcomes(ctx, recovering)
+		prev, err := c.w.Store.PreviousOutcomes(ctx, recovering)
 		if err != nil {
-			c.Log.Warn("alert_lookup_failed", zap.Int("runs", len(recovering)), zap.Error(err))
-			c.Metrics.Alerts.WithLabelValues(string(job.NotifyRecovered), "failed").Add(float64(len(recovering)))
+			c.w.Log.Warn("alert_lookup_failed", zap.Int("runs", len(recovering)), zap.Error(err))
+			c.w.Metrics.Alerts.WithLabelValues(string(job.NotifyRecovered), "failed").Add(float64(len(recovering)))
 		}
-		for i, r := range batch {
-			if results[i].Status != job.RunCompleted || !r.started.Notify.Wants(job.NotifyRecovered) {
+		for i, it := range batch {
+			if results[i].Status != job.RunCompleted || !it.job.Notify.Wants(job.NotifyRecovered) {
 				continue
 			}
-			if st := prev[r.msg.Occurrence.Member()]; st == job.RunFailed || st == job.RunPermanentlyFailed {
-				c.sendAlert(r.started, job.NotifyRecovered, results[i])
+			if st := prev[it.msg.Occurrence.Member()]; st == job.RunFailed || st == job.RunPermanentlyFailed {
+				c.sendAlert(it, job.NotifyRecovered, results[i])
 			}
 		}
 	}
 	for _, id := range paused {
-		for i, r := range batch {
-			if r.started.Run.JobID == id && r.started.Notify.Wants(job.NotifyPaused) {
-				c.sendAlert(r.started, job.NotifyPaused, results[i])
+		for i, it := range batch {
+			if it.msg.Occurrence.JobID == id && it.job.Notify.Wants(job.NotifyPaused) {
+				c.sendAlert(it, job.NotifyPaused, results[i])
 				break
 			}
 		}
@@ -74,49 +75,50 @@ func (c *Consumer) alert(ctx context.Context, batch []result, results []store.Re
 
 // sendAlert delivers one alert on its own goroutine, or drops it when
 // maxAlerts are in flight.
-func (c *Consumer) sendAlert(st store.Started, e job.NotifyEvent, res store.Result) {
+func (c *completer) sendAlert(it *item, e job.NotifyEvent, res store.Result) {
+	w, aj, occ := c.w, it.job, it.msg.Occurrence
 	a := jobtype.Alert{Event: e, At: res.FinishedAt.UTC(),
-		Job: jobtype.AlertJob{ID: st.Run.JobID, Name: st.Name, Type: st.Type},
-		Run: jobtype.AlertRun{ScheduledFor: st.Run.ScheduledFor, Attempt: st.Run.Attempt, Status: res.Status, Error: res.Error}}
-	t, payload, err := jobtype.AlertTask(st.Notify, a)
+		Job: jobtype.AlertJob{ID: occ.JobID, Name: aj.Name, Type: aj.Type},
+		Run: jobtype.AlertRun{ScheduledFor: occ.ScheduledFor, Attempt: occ.Attempt, Status: res.Status, Error: res.Error}}
+	t, payload, err := jobtype.AlertTask(aj.Notify, a)
 	if err != nil {
-		c.Log.Warn("alert_unbuildable", zap.String("job_id", st.Run.JobID.String()), zap.Error(err))
-		c.Metrics.Alerts.WithLabelValues(string(e), "failed").Inc()
+		w.Log.Warn("alert_unbuildable", zap.String("job_id", occ.JobID.String()), zap.Error(err))
+		w.Metrics.Alerts.WithLabelValues(string(e), "failed").Inc()
 		return
 	}
-	if st.SecretsErr != nil {
-		c.Log.Error("alert_secrets_unavailable", zap.String("job_id", st.Run.JobID.String()), zap.String("event", string(e)), zap.Error(st.SecretsErr))
-		c.Metrics.Alerts.WithLabelValues(string(e), "failed").Inc()
+	if aj.SecretsErr != nil {
+		w.Log.Error("alert_secrets_unavailable", zap.String("job_id", occ.JobID.String()), zap.String("event", string(e)), zap.Error(aj.SecretsErr))
+		w.Metrics.Alerts.WithLabelValues(string(e), "failed").Inc()
 		return
 	}
-	if st.SigningErr != nil {
-		c.Log.Error("alert_not_signed", zap.String("job_id", st.Run.JobID.String()), zap.String("event", string(e)), zap.Error(st.SigningErr))
-		c.Metrics.Alerts.WithLabelValues(string(e), "failed").Inc()
+	if aj.SigningErr != nil {
+		w.Log.Error("alert_not_signed", zap.String("job_id", occ.JobID.String()), zap.String("event", string(e)), zap.Error(aj.SigningErr))
+		w.Metrics.Alerts.WithLabelValues(string(e), "failed").Inc()
 		return
 	}
 	select {
 	case c.alerts <- struct{}{}:
 	default:
-		c.Log.Warn("alert_dropped", zap.String("job_id", st.Run.JobID.String()), zap.String("event", string(e)))
-		c.Metrics.Alerts.WithLabelValues(string(e), "dropped").Inc()
+		w.Log.Warn("alert_dropped", zap.String("job_id", occ.JobID.String()), zap.String("event", string(e)))
+		w.Metrics.Alerts.WithLabelValues(string(e), "dropped").Inc()
 		return
 	}
-	task := jobtype.Task{JobID: st.Run.JobID, Owner: st.Run.Owner, Name: st.Name, Type: t,
-		ScheduledFor: st.Run.ScheduledFor, Attempt: st.Run.Attempt,
-		Key: "alert/" + string(e) + "/" + st.Run.ID.String(), Payload: payload, Timeout: alertTimeout,
-		SigningSecret: st.SigningSecret, PreviousSigningSecret: st.PreviousSigningSecret}
+	task := jobtype.Task{JobID: occ.JobID, Owner: aj.Owner, Name: aj.Name, Type: t,
+		ScheduledFor: occ.ScheduledFor, Attempt: occ.Attempt,
+		Key: "alert/" + string(e) + "/" + occ.Key() + "/" + strconv.Itoa(occ.Attempt), Payload: payload, Timeout: alertTimeout,
+		SigningSecret: aj.SigningSecret, PreviousSigningSecret: aj.PreviousSigningSecret}
 	go func() {
 		defer func() { <-c.alerts }()
 		ctx, cancel := context.WithTimeout(context.Background(), alertTimeout)
 		defer cancel()
-		out := c.Runner.Execute(ctx, task)
+		out := w.Runner.Execute(ctx, task)
 		if !out.OK {
 			// The error names the destination's answer, not its URL.
-			c.Log.Warn("alert_failed", zap.String("job_id", st.Run.JobID.String()), zap.String("event", string(e)),
+			w.Log.Warn("alert_failed", zap.String("job_id", occ.JobID.String()), zap.String("event", string(e)),
 				zap.Int("status_code", out.StatusCode))
-			c.Metrics.Alerts.WithLabelValues(string(e), "failed").Inc()
+			w.Metrics.Alerts.WithLabelValues(string(e), "failed").Inc()
 			return
 		}
-		c.Metrics.Alerts.WithLabelValues(string(e), "sent").Inc()
+		w.Metrics.Alerts.WithLabelValues(string(e), "sent").Inc()
 	}()
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
@@ -58,18 +59,31 @@ func histogramCount(t *testing.T, h prometheus.Histogram) int {
 	return int(m.GetHistogram().GetSampleCount())
 }
 
-// start begins attempts the way another worker would: a running row leased
-// until now + timeout + margin.
-func (b *bundle) start(t *testing.T, now time.Time, margin time.Duration, occs ...job.Occurrence) []store.Started {
+// start begins attempts the way another worker would: leased in Redis
+// until now + lease.
+func (b *bundle) start(t *testing.T, now time.Time, lease time.Duration, occs ...job.Occurrence) []queue.Lease {
 	t.Helper()
-	reqs := make([]store.Start, len(occs))
+	starts := make([]queue.Start, len(occs))
 	for i, o := range occs {
-		reqs[i] = store.Start{Occurrence: o, DueAt: o.ScheduledFor}
+		starts[i] = queue.Start{Generation: o.Generation, Lease: queue.Lease{Occurrence: o, Worker: "another-worker",
+			StartedAt: now, Until: now.Add(lease), DueAt: o.ScheduledFor, Entry: "0-1", Member: o.Member()}}
 	}
-	started, err := b.st.StartRuns(b.ctx, reqs, now, margin)
+	answers, err := b.q.Start(b.ctx, starts, now, store.OverlapWaitKept)
 	require.NoError(t, err)
-	require.Len(t, started, len(occs))
-	return started
+	leases := make([]queue.Lease, len(occs))
+	for i, a := range answers {
+		require.Equal(t, queue.StartRun, a, "attempt %d was not leased", i)
+		leases[i] = starts[i].Lease
+	}
+	return leases
+}
+
+// leases returns the attempts of job id running, as Redis holds them.
+func (b *bundle) leases(t *testing.T, id uuid.UUID) []queue.Lease {
+	t.Helper()
+	ls, err := b.queue.Running(b.ctx, id)
+	require.NoError(t, err)
+	return ls
 }
 
 func TestConsumer(t *testing.T) {
@@ -250,7 +264,7 @@ func TestConsumer(t *testing.T) {
 		testenv.GoRun(t, b.consumer(jobtype.NewRegistry(jobtype.Deps{Client: client})).Run)
 		b.untilSettled(t, 10*time.Second, func() bool {
 			runs := b.runs(t, j.ID)
-			return len(runs) == 1 && runs[0].Status != job.RunRunning
+			return len(runs) == 1
 		}, "the attempt was not recorded")
 		runs := b.runs(t, j.ID)
 		require.Equal(t, job.RunFailed, runs[0].Status, "error: %s", runs[0].Error)
@@ -264,7 +278,7 @@ func TestConsumer(t *testing.T) {
 		b := setup(t)
 		j := b.claimedJob()
 		b.create(t, j)
-		_, err := b.st.CancelJob(b.ctx, owner, j.ID, time.Now(), store.Audit{})
+		_, err := b.st.CancelJob(b.ctx, owner, j.ID, time.Now(), store.Audit{}, nil)
 		require.NoError(t, err)
 		require.Equal(t, 1, b.publish(t), "the member was still in the due set")
 
@@ -313,7 +327,7 @@ func TestConsumer(t *testing.T) {
 		require.Equal(t, len(jobs), b.publish(t))
 
 		r := holding()
-		testenv.GoRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch = 4, 4 }).Run)
+		testenv.GoRun(t, b.consumer(r, func(c *Worker) { c.Concurrency, c.Batch = 4, 4 }).Run)
 		testenv.WaitUntil(t, 10*time.Second, func() bool { running, _ := r.concurrency(); return running == 4 }, "four attempts did not start")
 
 		// The worker holds no more entries than it runs: the others stay
@@ -354,7 +368,7 @@ func TestConsumer(t *testing.T) {
 		require.Equal(t, len(jobs), b.publish(t))
 
 		r := newRunner()
-		testenv.GoRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch = 1, 1 }).Run)
+		testenv.GoRun(t, b.consumer(r, func(c *Worker) { c.Concurrency, c.Batch = 1, 1 }).Run)
 		testenv.WaitUntil(t, 10*time.Second, func() bool { return r.calls() == len(jobs) }, "not every job ran")
 
 		var got []int
@@ -381,14 +395,13 @@ func TestConsumer(t *testing.T) {
 		// One slot and batches of one: once next has run, the copy before it
 		// has been handled.
 		r := newRunner()
-		testenv.GoRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch = 1, 1 }).Run)
+		testenv.GoRun(t, b.consumer(r, func(c *Worker) { c.Concurrency, c.Batch = 1, 1 }).Run)
 		b.untilSettled(t, 10*time.Second, func() bool { return b.finished(t, next) != "" && b.streamLen(t) == 1 }, "next did not run")
 
 		require.Equal(t, 1, r.calls(), "the leased attempt does not run twice")
 		require.EqualValues(t, 1, b.pending(t), "the copy stays pending for the worker that holds the lease")
-		runs := b.runs(t, leased.ID)
-		require.Len(t, runs, 1)
-		require.Equal(t, job.RunRunning, runs[0].Status)
+		require.Empty(t, b.runs(t, leased.ID), "nothing is recorded")
+		require.Len(t, b.leases(t, leased.ID), 1, "the other worker's lease stands")
 	})
 }
 
@@ -403,7 +416,7 @@ func TestConsumerShutdown(t *testing.T) {
 		require.Equal(t, 2, b.publish(t))
 
 		r := holding()
-		cancel, done := testenv.GoRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch, c.Grace = 1, 1, 10*time.Second }).Run)
+		cancel, done := testenv.GoRun(t, b.consumer(r, func(c *Worker) { c.Concurrency, c.Batch, c.Grace = 1, 1, 10*time.Second }).Run)
 		testenv.WaitUntil(t, 10*time.Second, func() bool { return r.calls() == 1 }, "no attempt started")
 		cancel()
 		r.let(t, 1)
@@ -435,7 +448,7 @@ func TestConsumerShutdown(t *testing.T) {
 
 		const grace = 300 * time.Millisecond
 		r := holding() // never let go: the task returns only when abandoned
-		cancel, done := testenv.GoRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch, c.Grace = 1, 1, grace }).Run)
+		cancel, done := testenv.GoRun(t, b.consumer(r, func(c *Worker) { c.Concurrency, c.Batch, c.Grace = 1, 1, grace }).Run)
 		testenv.WaitUntil(t, 10*time.Second, func() bool { return r.calls() == 1 }, "the attempt did not start")
 		stopped := time.Now()
 		cancel()
@@ -446,9 +459,8 @@ func TestConsumerShutdown(t *testing.T) {
 		abandoned := r.abandoned
 		r.mu.Unlock()
 		require.Equal(t, 1, abandoned, "the attempt's context ended")
-		runs := b.runs(t, j.ID)
-		require.Len(t, runs, 1)
-		require.Equal(t, job.RunRunning, runs[0].Status, "nothing is recorded, so another worker takes the attempt over")
+		require.Empty(t, b.runs(t, j.ID), "nothing is recorded, so another worker takes the attempt over")
+		require.Len(t, b.leases(t, j.ID), 1, "its lease runs out on its own")
 		require.Equal(t, job.StatusScheduled, b.job(t, j.ID).Status)
 		require.EqualValues(t, 1, b.pending(t), "the entry stays pending for reclaim")
 		require.Equal(t, 1, b.logs.FilterMessage("shutdown_grace_expired_abandoning_attempts").Len())
@@ -469,7 +481,7 @@ func TestConsumerReclaim(t *testing.T) {
 		require.Len(t, res[0].Messages, 1)
 		require.EqualValues(t, 1, b.pending(t))
 	}
-	withVisibility := func(c *Consumer) { c.Visibility = time.Second }
+	withVisibility := func(c *Worker) { c.Visibility = time.Second }
 
 	t.Run("RunsEntryLeftPendingByDeadConsumer", func(t *testing.T) {
 		t.Parallel()
@@ -511,8 +523,8 @@ func TestConsumerReclaim(t *testing.T) {
 		b.create(t, j)
 		b.publish(t)
 		readAsDead(t, b)
-		// It died mid-attempt: the run is running, leased for 100 ms.
-		dead := b.start(t, time.Now(), 0, firstAttempt(j))
+		// It died mid-attempt: the attempt is leased, for 100 ms.
+		b.start(t, time.Now(), 100*time.Millisecond, firstAttempt(j))
 
 		r := newRunner()
 		testenv.GoRun(t, b.consumer(r, withVisibility).Run)
@@ -520,7 +532,7 @@ func TestConsumerReclaim(t *testing.T) {
 		require.Equal(t, 1, r.calls())
 		runs := b.runs(t, j.ID)
 		require.Len(t, runs, 1)
-		require.Equal(t, dead[0].Run.ID, runs[0].ID, "the same run row, re-leased")
 		require.Equal(t, job.RunCompleted, runs[0].Status)
+		require.Empty(t, b.leases(t, j.ID), "the lease taken over ended with the outcome")
 	})
 }

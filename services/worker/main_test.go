@@ -67,8 +67,8 @@ func setupShards(t *testing.T, n int) *bundle {
 
 // consumer returns a Consumer on b with settings fast enough for tests,
 // changed by mods.
-func (b *bundle) consumer(r Runner, mods ...func(*Consumer)) *Consumer {
-	c := &Consumer{
+func (b *bundle) consumer(r Runner, mods ...func(*Worker)) *Worker {
+	c := &Worker{
 		Store: b.st, Queue: b.queue, Runner: r, Log: b.log, Clock: time.Now,
 		Name: "consumer-" + job.NewID().String()[24:], Concurrency: 4, Batch: 4, Block: 50 * time.Millisecond,
 		Visibility: 30 * time.Second, LeaseMargin: time.Second, MaxDeliveries: 10,

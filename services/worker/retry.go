@@ -71,10 +71,10 @@ func pgCode(err error) string {
 
 // backoff is the delay before attempt+1: exponential from the base, capped,
 // with full jitter over its upper half so retries of a burst spread out.
-func (c *Consumer) backoff(attempt int) time.Duration {
-	d := c.BackoffBase << min(attempt-1, 30)
-	if d <= 0 || d > c.BackoffMax {
-		d = c.BackoffMax
+func (w *Worker) backoff(attempt int) time.Duration {
+	d := w.BackoffBase << min(attempt-1, 30)
+	if d <= 0 || d > w.BackoffMax {
+		d = w.BackoffMax
 	}
 	half := d / 2
 	return half + time.Duration(rand.Int64N(int64(half)+1))

@@ -67,8 +67,8 @@ func run(ctx context.Context) error {
 	brokers := jobtype.NewBrokers(cfg.Targets)
 	defer brokers.Close()
 	runner := jobtype.NewRegistry(jobtype.Deps{Client: outbound.NewClient(cfg.Targets), Version: version, Email: cfg.SMTP, Brokers: brokers})
-	consumer := &Consumer{
-		Store: st, Queue: q, Runner: runner, Log: log.Named("consumer"), Clock: time.Now,
+	worker := &Worker{
+		Store: st, Queue: q, Runner: runner, Log: log.Named("worker"), Clock: time.Now,
 		Name: name, Concurrency: cfg.Concurrency, Batch: cfg.Batch, Block: cfg.Block, Visibility: cfg.Visibility,
 		LeaseMargin: cfg.LeaseMargin, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Grace: cfg.Grace,
 		MisfireThreshold: cfg.MisfireThreshold, AutoPauseAfter: cfg.AutoPause, MaxDeliveries: cfg.MaxDeliveries,
@@ -97,7 +97,7 @@ func run(ctx context.Context) error {
 			defer close(beat)
 			heartbeat(cctx, q.Home(), name, cfg.Concurrency, time.Now, log.Named("heartbeat"))
 		}()
-		consumer.Run(cctx)
+		worker.Run(cctx)
 		<-beat
 	}()
 	log.Info("worker_started", zap.String("consumer", name), zap.String("metrics_addr", cfg.MetricsAddr),

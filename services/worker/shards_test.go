@@ -42,7 +42,7 @@ func TestConsumerShards(t *testing.T) {
 			}
 			return jobtype.Outcome{OK: true, StatusCode: 200}
 		}
-		testenv.GoRun(t, b.consumer(r, func(c *Consumer) { c.Concurrency, c.Batch = 8, 8 }).Run)
+		testenv.GoRun(t, b.consumer(r, func(c *Worker) { c.Concurrency, c.Batch = 8, 8 }).Run)
 		testenv.WaitUntil(t, 15*time.Second, func() bool {
 			for _, j := range jobs {
 				if b.finished(t, j) == "" {

@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tockhq/tock/pkg/job"
-	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/pkg/telemetry"
 )
 
@@ -25,31 +24,32 @@ const attemptSpan = "tock.attempt"
 // the delivery; a recurring job's attempt begins a trace of its own, or one
 // trace would gather every occurrence for as long as the job lives. A job
 // created untraced gets a new trace and no link.
-func (c *Consumer) startAttempt(ctx context.Context, st store.Started, start time.Time) (context.Context, trace.Span) {
+func (w *Worker) startAttempt(ctx context.Context, it *item, start time.Time) (context.Context, trace.Span) {
+	occ := it.msg.Occurrence
 	opts := []trace.SpanStartOption{
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithTimestamp(start),
 		trace.WithAttributes(
-			telemetry.JobID.String(st.Run.JobID.String()),
-			telemetry.RunID.String(st.Run.ID.String()),
-			telemetry.Attempt.Int(st.Run.Attempt),
-			telemetry.JobType.String(string(st.Type)),
-			telemetry.OwnerID.String(st.Run.Owner.String()),
-			telemetry.ScheduledFor.String(st.Run.ScheduledFor.Format(time.RFC3339Nano)),
-			telemetry.LatenessMS.Int64(st.Run.Lateness().Milliseconds()),
+			telemetry.JobID.String(occ.JobID.String()),
+			telemetry.RunID.String(it.run.String()),
+			telemetry.Attempt.Int(occ.Attempt),
+			telemetry.JobType.String(string(it.job.Type)),
+			telemetry.OwnerID.String(it.job.Owner.String()),
+			telemetry.ScheduledFor.String(occ.ScheduledFor.Format(time.RFC3339Nano)),
+			telemetry.LatenessMS.Int64(start.Sub(it.msg.DueAt).Milliseconds()),
 		),
 	}
-	created := telemetry.ParseTraceParent(st.TraceParent)
+	created := telemetry.ParseTraceParent(it.job.TraceParent)
 	if created.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: created,
 			Attributes: []attribute.KeyValue{telemetry.Link.String("creation")}}))
 	}
-	if created.IsValid() && len(st.Schedule) == 0 {
+	if created.IsValid() && len(it.job.Schedule) == 0 {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, created)
 	} else {
 		opts = append(opts, trace.WithNewRoot())
 	}
-	return c.Tracer.Start(ctx, attemptSpan, opts...)
+	return w.Tracer.Start(ctx, attemptSpan, opts...)
 }
 
 // endAttempt ends an attempt's span at end with the status it is recorded

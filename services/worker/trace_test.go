@@ -14,6 +14,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobtype"
+	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/pkg/telemetry"
 	"github.com/tockhq/tock/pkg/testenv"
@@ -61,7 +62,7 @@ func TestTracing(t *testing.T) {
 			}
 			return jobtype.Outcome{OK: true, StatusCode: 200}
 		}
-		testenv.GoRun(t, b.consumer(r, func(c *Consumer) { c.Tracer = tracer }).Run)
+		testenv.GoRun(t, b.consumer(r, func(c *Worker) { c.Tracer = tracer }).Run)
 		b.untilSettled(t, 10*time.Second, func() bool {
 			return b.finished(t, ok) != "" && b.finished(t, bad) != "" && b.finished(t, untraced) != ""
 		}, "the jobs did not finish")
@@ -110,10 +111,11 @@ func TestTracing(t *testing.T) {
 	t.Run("RecurringAttemptStartsItsOwnTraceLinkedToCreation", func(t *testing.T) {
 		t.Parallel()
 		tracer, rec := recorder(t)
-		c := &Consumer{Tracer: tracer}
-		st := store.Started{Run: job.Run{JobID: job.NewID(), Owner: owner, Attempt: 1, ScheduledFor: time.Now()},
-			Type: jobtype.TypePing, Schedule: json.RawMessage(`{"cron":"* * * * *"}`), TraceParent: telemetry.TraceParent(creation)}
-		_, span := c.startAttempt(t.Context(), st, time.Now())
+		c := &Worker{Tracer: tracer}
+		it := &item{msg: queue.Message{Occurrence: job.Occurrence{JobID: job.NewID(), Attempt: 1, ScheduledFor: time.Now()}, DueAt: time.Now()},
+			run: job.NewID(), job: &store.AttemptJob{Owner: owner, Type: jobtype.TypePing,
+				Schedule: json.RawMessage(`{"cron":"* * * * *"}`), TraceParent: telemetry.TraceParent(creation)}}
+		_, span := c.startAttempt(t.Context(), it, time.Now())
 		endAttempt(span, job.RunCompleted, 200, time.Now())
 		s := rec.Ended()[0]
 		require.False(t, s.Parent().IsValid())

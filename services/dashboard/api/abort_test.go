@@ -14,15 +14,6 @@ import (
 	"github.com/tockhq/tock/services/dashboard/apierr"
 )
 
-// running records an attempt of j as running, as a worker's start does.
-func (b *bundle) running(t *testing.T, j api.Job, at time.Time) {
-	t.Helper()
-	_, err := b.store.Pool().Exec(t.Context(), `INSERT INTO job_runs
-    (job_id, scheduled_for, attempt, status, id, owner_id, due_at, started_at, lease_until)
-VALUES ($1, $2::timestamptz, 1, 'running', gen_random_uuid(), $3, $2::timestamptz, $2::timestamptz, $2::timestamptz + interval '1 hour')`, j.ID, at, j.Owner)
-	require.NoError(t, err)
-}
-
 func TestAbortJob(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -30,7 +21,8 @@ func TestAbortJob(t *testing.T) {
 	t.Run("StopsRunningAttemptsAndCancelsAOneOffJob", func(t *testing.T) {
 		t.Parallel()
 		j := b.create(t, "hanging", b.now.Add(time.Second))
-		b.running(t, j, j.RunAt.Time)
+		occ := b.occurrence(j)
+		b.running(t, occ, j.RunAt.Time, j.RunAt.Time)
 		rec := b.do(t, http.MethodPost, "/api/v1/jobs/"+j.ID.String()+"/abort", nil)
 		require.Equal(t, http.StatusAccepted, rec.Code, rec.Body.String())
 		got := decode[api.Aborted](t, rec)
@@ -46,6 +38,9 @@ func TestAbortJob(t *testing.T) {
 		require.Equal(t, job.StatusCancelled, b.stored(t, j.ID).Status)
 		audit := decode[api.AuditList](t, b.do(t, http.MethodGet, "/api/v1/audit?action=job.abort&job="+j.ID.String(), nil))
 		require.Len(t, audit.Entries, 1)
+		// The job is fenced in Redis: its retry, planned under the
+		// generation the abort left behind, does not start.
+		require.Equal(t, queue.StartFenced, b.start(t, lease(occ.Next(), b.now, b.now.Add(time.Second))))
 	})
 
 	t.Run("NothingRunningIs409", func(t *testing.T) {
@@ -59,7 +54,7 @@ func TestAbortJob(t *testing.T) {
 	t.Run("AnotherUsersJobIs404", func(t *testing.T) {
 		t.Parallel()
 		j := b.create(t, "admin's", b.now.Add(time.Second))
-		b.running(t, j, j.RunAt.Time)
+		b.running(t, b.occurrence(j), j.RunAt.Time, j.RunAt.Time)
 		u := b.user(t, "nosy", "user", nil)
 		requireError(t, b.as(t, u, http.MethodPost, "/api/v1/jobs/"+j.ID.String()+"/abort", nil), http.StatusNotFound, apierr.CodeNotFound)
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/dashboard/api"
 	"github.com/tockhq/tock/services/dashboard/apierr"
@@ -495,10 +496,10 @@ func TestPatchJob(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		j := b.create(t, "busy", b.now.Add(2*time.Second))
-		_, err := b.store.StartRuns(t.Context(), []store.Start{{Occurrence: firstAttempt(j, 0), DueAt: j.RunAt.Time}}, j.RunAt.Time, time.Second)
-		require.NoError(t, err)
+		b.running(t, firstAttempt(j, 0), j.RunAt.Time, j.RunAt.Time)
 		requireError(t, b.do(t, http.MethodPatch, path(j, ""), map[string]any{"delay": "1h"}), http.StatusConflict, apierr.CodeConflict)
 		require.True(t, j.RunAt.Equal(b.stored(t, j.ID).RunAt))
+		require.Zero(t, b.stored(t, j.ID).Generation)
 	})
 
 	t.Run("RejectsInvalid", func(t *testing.T) {
@@ -631,12 +632,8 @@ func TestCancelRecurring(t *testing.T) {
 		b := setup(t)
 		j := b.post(t, recurring("tick", map[string]any{"cron": "*/10 * * * * *"}))
 		first := job.Occurrence{JobID: j.ID, ScheduledFor: j.NextRunAt.Time, Attempt: 1}.Route(j.Owner, j.Payload)
-		started, err := b.store.StartRuns(t.Context(), []store.Start{{Occurrence: first, DueAt: first.ScheduledFor}}, first.ScheduledFor, time.Second)
-		require.NoError(t, err)
-		require.Len(t, started, 1)
-		require.NoError(t, b.store.FinishRuns(t.Context(), []store.Result{{
-			Occurrence: first, Status: job.RunCompleted, FinishedAt: first.ScheduledFor.Add(time.Millisecond),
-		}}, first.ScheduledFor.Add(time.Millisecond)))
+		b.finish(t, store.Result{Occurrence: first, Status: job.RunCompleted, DueAt: first.ScheduledFor, StartedAt: first.ScheduledFor,
+			FinishedAt: first.ScheduledFor.Add(time.Millisecond)})
 
 		require.Equal(t, http.StatusNoContent, b.do(t, http.MethodDelete, path(j, ""), nil).Code)
 		got := decode[api.Job](t, b.do(t, http.MethodGet, path(j, ""), nil))
@@ -644,6 +641,29 @@ func TestCancelRecurring(t *testing.T) {
 		require.True(t, got.NextRunAt.IsZero())
 		rec := b.do(t, http.MethodGet, path(j, "/next"), nil)
 		require.JSONEq(t, `{"next": []}`, rec.Body.String())
+	})
+
+	t.Run("WhileAnAttemptRunsIs204AndFences", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.post(t, recurring("tick", map[string]any{"cron": "*/10 * * * * *"}))
+		gen := b.stored(t, j.ID).Generation
+		first := job.Occurrence{JobID: j.ID, ScheduledFor: j.NextRunAt.Time, Attempt: 1, Generation: gen}.Route(j.Owner, j.Payload)
+		b.running(t, first, first.ScheduledFor, first.ScheduledFor)
+
+		require.Equal(t, http.StatusNoContent, b.do(t, http.MethodDelete, path(j, ""), nil).Code)
+		got := decode[api.Job](t, b.do(t, http.MethodGet, path(j, ""), nil))
+		require.Equal(t, job.StatusCancelled, got.Status)
+		require.True(t, got.NextRunAt.IsZero())
+		require.NotNil(t, got.LastRun)
+		require.Equal(t, job.RunRunning, got.LastRun.Status, "the attempt running is left to finish")
+		require.Greater(t, b.stored(t, j.ID).Generation, gen)
+
+		// An entry planned before the cancel, read by a worker under the old
+		// generation, is fenced: it does not start.
+		next := first
+		next.ScheduledFor = first.ScheduledFor.Add(10 * time.Second)
+		require.Equal(t, queue.StartFenced, b.start(t, lease(next, next.ScheduledFor, next.ScheduledFor)))
 	})
 }
 

@@ -187,6 +187,47 @@ func (b *bundle) occurrence(j api.Job) job.Occurrence {
 	return job.Occurrence{JobID: j.ID, ScheduledFor: j.RunAt.Time, Attempt: 1, Priority: j.Priority}.Route(j.Owner, j.Payload)
 }
 
+// running starts attempt o (routed, so that its member names its owner) as
+// a worker does: its lease, from startedAt for an hour, goes into its job's
+// run hash in Redis, where attempts in flight live; Postgres holds nothing
+// of it until its outcome.
+func (b *bundle) running(t *testing.T, o job.Occurrence, dueAt, startedAt time.Time) queue.Lease {
+	t.Helper()
+	l := lease(o, dueAt, startedAt)
+	require.Equal(t, queue.StartRun, b.start(t, l), "attempt %s is leased", o.Member())
+	return l
+}
+
+// lease is the lease a worker asks for to start attempt o, due at dueAt,
+// at startedAt, for an hour.
+func lease(o job.Occurrence, dueAt, startedAt time.Time) queue.Lease {
+	return queue.Lease{Occurrence: o, Worker: "worker-1", Run: job.NewID(), StartedAt: startedAt, Until: startedAt.Add(time.Hour),
+		DueAt: dueAt, Entry: "0-1", Member: o.Member()}
+}
+
+// start asks to lease l as a worker does that read its job at the
+// generation of l's occurrence, and returns the start script's answer
+// (queue.StartRun, queue.StartFenced, ...).
+func (b *bundle) start(t *testing.T, l queue.Lease) int {
+	t.Helper()
+	q := queue.New(b.rdb, b.keys.Prefix, 1)
+	got, err := q.Of(l.Occurrence.JobID).Start(t.Context(), []queue.Start{{Generation: l.Occurrence.Generation, Lease: l}},
+		l.StartedAt, store.OverlapWaitKept)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	return got[0]
+}
+
+// finish records outcomes as a worker does: each attempt's one row in
+// Postgres, owned by its occurrence's owner.
+func (b *bundle) finish(t *testing.T, results ...store.Result) {
+	t.Helper()
+	for i := range results {
+		results[i].Owner = results[i].Occurrence.Owner
+	}
+	require.NoError(t, b.store.FinishRuns(t.Context(), results, results[0].FinishedAt))
+}
+
 // wireTime matches TimeFormat: UTC with milliseconds.
 var wireTime = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
 
@@ -525,17 +566,27 @@ func TestCancelJob(t *testing.T) {
 		requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil), http.StatusConflict, apierr.CodeConflict)
 	})
 
-	t.Run("StartedJobIs409", func(t *testing.T) {
+	t.Run("RunningOneOffIs409AndChangesNothing", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		j := b.create(t, "busy", b.now.Add(2*time.Second))
-		started, err := b.store.StartRuns(t.Context(), []store.Start{{Occurrence: b.occurrence(j), DueAt: j.RunAt.Time}}, j.RunAt.Add(10*time.Millisecond), time.Second)
-		require.NoError(t, err)
-		require.Len(t, started, 1)
+		occ := b.occurrence(j)
+		b.running(t, occ, j.RunAt.Time, j.RunAt.Add(10*time.Millisecond))
 
 		requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil), http.StatusConflict, apierr.CodeConflict)
+		stored := b.stored(t, j.ID)
+		require.Equal(t, job.StatusScheduled, stored.Status)
+		require.Zero(t, stored.Generation, "the job did not move to a new generation")
 		got := decode[api.Job](t, b.do(t, http.MethodGet, "/api/v1/jobs/"+j.ID.String(), nil))
 		require.Equal(t, job.StatusScheduled, got.Status)
+		require.NotNil(t, got.LastRun)
+		require.Equal(t, job.RunRunning, got.LastRun.Status, "its attempt still runs")
+		require.NoError(t, b.rdb.ZScore(t.Context(), b.keys.Due(), occ.Member()).Err(), "its member stays")
+		audit := decode[api.AuditList](t, b.do(t, http.MethodGet, "/api/v1/audit?action=job.cancel&job="+j.ID.String(), nil))
+		require.Empty(t, audit.Entries)
+		// The refused cancel lifted its fence: the attempt's retry, planned
+		// under the job's generation, may start.
+		require.Equal(t, queue.StartRun, b.start(t, lease(occ.Next(), b.now, b.now.Add(time.Second))))
 	})
 
 	t.Run("UnknownIs404", func(t *testing.T) {
@@ -554,11 +605,34 @@ func TestCancelJob(t *testing.T) {
 		require.Empty(t, audit.Entries, "no occurrence was queued, so no trigger is recorded")
 	})
 
-	t.Run("RedisDownStillCancels", func(t *testing.T) {
+	t.Run("OneOffWithAnOutcomeIs409", func(t *testing.T) {
 		t.Parallel()
+		b := setup(t)
+		j := b.create(t, "failed once", b.now.Add(2*time.Second))
+		due := j.RunAt.Time
+		b.finish(t, store.Result{Occurrence: b.occurrence(j), Status: job.RunFailed, DueAt: due, StartedAt: due, FinishedAt: due.Add(time.Second),
+			Error: "status 503"})
+
+		requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil), http.StatusConflict, apierr.CodeConflict)
+		require.Equal(t, job.StatusScheduled, b.stored(t, j.ID).Status, "its retry is still to come")
+	})
+
+	t.Run("RedisDownIs503AndChangesNothing", func(t *testing.T) {
+		t.Parallel()
+		// Whether an attempt runs, and the fence that keeps one from
+		// starting after the cancel, live in Redis: without it the cancel
+		// cannot keep its promise, and commits nothing.
 		b := setup(t, func(d *api.Deps) { d.Queue = queue.New(deadRedis(t), "unused", 1) })
-		j := b.create(t, "cancel anyway", b.now.Add(time.Hour))
-		require.Equal(t, http.StatusNoContent, b.do(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil).Code)
+		j := b.create(t, "cancel later", b.now.Add(time.Hour))
+		requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil), http.StatusServiceUnavailable, apierr.CodeUnavailable)
+		stored := b.stored(t, j.ID)
+		require.Equal(t, job.StatusScheduled, stored.Status)
+		require.Zero(t, stored.Generation)
+
+		// Once Redis answers, the same request cancels.
+		live := b.another(t, func(d *api.Deps) { d.Queue = queue.New(b.rdb, b.keys.Prefix, 1) })
+		require.Equal(t, http.StatusNoContent, live.do(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil).Code)
+		require.Equal(t, job.StatusCancelled, b.stored(t, j.ID).Status)
 	})
 }
 
@@ -573,14 +647,10 @@ func TestListRuns(t *testing.T) {
 		j := b.create(t, "flaky", b.now.Add(2*time.Second))
 		first := b.occurrence(j)
 		due := j.RunAt.Time
-		_, err := b.store.StartRuns(t.Context(), []store.Start{{Occurrence: first, DueAt: due}}, due.Add(500*time.Millisecond), time.Second)
-		require.NoError(t, err)
-		require.NoError(t, b.store.FinishRuns(t.Context(), []store.Result{{
-			Occurrence: first, Status: job.RunFailed, FinishedAt: due.Add(700 * time.Millisecond), Output: "HTTP 503", Error: "status 503",
-		}}, due.Add(700*time.Millisecond)))
+		b.finish(t, store.Result{Occurrence: first, Status: job.RunFailed, DueAt: due, StartedAt: due.Add(500 * time.Millisecond),
+			FinishedAt: due.Add(700 * time.Millisecond), Output: "HTTP 503", Error: "status 503"})
 		retryDue := due.Add(1700 * time.Millisecond)
-		_, err = b.store.StartRuns(t.Context(), []store.Start{{Occurrence: first.Next(), DueAt: retryDue}}, retryDue.Add(250*time.Millisecond), time.Second)
-		require.NoError(t, err)
+		b.running(t, first.Next(), retryDue, retryDue.Add(250*time.Millisecond))
 		return j
 	}
 
@@ -620,6 +690,42 @@ func TestListRuns(t *testing.T) {
 		require.Nil(t, raw.Runs[0]["finished_at"], "null while running")
 		require.Regexp(t, wireTime, raw.Runs[1]["finished_at"])
 		require.Regexp(t, wireTime, raw.Runs[1]["scheduled_for"])
+	})
+
+	t.Run("TheJobShowsItsRunningAttemptAsLastRun", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := started(t, b)
+		requireRunning := func(t *testing.T, got api.Job) {
+			t.Helper()
+			require.NotNil(t, got.LastRun, "job %s", got.ID)
+			require.Equal(t, job.RunRunning, got.LastRun.Status)
+			require.Equal(t, 2, got.LastRun.Attempt, "the attempt running, newer than the failed one")
+			require.True(t, j.RunAt.Equal(got.LastRun.ScheduledFor.Time))
+			require.True(t, j.RunAt.Add(1950*time.Millisecond).Equal(got.LastRun.StartedAt.Time))
+			require.True(t, got.LastRun.FinishedAt.IsZero())
+			require.Empty(t, got.LastRun.Error)
+		}
+		requireRunning(t, decode[api.Job](t, b.do(t, http.MethodGet, "/api/v1/jobs/"+j.ID.String(), nil)))
+		list := decode[api.JobList](t, b.do(t, http.MethodGet, "/api/v1/jobs", nil))
+		require.Len(t, list.Jobs, 1)
+		requireRunning(t, list.Jobs[0])
+		// An edit that changes nothing answers with the job as it is.
+		rec := b.do(t, http.MethodPatch, "/api/v1/jobs/"+j.ID.String(), map[string]any{"name": j.Name})
+		require.Equal(t, http.StatusOK, rec.Code, "body: %s", rec.Body.String())
+		requireRunning(t, decode[api.Job](t, rec))
+
+		body := spec("keyed", b.now.Add(time.Hour))
+		body["key"] = "keyed"
+		rec = b.do(t, http.MethodPost, "/api/v1/jobs", body)
+		require.Equal(t, http.StatusCreated, rec.Code, "body: %s", rec.Body.String())
+		keyed := decode[api.Job](t, rec)
+		require.Nil(t, keyed.LastRun)
+		b.running(t, b.occurrence(keyed), keyed.RunAt.Time, keyed.RunAt.Time)
+		got := decode[api.Job](t, b.do(t, http.MethodGet, "/api/v1/jobs/by-key/keyed", nil))
+		require.NotNil(t, got.LastRun)
+		require.Equal(t, job.RunRunning, got.LastRun.Status)
+		require.Equal(t, 1, got.LastRun.Attempt)
 	})
 
 	t.Run("PagesWithCursor", func(t *testing.T) {

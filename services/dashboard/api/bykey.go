@@ -67,6 +67,7 @@ func (s *Server) getJobByKey(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.showRunning(c, j)
 	return writeJSON(c, http.StatusOK, s.jobView(j, s.clock()))
 }
 

@@ -41,6 +41,7 @@ func (s *Server) patchJob(c *echo.Context) error {
 	if err != nil {
 		return apierr.Dependency(err)
 	}
+	s.showRunning(c, cur)
 	return s.change(c, req, cur, dry)
 }
 
@@ -121,6 +122,7 @@ func (s *Server) edit(c *echo.Context, id uuid.UUID, now time.Time, action strin
 	if err != nil {
 		return editError(err, refused)
 	}
+	s.showRunning(c, after)
 	return writeJSON(c, http.StatusOK, s.jobView(after, now))
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
+	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
@@ -165,7 +166,21 @@ func (s *Server) getJob(c *echo.Context) error {
 	if err != nil {
 		return apierr.Dependency(err)
 	}
+	s.showRunning(c, j)
 	return writeJSON(c, http.StatusOK, s.jobView(j, s.clock()))
+}
+
+// showRunning makes each job's last run its newest attempt running, which
+// Redis holds (Postgres holds outcomes). Should Redis fail, the jobs show
+// their newest outcome, and the failure is logged: a read does not fail
+// for it.
+func (s *Server) showRunning(c *echo.Context, jobs ...*job.Job) {
+	if len(jobs) == 0 {
+		return
+	}
+	if err := s.jobs.ShowRunning(c.Request().Context(), jobs...); err != nil {
+		s.log.Warn("running_attempts_unavailable", zap.Error(err))
+	}
 }
 
 // queryOwner reads ?owner=, a user id: named is false when it is absent. A
@@ -252,6 +267,7 @@ func (s *Server) pageJobs(c *echo.Context, f store.JobFilter) error {
 		out.NextCursor = jobCursor(resume)
 	}
 	out.Jobs = make([]jobspec.View, 0, len(jobs))
+	s.showRunning(c, jobs...)
 	now := s.clock()
 	for _, j := range jobs {
 		out.Jobs = append(out.Jobs, s.jobView(j, now))

@@ -1,16 +1,21 @@
 package api
 
 import (
+	"bytes"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
+	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobtype"
+	"github.com/tockhq/tock/pkg/lifecycle"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/dashboard/access"
 	"github.com/tockhq/tock/services/dashboard/apierr"
@@ -93,6 +98,7 @@ func (s *Server) searchRuns(c *echo.Context) error {
 	if err != nil {
 		return apierr.Dependency(err)
 	}
+	runs = s.withRunningFound(c, runs, resume, f)
 	var out RunList
 	runs, out.NextCursor = page(runs, limit, func(r store.FoundRun) string {
 		return runSearchCursor(store.RunCursor{ScheduledFor: r.ScheduledFor, Attempt: r.Attempt, JobID: r.JobID})
@@ -105,6 +111,74 @@ func (s *Server) searchRuns(c *echo.Context) error {
 		out.Runs = append(out.Runs, foundRunView(&runs[i]))
 	}
 	return writeJSON(c, http.StatusOK, out)
+}
+
+// MaxRunningListed bounds the attempts running a run search reads from
+// Redis: the workers' slots in all, in any deployment this serves.
+const MaxRunningListed = 10_000
+
+// withRunningFound merges the attempts running that f selects, which
+// Redis holds (Postgres holds outcomes), into a page of a run search, in
+// its order and within its cursor, its size and, when the page stopped
+// short at a bound, its resume point. Should Redis fail, the page shows
+// outcomes only, and the failure is logged.
+func (s *Server) withRunningFound(c *echo.Context, runs []store.FoundRun, resume *store.RunCursor, f store.RunSearch) []store.FoundRun {
+	if (f.Status != "" && f.Status != job.RunRunning) || f.Error != "" {
+		return runs
+	}
+	ctx := c.Request().Context()
+	leases, err := s.queue.Leased(ctx, time.Time{}, MaxRunningListed)
+	if err != nil {
+		s.log.Warn("running_attempts_unavailable", zap.Error(err))
+		return runs
+	}
+	after := func(r job.Run, c *store.RunCursor) bool { // r comes after c in the order: older
+		if !r.ScheduledFor.Equal(c.ScheduledFor) {
+			return r.ScheduledFor.Before(c.ScheduledFor)
+		}
+		if r.Attempt != c.Attempt {
+			return r.Attempt < c.Attempt
+		}
+		return bytes.Compare(r.JobID[:], c.JobID[:]) < 0
+	}
+	shown := make(map[string]bool, len(runs))
+	for _, r := range runs {
+		shown[r.JobID.String()+"/"+r.ScheduledFor.String()+"/"+strconv.Itoa(r.Attempt)] = true
+	}
+	var candidates []job.Run
+	for _, l := range leases {
+		r := lifecycle.LeaseRun(l)
+		switch {
+		case f.Owner != store.AnyOwner && r.Owner != uuid.Nil && r.Owner != f.Owner,
+			f.JobID != uuid.Nil && r.JobID != f.JobID,
+			!f.Since.IsZero() && r.ScheduledFor.Before(f.Since),
+			!f.Until.IsZero() && !r.ScheduledFor.Before(f.Until),
+			f.Before != nil && !after(r, f.Before),
+			resume != nil && after(r, resume),
+			shown[r.JobID.String()+"/"+r.ScheduledFor.String()+"/"+strconv.Itoa(r.Attempt)]:
+			continue
+		}
+		candidates = append(candidates, r)
+	}
+	if len(candidates) == 0 {
+		return runs
+	}
+	found, err := s.store.DescribeRunning(ctx, candidates, f)
+	if err != nil {
+		s.log.Warn("running_attempts_unavailable", zap.Error(err))
+		return runs
+	}
+	runs = append(runs, found...)
+	slices.SortStableFunc(runs, func(a, b store.FoundRun) int {
+		if c := b.ScheduledFor.Compare(a.ScheduledFor); c != 0 {
+			return c
+		}
+		if a.Attempt != b.Attempt {
+			return b.Attempt - a.Attempt
+		}
+		return bytes.Compare(b.JobID[:], a.JobID[:])
+	})
+	return runs[:min(len(runs), f.Limit)]
 }
 
 // runStats counts the runs of the caller's jobs (as searchRuns scopes
@@ -145,6 +219,7 @@ func (s *Server) runStats(c *echo.Context) error {
 	if err != nil {
 		return apierr.Dependency(err)
 	}
+	counts = s.countRunning(c, counts, owner, since, until, by)
 	out := RunStats{Since: Time{since}, Until: Time{until}, GroupBy: string(by), Groups: make([]RunStatsGroup, 0, len(counts))}
 	if len(counts) > MaxRunGroups {
 		counts, out.Truncated = counts[:MaxRunGroups], true
@@ -153,6 +228,62 @@ func (s *Server) runStats(c *echo.Context) error {
 		out.Groups = append(out.Groups, RunStatsGroup{Key: g.Key, Name: g.Name, Count: g.Count})
 	}
 	return writeJSON(c, http.StatusOK, out)
+}
+
+// countRunning adds the attempts running (their leases, in Redis) of
+// owner's jobs scheduled in [since, until) to counts, grouped by by, and
+// orders the groups as CountRuns does: largest first, then by key. Should
+// Redis fail, the counts are Postgres's alone, and the failure is logged.
+func (s *Server) countRunning(c *echo.Context, counts []store.RunCount, owner uuid.UUID, since, until time.Time, by store.RunGroup) []store.RunCount {
+	ctx := c.Request().Context()
+	leases, err := s.queue.Leased(ctx, time.Time{}, MaxRunningListed)
+	if err != nil {
+		s.log.Warn("running_attempts_unavailable", zap.Error(err))
+		return counts
+	}
+	var runs []job.Run
+	for _, l := range leases {
+		r := lifecycle.LeaseRun(l)
+		if !r.ScheduledFor.Before(since) && r.ScheduledFor.Before(until) &&
+			(owner == store.AnyOwner || r.Owner == uuid.Nil || r.Owner == owner) {
+			runs = append(runs, r)
+		}
+	}
+	if len(runs) == 0 {
+		return counts
+	}
+	found, err := s.store.DescribeRunning(ctx, runs, store.RunSearch{Owner: owner})
+	if err != nil {
+		s.log.Warn("running_attempts_unavailable", zap.Error(err))
+		return counts
+	}
+	at := make(map[string]int, len(counts))
+	for i, g := range counts {
+		at[g.Key] = i
+	}
+	for _, f := range found {
+		key, name := string(job.RunRunning), ""
+		switch by {
+		case store.GroupByType:
+			key = string(f.JobType)
+		case store.GroupByJob:
+			key, name = f.JobID.String(), f.JobName
+		}
+		i, ok := at[key]
+		if !ok {
+			i = len(counts)
+			at[key] = i
+			counts = append(counts, store.RunCount{Key: key, Name: name})
+		}
+		counts[i].Count++
+	}
+	slices.SortStableFunc(counts, func(a, b store.RunCount) int {
+		if a.Count != b.Count {
+			return int(b.Count - a.Count)
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	return counts
 }
 
 // runWindow reads ?since= and ?until=, RFC 3339 times; zero when absent.

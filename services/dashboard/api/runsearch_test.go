@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/services/dashboard/api"
 	"github.com/tockhq/tock/services/dashboard/apierr"
 )
@@ -36,6 +37,61 @@ func (b *bundle) runsOf(t *testing.T, p *person, query string) []api.Run {
 		}
 		cursor = list.NextCursor
 	}
+}
+
+// TestSearchRunsRunning: attempts running live in Redis, not in Postgres;
+// GET /api/v1/runs lists them among the outcomes, status=running lists
+// them alone, and each caller sees only their own.
+func TestSearchRunsRunning(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ann := b.user(t, "ann", "user", nil)
+	bob := b.user(t, "bob", "user", nil)
+	at := b.now.Add(time.Hour)
+	post := func(p person, name string, at time.Time) api.Job {
+		t.Helper()
+		rec := b.as(t, p, http.MethodPost, "/api/v1/jobs", spec(name, at))
+		require.Equal(t, http.StatusCreated, rec.Code, "body: %s", rec.Body.String())
+		return decode[api.Job](t, rec)
+	}
+	done := post(ann, "ann done", at)
+	b.failPermanently(t, done, 1)
+	busy := post(ann, "ann busy", at.Add(time.Minute))
+	lease := b.running(t, b.occurrence(busy), busy.RunAt.Time, busy.RunAt.Add(time.Second))
+	theirs := post(bob, "bob busy", at.Add(2*time.Minute))
+	b.running(t, b.occurrence(theirs), theirs.RunAt.Time, theirs.RunAt.Time)
+
+	got := b.runsOf(t, &ann, "status=running")
+	require.Len(t, got, 1, "ann's attempt running, not bob's")
+	r := got[0]
+	require.Equal(t, lease.Run, r.ID, "the id its outcome's row will have")
+	require.Equal(t, busy.ID, r.JobID)
+	require.Equal(t, "ann busy", r.JobName)
+	require.Equal(t, "ping", string(r.JobType))
+	require.Equal(t, job.RunRunning, r.Status)
+	require.Equal(t, 1, r.Attempt)
+	require.True(t, busy.RunAt.Equal(r.ScheduledFor.Time))
+	require.True(t, busy.RunAt.Add(time.Second).Equal(r.StartedAt.Time))
+	require.True(t, r.FinishedAt.IsZero())
+	require.EqualValues(t, 1000, r.LatenessMS)
+
+	all := b.runsOf(t, &ann, "")
+	require.Len(t, all, 2)
+	require.Equal(t, busy.ID, all[0].JobID, "newest first: the attempt running, then the outcome")
+	require.Equal(t, job.RunRunning, all[0].Status)
+	require.Equal(t, done.ID, all[1].JobID)
+	require.Equal(t, job.RunPermanentlyFailed, all[1].Status)
+
+	require.Empty(t, b.runsOf(t, &ann, "status=running&job="+theirs.ID.String()), "another owner's job finds nothing")
+	require.Empty(t, b.runsOf(t, &ann, "status=completed"))
+	matched := b.runsOf(t, &ann, "q=status")
+	require.Len(t, matched, 1, "an attempt running has no error text to match")
+	require.Equal(t, done.ID, matched[0].JobID)
+	require.Len(t, b.runsOf(t, &bob, "status=running"), 1)
+	require.Len(t, b.runsOf(t, nil, "status=running"), 2, "the administrator sees everyone's")
+	mine := b.runsOf(t, nil, "status=running&owner="+bob.id.String())
+	require.Len(t, mine, 1)
+	require.Equal(t, theirs.ID, mine[0].JobID)
 }
 
 func TestSearchRuns(t *testing.T) {

@@ -441,14 +441,10 @@ func TestSystem(t *testing.T) {
 		j := b.create(t, "flaky", b.now.Add(time.Second))
 		occ := b.occurrence(j)
 		due := j.RunAt.Time
-		_, err := b.store.StartRuns(t.Context(), []store.Start{{Occurrence: occ, DueAt: due}}, due.Add(500*time.Millisecond), time.Second)
-		require.NoError(t, err)
-		require.NoError(t, b.store.FinishRuns(t.Context(), []store.Result{{Occurrence: occ, Status: job.RunFailed,
-			FinishedAt: due.Add(600 * time.Millisecond), Error: "status 503"}}, due.Add(600*time.Millisecond)))
-		_, err = b.store.StartRuns(t.Context(), []store.Start{{Occurrence: occ.Next(), DueAt: due}}, due.Add(1500*time.Millisecond), time.Second)
-		require.NoError(t, err)
-		require.NoError(t, b.store.FinishRuns(t.Context(), []store.Result{{Occurrence: occ.Next(), Status: job.RunCompleted,
-			FinishedAt: due.Add(1600 * time.Millisecond)}}, due.Add(1600*time.Millisecond)))
+		b.finish(t, store.Result{Occurrence: occ, Status: job.RunFailed, DueAt: due, StartedAt: due.Add(500 * time.Millisecond),
+			FinishedAt: due.Add(600 * time.Millisecond), Error: "status 503"})
+		b.finish(t, store.Result{Occurrence: occ.Next(), Status: job.RunCompleted, DueAt: due, StartedAt: due.Add(1500 * time.Millisecond),
+			FinishedAt: due.Add(1600 * time.Millisecond)})
 
 		// Two minutes on: those runs are behind, a new job is ahead, in Redis.
 		b.now = b.now.Add(2 * time.Minute)

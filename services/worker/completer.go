@@ -1,0 +1,349 @@
+// Completing: one completer group-commits the outcomes of ended attempts in
+// one Postgres statement (an attempt's one write), then settles every entry
+// in one Redis round trip (acknowledgements, retries, the leases' end), and
+// gives the entries' slots back. It also auto-pauses a recurring job that
+// keeps failing and sends the alerts outcomes raise.
+
+package main
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/store"
+)
+
+// completer settles what the starter and the runners hand it.
+type completer struct {
+	w     *Worker
+	slots *slotPool
+	in    chan []*item
+	// ended takes the entries of attempts that ended, for the releaser to
+	// give their places in their lanes back before the group commit.
+	ended chan queue.Message
+	// alerts holds a token per failure alert in flight (see maxAlerts).
+	alerts chan struct{}
+	done   sync.WaitGroup
+}
+
+func newCompleter(w *Worker, slots *slotPool) *completer {
+	return &completer{w: w, slots: slots, in: make(chan []*item, w.Concurrency),
+		ended: make(chan queue.Message, w.Concurrency), alerts: make(chan struct{}, maxAlerts)}
+}
+
+// start starts the completer and the releaser; their calls run under ctx,
+// which outlives the readers by the grace period.
+func (c *completer) start(ctx context.Context) {
+	c.done.Go(func() { c.record(ctx) })
+	c.done.Go(func() { c.releaser(ctx) })
+}
+
+// stop waits for everything handed over to be settled; the runners have
+// stopped.
+func (c *completer) stop() {
+	close(c.in)
+	close(c.ended)
+	c.done.Wait()
+}
+
+// end hands over an attempt a runner ended.
+func (c *completer) end(it *item) {
+	if it.action != leave {
+		c.ended <- it.msg
+	}
+	c.in <- []*item{it}
+}
+
+// settleAll hands over entries the starter did not run.
+func (c *completer) settleAll(items []*item) {
+	if len(items) > 0 {
+		c.in <- items
+	}
+}
+
+// record is the group commit: it takes everything waiting, writes the
+// outcomes to Postgres in one statement, then settles in one Redis round
+// trip. While a flush is in flight the next batch gathers, so batches grow
+// with load and a lone outcome is written at once.
+func (c *completer) record(ctx context.Context) {
+	const maxBatch = 1024
+	batch := make([]*item, 0, maxBatch)
+	for its := range c.in {
+		batch = append(batch[:0], its...)
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case its, ok := <-c.in:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, its...)
+			default:
+				break drain
+			}
+		}
+		c.flush(ctx, batch)
+	}
+}
+
+// flush settles one batch and gives its slots back: the one place a slot
+// held by an entry is given back.
+func (c *completer) flush(ctx context.Context, batch []*item) {
+	defer c.slots.give(len(batch))
+	w := c.w
+	var results []store.Result
+	var recorded []*item
+	settle := map[int]queue.Settlement{}
+	var aside, back map[*queue.Shard][]queue.Message
+	add := func(m map[*queue.Shard][]queue.Message, it *item) map[*queue.Shard][]queue.Message {
+		if m == nil {
+			m = map[*queue.Shard][]queue.Message{}
+		}
+		m[it.shard] = append(m[it.shard], it.msg)
+		return m
+	}
+	now := w.Clock()
+	of := func(shard int) queue.Settlement {
+		s := settle[shard]
+		s.Now = now
+		return s
+	}
+	for _, it := range batch {
+		occ := it.msg.Occurrence
+		s := of(it.msg.Shard)
+		switch {
+		case it.finished:
+			s.Ended = append(s.Ended, occ)
+		case it.dropped:
+			s.Dropped = append(s.Dropped, occ)
+		}
+		switch it.action {
+		case record, deadLetter:
+			res := store.Result{ID: it.run, Occurrence: occ, Owner: it.job.Owner, Status: it.status, DueAt: it.msg.DueAt,
+				StartedAt: it.startedAt, FinishedAt: it.endedAt, Output: it.out.Output, Error: it.out.Error,
+				TrimHistory: it.job.History == job.HistoryFailures}
+			if it.reason != "" {
+				res.Error = it.reason
+			}
+			results = append(results, res)
+			recorded = append(recorded, it)
+			continue // settled once the outcome is in Postgres
+		case ack:
+			s.IDs = append(s.IDs, it.msg.ID)
+		case ackRetry:
+			s.IDs = append(s.IDs, it.msg.ID)
+			s.Retries = append(s.Retries, queue.Entry{Occurrence: occ.Next(), DueAt: now})
+		case requeue:
+			s.IDs = append(s.IDs, it.msg.ID)
+			s.Retries = append(s.Retries, queue.Entry{Occurrence: occ, DueAt: it.requeueAt})
+		case giveBack:
+			back = add(back, it)
+		case setAside:
+			aside = add(aside, it)
+		case leave:
+		}
+		settle[it.msg.Shard] = s
+	}
+	if len(results) > 0 {
+		recorded, results = c.write(ctx, recorded, results)
+		for _, it := range recorded {
+			occ := it.msg.Occurrence
+			s := of(it.msg.Shard)
+			s.Ended = append(s.Ended, occ)
+			switch {
+			case it.action == deadLetter:
+				it.msg.Err = errors.New(it.reason)
+				aside = add(aside, it)
+			case it.status == job.RunFailed:
+				s.IDs = append(s.IDs, it.msg.ID)
+				s.Retries = append(s.Retries, queue.Entry{Occurrence: occ.Next(), DueAt: it.endedAt.Add(w.backoff(occ.Attempt))})
+			default:
+				s.IDs = append(s.IDs, it.msg.ID)
+			}
+			settle[it.msg.Shard] = s
+		}
+		c.observe(recorded, results)
+		paused := c.autoPause(ctx, recorded, results)
+		c.alert(ctx, recorded, results, paused)
+	}
+	for q, msgs := range aside {
+		// A failure leaves them pending: their next delivery finds the
+		// attempt finished and acknowledges it, or sets it aside again.
+		if err := q.SetAside(ctx, msgs); err != nil {
+			w.Log.Warn("set_aside_failed", zap.Error(err))
+			continue
+		}
+		n := 0
+		for _, m := range msgs {
+			if m.Deliveries > w.MaxDeliveries && w.MaxDeliveries > 0 {
+				n++
+			}
+		}
+		w.Metrics.DeadLettered.Add(float64(n))
+	}
+	for q, msgs := range back {
+		// A failure leaves the entries pending all the same, this reclaim
+		// counted.
+		if _, err := q.GiveBack(ctx, w.Name, msgs); err != nil {
+			w.Log.Warn("give_back_failed", zap.Int("entries", len(msgs)), zap.Error(err))
+		}
+	}
+	c.settle(ctx, settle)
+}
+
+// write records the outcomes in one statement, through an outage, and
+// returns those recorded. Should Postgres refuse the statement's data (one
+// outcome it cannot take spoils the batch), it writes halves, down to the
+// one outcome refused, and writes that one again without what the target
+// answered (its output, its error text): the attempt ran, and must not run
+// again for want of a place for its answer. One refused even so is left
+// unrecorded, its entry pending and its lease kept: taken over once its
+// lease ends, run again, and dead-lettered after MaxDeliveries. So is
+// everything when ctx ends first.
+func (c *completer) write(ctx context.Context, items []*item, results []store.Result) ([]*item, []store.Result) {
+	w := c.w
+	at := make([]int, len(results))
+	for i := range at {
+		at[i] = i
+	}
+	var written []int
+	_, all := bisect(ctx, w.Log, at, func(part []int) ([]struct{}, error) {
+		batch := make([]store.Result, len(part))
+		for k, i := range part {
+			batch[k] = results[i]
+		}
+		if err := w.Store.FinishRuns(ctx, batch, w.Clock()); err != nil {
+			return nil, err
+		}
+		written = append(written, part...)
+		return nil, nil
+	}, func(i int, err error) {
+		occ := results[i].Occurrence
+		w.Log.Error("finish_refused", zap.String("job_id", occ.JobID.String()), zap.Int("attempt", occ.Attempt),
+			zap.String("code", pgCode(err)))
+		res := results[i]
+		res.Output = ""
+		res.Error = "its answer was not recorded: Postgres refused it (SQLSTATE " + pgCode(err) + ")"
+		if _, err := retryPG(ctx, w.Log, func() (struct{}, error) {
+			return struct{}{}, w.Store.FinishRuns(ctx, []store.Result{res}, w.Clock())
+		}); err == nil {
+			results[i] = res
+			written = append(written, i)
+		}
+	})
+	if !all && ctx.Err() == nil {
+		w.Log.Error("finish_runs_abandoned", zap.Int("runs", len(results)-len(written)))
+	}
+	slices.Sort(written)
+	outItems := make([]*item, len(written))
+	outResults := make([]store.Result, len(written))
+	for k, i := range written {
+		outItems[k], outResults[k] = items[i], results[i]
+	}
+	return outItems, outResults
+}
+
+// settle runs the batch's Redis half, retrying through an outage until ctx
+// ends: an entry is never acknowledged before its retry is safe.
+func (c *completer) settle(ctx context.Context, done map[int]queue.Settlement) {
+	for attempt := 0; ; attempt++ {
+		err := c.w.Queue.Settle(ctx, done)
+		if err == nil {
+			c.w.settled.Signal()
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		c.w.Log.Warn("settle_failed", zap.Error(err))
+		sleep(ctx, backoffStep(attempt))
+	}
+}
+
+// releaser gives back, in batches, the places in their lanes of entries
+// whose attempts ended (queue.Queue.Release), so that an owner's next
+// attempt does not wait for the group commit of this one's outcome. A
+// failure is logged, once per outage, and dropped: settling the entries
+// then gives their places back.
+func (c *completer) releaser(ctx context.Context) {
+	const maxBatch = 1024
+	failing := false
+	for m := range c.ended {
+		byShard := map[int][]string{}
+		add := func(m queue.Message) { byShard[m.Shard] = append(byShard[m.Shard], m.ID) }
+		add(m)
+	drain:
+		for n := 1; n < maxBatch; n++ {
+			select {
+			case m, ok := <-c.ended:
+				if !ok {
+					break drain
+				}
+				add(m)
+			default:
+				break drain
+			}
+		}
+		err := c.w.Queue.Release(ctx, byShard)
+		switch {
+		case err != nil && !failing && ctx.Err() == nil:
+			c.w.Log.Warn("release_failed", zap.Error(err))
+			failing = true
+		case err == nil:
+			failing = false
+		}
+	}
+}
+
+// observe logs one line per recorded outcome and counts it. It runs only
+// once the outcomes are in Postgres, so an outcome that a shutdown left
+// unrecorded (and another worker will redo) is neither logged nor counted.
+// The line carries ids and figures only: never the payload, the output, the
+// error text (a target may echo a URL with its token) or the signing secret.
+func (c *completer) observe(batch []*item, results []store.Result) {
+	for i, it := range batch {
+		res := results[i]
+		typ := string(it.job.Type)
+		dur := it.endedAt.Sub(it.startedAt)
+		c.w.Metrics.Runs.WithLabelValues(typ, string(res.Status)).Inc()
+		ran := res.Status != job.RunSkipped && res.Status != job.RunExpired && it.action != deadLetter
+		if ran {
+			c.w.Metrics.Duration.WithLabelValues(typ).Observe(max(dur.Seconds(), 0))
+		}
+		c.w.Log.Info("run_finished",
+			zap.String("job_id", it.msg.Occurrence.JobID.String()), zap.String("owner", it.job.Owner.String()),
+			zap.String("type", typ), zap.Int("attempt", it.msg.Occurrence.Attempt), zap.String("status", string(res.Status)),
+			zap.Int64("lateness_ms", it.startedAt.Sub(it.msg.DueAt).Milliseconds()), zap.Int64("duration_ms", dur.Milliseconds()),
+			zap.Int("status_code", it.out.StatusCode))
+	}
+}
+
+// autoPause pauses the recurring jobs of this batch whose last occurrences
+// all failed permanently, and returns them.
+func (c *completer) autoPause(ctx context.Context, batch []*item, results []store.Result) []uuid.UUID {
+	var ids []uuid.UUID
+	for i, it := range batch {
+		if results[i].Status == job.RunPermanentlyFailed && len(it.job.Schedule) > 0 {
+			ids = append(ids, it.msg.Occurrence.JobID)
+		}
+	}
+	if c.w.AutoPauseAfter <= 0 || len(ids) == 0 {
+		return nil
+	}
+	paused, err := c.w.Store.AutoPause(ctx, ids, c.w.AutoPauseAfter, c.w.Clock())
+	if err != nil {
+		c.w.Log.Warn("auto_pause_failed", zap.Error(err))
+		return nil
+	}
+	for _, id := range paused {
+		c.w.Log.Warn("job_auto_paused", zap.String("job_id", id.String()), zap.Int("failed_occurrences", c.w.AutoPauseAfter))
+	}
+	return paused
+}

@@ -1,0 +1,113 @@
+// Running: as many long-lived runners as slots, each running one attempt
+// at a time under its timeout, stoppable by an abort.
+
+package main
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"go.opentelemetry.io/otel/codes"
+	"go.uber.org/zap"
+
+	"github.com/tockhq/tock/pkg/jobtype"
+	"github.com/tockhq/tock/pkg/telemetry"
+)
+
+// runners run the attempts the starter leased. There are as many as the
+// worker has slots, started once: an attempt waits for none, and none is a
+// goroutine of its own whose stack grows anew each time.
+type runners struct {
+	w        *Worker
+	comp     *completer
+	attempts *attempts
+	tasks    chan *item
+	done     sync.WaitGroup
+}
+
+func newRunners(w *Worker, c *completer, a *attempts) *runners {
+	// A slot per item in flight: the channel never holds more than the
+	// runners can take, so handing an attempt over never waits.
+	return &runners{w: w, comp: c, attempts: a, tasks: make(chan *item, w.Concurrency)}
+}
+
+// start starts the runners; attempts run under ctx, which outlives the
+// readers by the grace period.
+func (r *runners) start(ctx context.Context) {
+	for range r.w.Concurrency {
+		r.done.Go(func() {
+			for it := range r.tasks {
+				r.execute(ctx, it)
+			}
+		})
+	}
+}
+
+// run hands a leased attempt to a runner.
+func (r *runners) run(it *item) { r.tasks <- it }
+
+// stop waits for the attempts handed over to end; the starter has stopped.
+func (r *runners) stop() {
+	close(r.tasks)
+	r.done.Wait()
+}
+
+// execute runs one attempt and hands its outcome to the completer. An
+// attempt abandoned at shutdown is handed over to be left pending: another
+// worker takes it over once its lease ends.
+func (r *runners) execute(ctx context.Context, it *item) {
+	w, aj, occ := r.w, it.job, it.msg.Occurrence
+	task := jobtype.Task{
+		JobID: occ.JobID, Owner: aj.Owner, Name: aj.Name, Type: aj.Type,
+		ScheduledFor: occ.ScheduledFor, Attempt: occ.Attempt, Key: occ.Key(), Payload: aj.Payload, Timeout: aj.Timeout,
+		SigningSecret: aj.SigningSecret, PreviousSigningSecret: aj.PreviousSigningSecret,
+	}
+	sctx := ctx
+	if w.Tracer != nil {
+		sctx, it.span = w.startAttempt(ctx, it, it.startedAt)
+		task.TraceParent, task.TraceState = telemetry.Headers(it.span.SpanContext())
+	}
+	actx, stop := context.WithCancelCause(sctx)
+	at := &attempt{job: occ.JobID, owner: aj.Owner, started: it.startedAt, stop: stop}
+	r.attempts.add(at)
+	tctx, cancel := context.WithTimeout(actx, aj.Timeout)
+	switch {
+	case aj.SigningErr != nil:
+		// Never sent unsigned: the attempt fails, and is retried, until a
+		// worker with the operator key runs it.
+		w.Log.Error("signing_secret_unavailable", zap.String("job_id", occ.JobID.String()), zap.Error(aj.SigningErr))
+		it.out = jobtype.Outcome{Error: "the worker cannot open the signing secret: it lacks the operator key (TOCK_SECRET_KEY)"}
+	case aj.SecretsErr != nil:
+		// Never sent with fingerprints for credentials: retried until a
+		// worker with the operator key runs it.
+		w.Log.Error("job_secrets_unavailable", zap.String("job_id", occ.JobID.String()), zap.Error(aj.SecretsErr))
+		it.out = jobtype.Outcome{Error: "the worker cannot open the job's secrets: it lacks the operator key (TOCK_SECRET_KEY)"}
+	default:
+		it.out = w.Runner.Execute(tctx, task)
+	}
+	cancel()
+	r.attempts.remove(at)
+	var aborted *abortedError
+	errors.As(context.Cause(actx), &aborted)
+	stop(nil)
+	if ctx.Err() != nil {
+		// Abandoned at shutdown: record nothing, so the attempt is taken over.
+		if it.span != nil {
+			it.span.SetStatus(codes.Error, "abandoned at shutdown")
+			it.span.End()
+		}
+		it.action = leave
+		r.comp.end(it)
+		return
+	}
+	it.endedAt = w.Clock()
+	it.status = runStatus(it.out, aborted != nil, occ.Attempt, aj.MaxRetries)
+	if aborted != nil {
+		it.reason = aborted.Error()
+	}
+	if it.span != nil {
+		endAttempt(it.span, it.status, it.out.StatusCode, it.endedAt)
+	}
+	r.comp.end(it)
+}
