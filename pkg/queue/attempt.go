@@ -108,14 +108,26 @@ const (
 	// StartWait: buffer_one: it took the job's one waiting place; not
 	// started, to be tried again shortly.
 	StartWait = 5
+	// StartDone: the attempt ended moments ago (its outcome is recorded,
+	// though the caller read Postgres before it was): not started;
+	// acknowledge its entry.
+	StartDone = 6
 )
+
+// DoneKept is how long an attempt whose outcome was recorded keeps, in its
+// run hash, the mark that answers StartDone: longer than any worker takes
+// from reading Postgres (store.Fetch) to its start script, so that a
+// worker that read the attempt unfinished just before another recorded it
+// does not run it again.
+const DoneKept = 30 * time.Second
 
 // startScript leases a batch of attempts to one worker: for each, unless a
 // fence of its job stops it, or another live lease holds it, it writes its
 // lease into its job's run hash and the shard's leases set, applying its
 // job's overlap policy on the way (retries are not held back: the caller
 // passes no policy for them). A lease whose time ran out (its worker died)
-// is taken over. Bounded by the batch.
+// is taken over; an attempt that ended within DoneKept ("done|<until ms>"
+// in its field) is not started again. Bounded by the batch.
 //
 // KEYS[1] leases set; KEYS[1+i] the run hash of attempt i
 // ARGV[1] now in unix ms
@@ -137,15 +149,15 @@ for i = 1, n do
   local a = 2 + 6 * (i - 1)
   local field, gen, value, untilms, member, overlap = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
   local answer = 1
+  local held = redis.call('HGET', key, field)
   local fgen, funtil = parts(redis.call('HGET', key, 'fence'))
-  if fgen and funtil > now and tonumber(fgen) > gen then
+  if held and string.sub(held, 1, 5) == 'done|' then
+    if (tonumber(string.sub(held, 6)) or 0) > now then answer = 6 end
+  elseif fgen and funtil > now and tonumber(fgen) > gen then
     answer = 2
-  else
-    local held = redis.call('HGET', key, field)
-    if held then
-      local lease = tonumber(string.match(held, '^v1|[^|]*|[^|]*|[^|]*|([^|]*)|'))
-      if lease and lease > now then answer = 3 end
-    end
+  elseif held then
+    local lease = tonumber(string.match(held, '^v1|[^|]*|[^|]*|[^|]*|([^|]*)|'))
+    if lease and lease > now then answer = 3 end
   end
   if answer == 1 and overlap ~= '' then
     local sched = string.match(field, '^([^:]*)')
@@ -244,12 +256,12 @@ end
 local all = redis.call('HGETALL', KEYS[1])
 local out = {}
 for i = 1, #all, 2 do
-  if string.find(all[i], ':', 1, true) then
+  if string.find(all[i], ':', 1, true) and string.sub(all[i + 1], 1, 3) == 'v1|' then
     out[#out + 1] = all[i]
     out[#out + 1] = all[i + 1]
   end
 end
-if #out == 0 then
+if #out == 0 and redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then
   redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
 end
 return out

@@ -665,13 +665,54 @@ func TestSettleLeases(t *testing.T) {
 			v, _ := k.runValue(t, o.JobID, "hold")
 			require.Equal(t, ms(o.ScheduledFor)+"|"+ms(taken.Add(leaseFor)), v, "the hold goes on with the new lease")
 
-			k.end(t, taken.Add(time.Second), o) // w1's outcome, recorded
+			ended := taken.Add(time.Second)
+			k.end(t, ended, o) // w1's outcome, recorded
 			require.Empty(t, k.running(t, o.JobID))
 			_, ok := k.leaseScore(t, o)
 			require.False(t, ok, "out of the leases set")
 			_, ok = k.runValue(t, o.JobID, "hold")
 			require.False(t, ok, "the hold is let go")
-			require.Equal(t, noKey, k.runTTL(t, o.JobID), "nothing is left of the run hash")
+			v, ok = k.runValue(t, o.JobID, queue.LeaseField(o))
+			require.True(t, ok)
+			require.Equal(t, "done|"+ms(ended.Add(queue.DoneKept)), v, "the attempt is marked done")
+			require.Positive(t, k.runTTL(t, o.JobID), "the run hash expires")
+		})
+	})
+
+	t.Run("AFinishedAttemptDoesNotStartAgainWithinDoneKept", func(t *testing.T) {
+		t.Parallel()
+		onBothLeases(t, 1, func(t *testing.T, k *leaseKit) {
+			o := occ(base, 0)
+			require.Equal(t, queue.StartRun, k.start1(t, base, startOf(o, allowed, "w1", base)))
+			ended := base.Add(time.Second)
+			k.end(t, ended, o)
+			// Another worker read Postgres before the outcome was recorded.
+			require.Equal(t, queue.StartDone, k.start1(t, ended, startOf(o, allowed, "w2", ended)))
+			late := ended.Add(queue.DoneKept - time.Millisecond)
+			require.Equal(t, queue.StartDone, k.start1(t, late, startOf(o, allowed, "w2", late)))
+			require.Empty(t, k.running(t, o.JobID), "not leased")
+			in, err := k.r.Scheduled(k.ctx, []job.Occurrence{o})
+			require.NoError(t, err)
+			require.False(t, in[0], "a finished attempt is not scheduled")
+			after := ended.Add(queue.DoneKept)
+			require.Equal(t, queue.StartRun, k.start1(t, after, startOf(o, allowed, "w2", after)), "the mark is gone after DoneKept")
+		})
+	})
+
+	t.Run("OldDoneMarksGoWithTheNextEnd", func(t *testing.T) {
+		t.Parallel()
+		onBothLeases(t, 1, func(t *testing.T, k *leaseKit) {
+			occs := series(2)
+			a, b := occs[0], occs[1]
+			require.Equal(t, queue.StartRun, k.start1(t, base, startOf(a, allowed, "w1", base)))
+			require.Equal(t, queue.StartRun, k.start1(t, base, startOf(b, allowed, "w1", base)))
+			k.end(t, base, a)
+			later := base.Add(queue.DoneKept)
+			k.end(t, later, b)
+			_, ok := k.runValue(t, a.JobID, queue.LeaseField(a))
+			require.False(t, ok, "a's mark ran out and was removed")
+			_, ok = k.runValue(t, b.JobID, queue.LeaseField(b))
+			require.True(t, ok)
 		})
 	})
 

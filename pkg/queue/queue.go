@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -169,13 +170,13 @@ func (r *Queue) Scheduled(ctx context.Context, occs []job.Occurrence) ([]bool, e
 		lookups = append(lookups, lookup{at: at[i], cmd: pipe.ZMScore(ctx, r.shards[i].keys.Due(), m...)})
 	}
 	held := make([][]*redis.FloatCmd, len(occs))
-	leased := make([]*redis.BoolCmd, len(occs))
+	leased := make([]*redis.StringCmd, len(occs))
 	for k, o := range occs {
 		q := r.shards[ShardOf(o.JobID, len(r.shards))]
 		for _, lane := range routeLanes(o) {
 			held[k] = append(held[k], pipe.ZScore(ctx, q.keys.Held(lane), o.Member()))
 		}
-		leased[k] = pipe.HExists(ctx, q.keys.Run(o.JobID), leaseField(o))
+		leased[k] = pipe.HGet(ctx, q.keys.Run(o.JobID), leaseField(o))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("look up %d occurrences: %w", len(occs), err)
@@ -192,7 +193,7 @@ func (r *Queue) Scheduled(ctx context.Context, occs []job.Occurrence) ([]bool, e
 				in[k] = true
 			}
 		}
-		if leased[k].Val() {
+		if strings.HasPrefix(leased[k].Val(), "v1|") { // a lease, not the mark of an attempt done
 			in[k] = true
 		}
 	}

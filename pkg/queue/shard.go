@@ -407,11 +407,12 @@ func (q *Shard) GiveBack(ctx context.Context, consumer string, msgs []Message) (
 //
 // Each ended attempt's lease leaves its job's run hash and the leases set,
 // and so does the job's overlap hold (or buffer_one waiting place) when the
-// attempt's occurrence held it:
-// a finished attempt's (mode "f") whoever holds it, a dropped one's (mode
-// "d") only once it ran out (a live lease is its worker's to end).
-// A run hash left without a lease (its fence, a buffer_one wait) expires
-// with FenceTTL.
+// attempt's occurrence held it: a finished attempt's (mode "f") whoever
+// holds it, a dropped one's (mode "d") only once it ran out (a live lease
+// is its worker's to end). A finished attempt's field keeps, for DoneKept,
+// the mark that stops it starting again (StartDone); older marks of the
+// job are removed on the way. A run hash left without a lease expires:
+// after FenceTTL when it holds a fence, else after DoneKept.
 //
 // An entry whose worker gave its place back when its attempt ended
 // (Release, noted in the released set) is only acknowledged and deleted.
@@ -436,6 +437,7 @@ end
 local e = tonumber(ARGV[last + 1])
 local now = tonumber(ARGV[last + 2])
 local efirst = last + 3
+local doneKept, fenceTTL = ` + strconv.Itoa(int(DoneKept/time.Millisecond)) + `, ` + strconv.Itoa(int(FenceTTL/time.Millisecond)) + `
 for k = 0, e - 1 do
   local key = KEYS[9 + k]
   local a = efirst + 4 * k
@@ -446,17 +448,35 @@ for k = 0, e - 1 do
     ends = (tonumber(u) or 0) <= now
   end
   if ends then
-    if held then redis.call('HDEL', key, ARGV[a]) end
+    if ARGV[a + 3] == 'f' then
+      redis.call('HSET', key, ARGV[a], 'done|' .. (now + doneKept))
+    elseif held then
+      redis.call('HDEL', key, ARGV[a])
+    end
     redis.call('ZREM', KEYS[8], ARGV[a + 1])
     local h = redis.call('HGET', key, 'hold')
     if h and string.match(h, '^([^|]*)|') == ARGV[a + 2] then redis.call('HDEL', key, 'hold') end
     local wt = redis.call('HGET', key, 'wait')
     if wt and string.match(wt, '^([^|]*)|') == ARGV[a + 2] then redis.call('HDEL', key, 'wait') end
-    local leased = false
-    for _, f in ipairs(redis.call('HKEYS', key)) do
-      if string.find(f, ':', 1, true) then leased = true break end
+    local leased, fenced = false, false
+    local all = redis.call('HGETALL', key)
+    for j = 1, #all, 2 do
+      local f, v = all[j], all[j + 1]
+      if f == 'fence' then
+        fenced = true
+      elseif string.find(f, ':', 1, true) then
+        if string.sub(v, 1, 5) ~= 'done|' then
+          leased = true
+        elseif (tonumber(string.sub(v, 6)) or 0) <= now then
+          redis.call('HDEL', key, f)
+        end
+      end
     end
-    if not leased then redis.call('PEXPIRE', key, ` + strconv.Itoa(int(FenceTTL/time.Millisecond)) + `) end
+    if not leased then
+      local ttl = doneKept
+      if fenced then ttl = fenceTTL end
+      if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+    end
   end
 end
 local ids = efirst + 4 * e

@@ -260,6 +260,11 @@ func (s *starter) place(it *item, answer int, now time.Time) bool {
 		// must not add up to dead-letter it, so give this one back.
 		it.action = giveBack
 		return false
+	case queue.StartDone:
+		// Its outcome was recorded after this worker read Postgres:
+		// another worker ran it moments ago.
+		it.action = ack
+		return false
 	case queue.StartWait:
 		// buffer_one: an earlier occurrence still runs. Not started; back
 		// in the due set shortly, its place in the buffer kept.
