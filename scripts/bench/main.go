@@ -5,9 +5,11 @@
 // jobs each due at its own millisecond, storage per job and CPU per job.
 //
 // It prints a table and writes the figures as JSON (-out). It fails (exit 1)
-// when a job is lost or starts before it is due, never on a speed figure:
-// CI runs it with -quick so that the command keeps working, and people run
-// the full version to read the figures.
+// when a job is lost or starts before it is due, never on a speed figure.
+// With -budget it also compares each process's CPU per job with the file's
+// budget and fails (exit 3) when one is over: CI runs it with -quick and
+// bench/budget.json so that the command keeps working and the hot path stays
+// as cheap as it is, and people run the full version to read the figures.
 package main
 
 import (
@@ -45,6 +47,9 @@ type config struct {
 	// profileDir, when set, receives CPU profiles of every service during
 	// the burst and the steady phase.
 	profileDir string
+	// budget, when set, names the file of the most CPU per job each process
+	// may spend in each phase.
+	budget string
 }
 
 // errFailed says the run finished but found lost or early jobs; the figures
@@ -57,8 +62,17 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// exitCode is 3 when the only failure is CPU over budget, so that CI tells a
+// dearer hot path from a lost or early job; 1 otherwise.
+func exitCode(err error) int {
+	if errors.Is(err, errOverBudget) && !errors.Is(err, errFailed) {
+		return 3
+	}
+	return 1
 }
 
 func run(ctx context.Context, args []string) error {
@@ -66,14 +80,30 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The budget is read before the run, so that a bad file fails at once.
+	var bud *budget
+	if cfg.budget != "" {
+		if bud, err = loadBudget(cfg.budget); err != nil {
+			return err
+		}
+		if bud.quick != cfg.quick {
+			sizes := map[bool]string{true: "-quick's sizes", false: "the full sizes"}
+			return fmt.Errorf("budget %s is for %s, this run has %s", cfg.budget, sizes[bud.quick], sizes[cfg.quick])
+		}
+	}
 	b, err := newBench(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	res, runErr := b.run(ctx)
 	b.close(runErr != nil || len(res.Failures) > 0)
+	var rows []budgetRow
 	if res != nil {
 		res.print(os.Stdout)
+		if bud != nil && runErr == nil {
+			rows = bud.check(res)
+			bud.print(os.Stdout, rows)
+		}
 		if err := res.write(cfg.out); err != nil {
 			return err
 		}
@@ -82,10 +112,14 @@ func run(ctx context.Context, args []string) error {
 	if runErr != nil {
 		return runErr
 	}
+	var failed error
 	if len(res.Failures) > 0 {
-		return fmt.Errorf("%w: %v", errFailed, res.Failures)
+		failed = fmt.Errorf("%w: %v", errFailed, res.Failures)
 	}
-	return nil
+	if bud != nil {
+		return errors.Join(failed, bud.overBudget(rows))
+	}
+	return failed
 }
 
 // parseFlags reads the command line. -quick changes the defaults of the sizes
@@ -108,6 +142,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.out, "out", "bench/results/latest.json", "where the JSON figures go")
 	fs.BoolVar(&c.keep, "keep", false, "keep the database, the Redis keys and the service logs")
 	fs.StringVar(&c.profileDir, "profile", "", "directory for CPU profiles (pprof) of each service during the burst and the steady load; read them with go tool pprof")
+	fs.StringVar(&c.budget, "budget", "", "JSON file of the most CPU per job (µs) each process may spend in each phase (bench/budget.json); the run fails, exit 3, when one is over")
 	fs.StringVar(&c.binDir, "bin", "bin", "directory holding the dashboard, scheduler and worker binaries; built into a temporary one when they are missing")
 	fs.StringVar(&c.databaseURL, "database-url", envOr("TOCK_BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		"Postgres URL with rights to CREATE DATABASE (TOCK_BENCH_DATABASE_URL)")

@@ -158,7 +158,7 @@ func (r *results) print(out io.Writer) {
 	fmt.Fprintln(out, " each service's processes summed)")
 	if len(r.StoreCost) > 0 {
 		phaseTable(out, "stores per job\tPostgres CPU µs\tWAL bytes\tRedis CPU µs", r.StoreCost, "%.1f",
-			"pg_cpu_us_per_job", "wal_bytes_per_job", "redis_cpu_us_per_job")
+			pgCPUKey, walKey, redisCPUKey)
 		fmt.Fprintln(out, "(ingest: both ingest phases; burst: from the due time until every job had run; steady: from the end")
 		fmt.Fprintln(out, " of creating its jobs until every job had run)")
 	}
@@ -170,13 +170,17 @@ func (r *results) print(out io.Writer) {
 	}
 }
 
+// costPhases are the phases whose CPU per job the results hold, in the order
+// the run measures them: the keys of CPU and StoreCost.
+var costPhases = []string{"ingest", "burst", "steady"}
+
 // phaseTable prints, after a blank line, a table with header and a row per
 // phase that by holds, each of columns formatted with format.
 func phaseTable(out io.Writer, header string, by map[string]map[string]float64, format string, columns ...string) {
 	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, header+"\t")
-	for _, phase := range []string{"ingest", "burst", "steady"} {
+	for _, phase := range costPhases {
 		if c := by[phase]; c != nil {
 			fmt.Fprint(w, phase)
 			for _, col := range columns {

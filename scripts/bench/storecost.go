@@ -62,6 +62,13 @@ func (b *bench) storeCost(ctx context.Context) storeCost {
 	return c
 }
 
+// The keys of a phase's store costs in results.StoreCost.
+const (
+	pgCPUKey    = "pg_cpu_us_per_job"
+	walKey      = "wal_bytes_per_job"
+	redisCPUKey = "redis_cpu_us_per_job"
+)
+
 // perJob records a phase's store costs per job under name: Postgres and
 // Redis CPU in µs, WAL in bytes.
 func (r *results) perJob(name string, before, after storeCost, jobs int) {
@@ -70,17 +77,17 @@ func (r *results) perJob(name string, before, after storeCost, jobs int) {
 	}
 	n := float64(jobs)
 	r.StoreCost[name] = map[string]float64{
-		"pg_cpu_us_per_job":    round(float64((after.pgCPU-before.pgCPU).Microseconds())/n, 1),
-		"wal_bytes_per_job":    round(float64(after.walLSN-before.walLSN)/n, 0),
-		"redis_cpu_us_per_job": round(float64((after.redisCPU-before.redisCPU).Microseconds())/n, 1),
+		pgCPUKey:    round(float64((after.pgCPU-before.pgCPU).Microseconds())/n, 1),
+		walKey:      round(float64(after.walLSN-before.walLSN)/n, 0),
+		redisCPUKey: round(float64((after.redisCPU-before.redisCPU).Microseconds())/n, 1),
 	}
 	switch name {
 	case "burst":
-		r.BurstPGCPUUsPerJob = r.StoreCost[name]["pg_cpu_us_per_job"]
+		r.BurstPGCPUUsPerJob = r.StoreCost[name][pgCPUKey]
 	case "ingest":
-		r.IngestPGCPUUsPerJob = r.StoreCost[name]["pg_cpu_us_per_job"]
+		r.IngestPGCPUUsPerJob = r.StoreCost[name][pgCPUKey]
 	case "steady":
-		r.SteadyPGCPUUsPerJob = r.StoreCost[name]["pg_cpu_us_per_job"]
+		r.SteadyPGCPUUsPerJob = r.StoreCost[name][pgCPUKey]
 	}
 }
 
