@@ -1,7 +1,7 @@
 // Completing: one completer group-commits the outcomes of ended attempts in
 // one Postgres statement (an attempt's one write), then settles every entry
-// in one Redis round trip (acknowledgements, retries, the leases' end), and
-// gives the entries' slots back. It also auto-pauses a recurring job that
+// in one Redis round trip (acknowledgements, retries, the leases' end). It
+// gives an entry's slot back as it takes the entry over. It also auto-pauses a recurring job that
 // keeps failing and sends the alerts outcomes raise.
 
 package main
@@ -58,14 +58,26 @@ func (c *completer) end(it *item) {
 	if it.action != leave {
 		c.ended <- it.msg
 	}
-	c.in <- []*item{it}
+	c.take([]*item{it})
 }
 
 // settleAll hands over entries the starter did not run.
 func (c *completer) settleAll(items []*item) {
 	if len(items) > 0 {
-		c.in <- items
+		c.take(items)
 	}
+}
+
+// take queues items for the group commit and gives their slots back: the
+// one place a slot held by an entry is given back. A slot bounds what a
+// worker reads and runs, not what waits to be recorded: an entry stays
+// pending in its stream until settled, so nothing is lost by freeing its
+// slot first, and a slow outcome write (Postgres busy) then delays no
+// other attempt's start. The queue is bounded (c.in), so a completer that
+// cannot write holds the runners, and through them the slots, back.
+func (c *completer) take(items []*item) {
+	c.in <- items
+	c.slots.give(len(items))
 }
 
 // record is the group commit: it takes everything waiting, writes the
@@ -93,10 +105,8 @@ func (c *completer) record(ctx context.Context) {
 	}
 }
 
-// flush settles one batch and gives its slots back: the one place a slot
-// held by an entry is given back.
+// flush settles one batch.
 func (c *completer) flush(ctx context.Context, batch []*item) {
-	defer c.slots.give(len(batch))
 	w := c.w
 	var results []store.Result
 	var recorded []*item

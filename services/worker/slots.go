@@ -7,7 +7,7 @@ import "context"
 
 // slotPool holds a worker's slots. take is the one way to take them and give
 // the one way to return them: every entry read holds one slot until its
-// attempt ends, or until it is let go unstarted.
+// attempt ends, or until it is let go unstarted (the completer takes it over).
 type slotPool struct{ held chan struct{} }
 
 func newSlotPool(n int) *slotPool { return &slotPool{held: make(chan struct{}, n)} }
