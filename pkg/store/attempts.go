@@ -80,7 +80,16 @@ func (s *Store) revealJob(id uuid.UUID, aj *AttemptJob) error {
 }
 
 // fetchSQL reads, for each attempt, its job and its own outcome row, through
-// the primary keys: a read, with no lock and no write.
+// the primary keys: a read, with no lock and no write. Each lookup is a
+// LATERAL subquery fenced with LIMIT 1, so that it stays a nested loop of
+// index probes whatever the statistics say: the plan is generic and made
+// once per connection, and one made while a table is small (a hash join
+// over a scan of every partition) would read the whole table for every
+// batch once it has grown. A job the worker reads has almost always been
+// claimed (due_hour -1): that partition is probed first, and the hour
+// partitions only when it is not there (a recurring job, whose row moved
+// to its next occurrence's hour). The run row's lookup carries its
+// scheduled time, so it is pruned to one day's partition at execution.
 const fetchSQL = `WITH req AS (
     SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::smallint[]) WITH ORDINALITY AS r(job_id, scheduled_for, attempt, n)
 )
@@ -92,9 +101,24 @@ SELECT r.n, j.id IS NOT NULL, coalesce(j.status::text, ''), coalesce(j.generatio
        CASE WHEN u.previous_signing_until > $4 THEN coalesce(u.previous_signing_secret, '') ELSE '' END,
        coalesce(o.status::text, ''), CASE WHEN o.status = 'running' THEN o.lease_until END
 FROM req r
-LEFT JOIN jobs j ON j.id = r.job_id
-LEFT JOIN users u ON u.id = j.owner_id
-LEFT JOIN job_runs o ON o.job_id = r.job_id AND o.scheduled_for = r.scheduled_for AND o.attempt = r.attempt
+LEFT JOIN LATERAL (
+    SELECT * FROM (
+        SELECT id, status, generation, owner_id, type, name, payload, timeout_ms, max_retries, schedule, last_at, history,
+               expires_after_ms, overlap, notify, trace_parent, secrets
+        FROM jobs WHERE id = r.job_id AND due_hour = -1
+        UNION ALL
+        SELECT id, status, generation, owner_id, type, name, payload, timeout_ms, max_retries, schedule, last_at, history,
+               expires_after_ms, overlap, notify, trace_parent, secrets
+        FROM jobs WHERE id = r.job_id AND due_hour >= 0
+    ) x LIMIT 1
+) j ON true
+LEFT JOIN LATERAL (
+    SELECT signing_secret, previous_signing_secret, previous_signing_until FROM users WHERE id = j.owner_id LIMIT 1
+) u ON true
+LEFT JOIN LATERAL (
+    SELECT status, lease_until FROM job_runs
+    WHERE job_id = r.job_id AND scheduled_for = r.scheduled_for AND attempt = r.attempt LIMIT 1
+) o ON true
 ORDER BY r.n`
 
 // Fetch reads what occs need to start, in one statement: the answer has

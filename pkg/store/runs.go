@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -64,27 +65,12 @@ type Result struct {
 // has an outcome keeps it (a late duplicate, from an attempt taken over
 // after its lease ran out, changes nothing); a row a release that recorded
 // starts left running takes the outcome. No job row is locked ahead: only
-// the jobs that end are written, by the final UPDATE. trimmed deletes, for
-// each job of the batch that keeps only failures, up to $12 of its
-// completed runs older than its newest $11 (as of before this statement:
-// the batch's own outcomes come on top), so a backlog left by a change of
-// policy drains over the next runs instead of in one statement.
+// the jobs that end are written, by the final UPDATE, through the claimed
+// jobs' partition's primary key.
 const finishRunsSQL = `WITH res AS (
     SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::smallint[], $4::run_status[], $5::timestamptz[], $6::text[],
-                         $7::text[], $8::boolean[], $9::uuid[], $10::uuid[], $13::timestamptz[], $14::timestamptz[])
-        AS r(job_id, scheduled_for, attempt, status, finished_at, output, error, trim_history, id, owner_id, due_at, started_at)
-), trimmed AS (
-    DELETE FROM job_runs x
-    USING (
-        SELECT c.job_id, o.scheduled_for, o.attempt
-        FROM (SELECT DISTINCT job_id FROM res WHERE trim_history) c
-        CROSS JOIN LATERAL (
-            SELECT r.scheduled_for, r.attempt FROM job_runs r
-            WHERE r.job_id = c.job_id AND r.status = 'completed'
-            ORDER BY r.scheduled_for DESC, r.attempt DESC
-            OFFSET $11 LIMIT $12) o
-    ) old
-    WHERE x.job_id = old.job_id AND x.scheduled_for = old.scheduled_for AND x.attempt = old.attempt
+                         $7::text[], $8::uuid[], $9::uuid[], $10::timestamptz[], $11::timestamptz[])
+        AS r(job_id, scheduled_for, attempt, status, finished_at, output, error, id, owner_id, due_at, started_at)
 ), done AS (
     INSERT INTO job_runs AS jr (job_id, scheduled_for, attempt, status, id, owner_id, due_at, started_at, lease_until,
                                 finished_at, output, error)
@@ -102,17 +88,39 @@ UPDATE jobs j SET status = CASE
         WHEN j.schedule IS NOT NULL OR d.status = 'completed' THEN 'completed'::job_status
         WHEN d.status = 'aborted' THEN 'cancelled'::job_status
         ELSE 'permanently_failed'::job_status END,
-    updated_at = $15
+    updated_at = $12
 FROM done d
 WHERE j.id = d.job_id AND j.due_hour = -1 AND j.status = 'scheduled'
   AND d.status IN ('completed', 'permanently_failed', 'skipped', 'aborted', 'expired')
   AND (j.run_at = d.scheduled_for OR j.last_at = d.scheduled_for)`
 
-// trimBatch bounds the completed runs one finish statement deletes per job
-// that keeps only failures.
+// trimRunsSQL deletes, for each job of $1 (jobs that keep only failures),
+// up to $3 of its completed runs older than its newest $2. It runs just
+// before finishRunsSQL, in the same transaction, so the batch's own
+// outcomes come on top of the $2 kept, and a backlog left by a change of
+// policy drains over the next runs instead of in one statement. Each
+// job's runs are read through a LATERAL lookup on the primary key and
+// deleted by their row addresses (a TID scan), so the plan never scans a
+// partition whatever the statistics.
+const trimRunsSQL = `DELETE FROM job_runs x
+USING (
+    SELECT o.tableoid, o.ctid
+    FROM unnest($1::uuid[]) AS c(job_id)
+    CROSS JOIN LATERAL (
+        SELECT r.tableoid, r.ctid FROM job_runs r
+        WHERE r.job_id = c.job_id AND r.status = 'completed'
+        ORDER BY r.scheduled_for DESC, r.attempt DESC
+        OFFSET $2 LIMIT $3) o
+) old
+WHERE x.tableoid = old.tableoid AND x.ctid = old.ctid`
+
+// trimBatch bounds the completed runs one finish deletes per job that
+// keeps only failures.
 const trimBatch = 100
 
-// FinishRuns records outcomes in one round trip: the attempts' one write.
+// FinishRuns records outcomes in one round trip: the attempts' one write
+// (with, for jobs that keep only failures, the trim of their history, in
+// the same transaction).
 func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time) error {
 	if len(results) == 0 {
 		return nil
@@ -120,19 +128,33 @@ func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time)
 	n := len(results)
 	jobIDs, sched, attempts := make([]uuid.UUID, n), make([]time.Time, n), make([]int16, n)
 	statuses, finished, outputs, errs := make([]string, n), make([]time.Time, n), make([]string, n), make([]string, n)
-	trim, ids, owners := make([]bool, n), make([]uuid.UUID, n), make([]uuid.UUID, n)
+	ids, owners := make([]uuid.UUID, n), make([]uuid.UUID, n)
 	dues, started := make([]time.Time, n), make([]time.Time, n)
+	var trim []uuid.UUID
 	for i, r := range results {
 		jobIDs[i], sched[i], attempts[i] = r.Occurrence.JobID, r.Occurrence.ScheduledFor, int16(r.Occurrence.Attempt)
 		statuses[i], finished[i], outputs[i], errs[i] = string(r.Status), r.FinishedAt, storable(r.Output), storable(r.Error)
-		trim[i], ids[i], owners[i] = r.TrimHistory, r.ID, r.Owner
+		ids[i], owners[i] = r.ID, r.Owner
 		if r.ID == uuid.Nil {
 			ids[i] = job.NewID()
 		}
 		dues[i], started[i] = r.DueAt, r.StartedAt
+		if r.TrimHistory && !slices.Contains(trim, r.Occurrence.JobID) {
+			trim = append(trim, r.Occurrence.JobID)
+		}
 	}
-	if _, err := s.pool.Exec(ctx, finishRunsSQL, jobIDs, sched, attempts, statuses, finished, outputs, errs,
-		trim, ids, owners, job.KeptSuccesses, trimBatch, dues, started, now); err != nil {
+	args := []any{jobIDs, sched, attempts, statuses, finished, outputs, errs, ids, owners, dues, started, now}
+	if len(trim) == 0 {
+		if _, err := s.pool.Exec(ctx, finishRunsSQL, args...); err != nil {
+			return fmt.Errorf("finish runs: %w", translate(err))
+		}
+		return nil
+	}
+	// One round trip, one implicit transaction: a batch ends with one Sync.
+	b := &pgx.Batch{}
+	b.Queue(trimRunsSQL, trim, job.KeptSuccesses, trimBatch)
+	b.Queue(finishRunsSQL, args...)
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("finish runs: %w", translate(err))
 	}
 	return nil

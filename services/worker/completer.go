@@ -11,6 +11,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	"go.uber.org/zap"
@@ -80,29 +81,60 @@ func (c *completer) take(items []*item) {
 	c.slots.give(len(items))
 }
 
-// record is the group commit: it takes everything waiting, writes the
-// outcomes to Postgres in one statement, then settles in one Redis round
-// trip. While a flush is in flight the next batch gathers, so batches grow
-// with load and a lone outcome is written at once.
+// record is the group commit: it takes everything waiting, and what comes
+// within the commit window after the first, writes the outcomes to
+// Postgres in one statement, then settles in one Redis round trip. While a
+// flush is in flight the next batch gathers too, so batches grow with load.
 func (c *completer) record(ctx context.Context) {
 	const maxBatch = 1024
 	batch := make([]*item, 0, maxBatch)
+	var window *time.Timer
 	for its := range c.in {
 		batch = append(batch[:0], its...)
-	drain:
-		for len(batch) < maxBatch {
-			select {
-			case its, ok := <-c.in:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, its...)
-			default:
-				break drain
+		var closes <-chan time.Time
+		if w := c.w.CommitWindow; w > 0 {
+			if window == nil {
+				window = time.NewTimer(w)
+			} else {
+				window.Reset(w)
 			}
+			closes = window.C
+		}
+		batch = c.gather(batch, maxBatch, closes)
+		if window != nil {
+			window.Stop()
 		}
 		c.flush(ctx, batch)
 	}
+}
+
+// gather adds to batch what waits in c.in, up to most items; with a window
+// (closes not nil) it waits for more until the window closes.
+func (c *completer) gather(batch []*item, most int, closes <-chan time.Time) []*item {
+	for len(batch) < most {
+		if closes == nil {
+			select {
+			case its, ok := <-c.in:
+				if !ok {
+					return batch
+				}
+				batch = append(batch, its...)
+			default:
+				return batch
+			}
+			continue
+		}
+		select {
+		case its, ok := <-c.in:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, its...)
+		case <-closes:
+			return batch
+		}
+	}
+	return batch
 }
 
 // flush settles one batch.

@@ -19,6 +19,13 @@ import (
 // all hang cost about 100 MB and 2048 descriptors (docs/operations.md).
 const DefaultConcurrency = 2048
 
+// DefaultCommitWindow is how long the group commit gathers outcomes by
+// default. An outcome is recorded that much later at most, which no start
+// waits on (the slot is free already, the lane's place given back); at
+// 1,000 attempts a second it writes about 10 outcomes per statement instead
+// of one or two.
+const DefaultCommitWindow = 10 * time.Millisecond
+
 // Config is the worker's settings, read once from the environment.
 type Config struct {
 	config.Common
@@ -26,11 +33,13 @@ type Config struct {
 	Concurrency int
 	Batch       int
 	Block       time.Duration
-	Visibility  time.Duration
-	LeaseMargin time.Duration
-	BackoffBase time.Duration
-	BackoffMax  time.Duration
-	Grace       time.Duration
+	// CommitWindow: see Worker.CommitWindow (TOCK_WORKER_COMMIT_WINDOW).
+	CommitWindow time.Duration
+	Visibility   time.Duration
+	LeaseMargin  time.Duration
+	BackoffBase  time.Duration
+	BackoffMax   time.Duration
+	Grace        time.Duration
 	// Targets is the outbound policy for job URLs.
 	Targets      outbound.Options
 	ConsumerName string
@@ -53,6 +62,7 @@ func readConfig(e *config.Env) (Config, error) {
 		Concurrency:  e.Int("TOCK_WORKER_CONCURRENCY", DefaultConcurrency, 1, 100000),
 		Batch:        e.Int("TOCK_WORKER_BATCH", 256, 1, 10000),
 		Block:        e.Duration("TOCK_WORKER_BLOCK", time.Second),
+		CommitWindow: e.Duration("TOCK_WORKER_COMMIT_WINDOW", DefaultCommitWindow),
 		Visibility:   e.Duration("TOCK_VISIBILITY_TIMEOUT", 15*time.Second),
 		LeaseMargin:  e.Duration("TOCK_LEASE_MARGIN", 5*time.Second),
 		BackoffBase:  e.Duration("TOCK_RETRY_BACKOFF", time.Second),
@@ -76,6 +86,9 @@ func readConfig(e *config.Env) (Config, error) {
 		e.Check(fmt.Errorf("TOCK_WORKER_CONCURRENCY=%d must be at least twice TOCK_REDIS_SHARDS=%d: each shard's reader holds a slot while it waits", c.Concurrency, c.RedisShards))
 	}
 	// Redis reads BLOCK 0 as "wait forever": a worker could then never stop.
+	if c.CommitWindow < 0 || c.CommitWindow > time.Second {
+		e.Check(fmt.Errorf("TOCK_WORKER_COMMIT_WINDOW=%s must be from 0 to 1s", c.CommitWindow))
+	}
 	if c.Block < time.Millisecond || c.Block > time.Minute {
 		e.Check(fmt.Errorf("TOCK_WORKER_BLOCK=%s must be from 1ms to 1m", c.Block))
 	}

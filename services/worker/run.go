@@ -69,7 +69,7 @@ func run(ctx context.Context) error {
 	runner := jobtype.NewRegistry(jobtype.Deps{Client: outbound.NewClient(cfg.Targets), Version: version, Email: cfg.SMTP, Brokers: brokers})
 	worker := &Worker{
 		Store: st, Queue: q, Runner: runner, Log: log.Named("worker"), Clock: time.Now,
-		Name: name, Concurrency: cfg.Concurrency, Batch: cfg.Batch, Block: cfg.Block, Visibility: cfg.Visibility,
+		Name: name, Concurrency: cfg.Concurrency, Batch: cfg.Batch, Block: cfg.Block, CommitWindow: cfg.CommitWindow, Visibility: cfg.Visibility,
 		LeaseMargin: cfg.LeaseMargin, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Grace: cfg.Grace,
 		MisfireThreshold: cfg.MisfireThreshold, AutoPauseAfter: cfg.AutoPause, MaxDeliveries: cfg.MaxDeliveries,
 		Metrics: metrics.NewWorker(reg), Tracer: base.Tracing.Tracer("worker"),
