@@ -116,6 +116,8 @@ func (q *Shard) alone() *Queue { return &Queue{rdb: q.rdb, shards: []*Shard{q}} 
 // ARGV[6] borrow limit to record (routed entries in flight under which a
 // lane may pass its cap while no other lane waits; 0 lends nothing), or ""
 // ARGV[7] unread limit to record (Caps.Unread), or ""
+// ARGV[8] lead in ms: members due up to this long after now are published
+// too, for the workers to start at their due time; "" or 0 for none
 // Returns {popped, now_ms, next_due_ms or -1, published, held}
 var publishScript = redis.NewScript(lanesLua + strings.ReplaceAll(strings.ReplaceAll(`
 local now
@@ -130,6 +132,7 @@ if ARGV[4] ~= '' then redis.call('HSET', KEYS[4], '*h', ARGV[4]) end
 if ARGV[6] ~= '' then redis.call('HSET', KEYS[4], '*b', ARGV[6]) end
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[4], '*u', ARGV[7]) end
 local limit = tonumber(ARGV[1])
+local upto = now + (tonumber(ARGV[8]) or 0)
 local published, held, n = 0, 0, 0
 local function placeAll(due, from, to, step)
   for i = from, to, step do
@@ -140,7 +143,7 @@ local function placeAll(due, from, to, step)
     end
   end
 end
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', upto, 'WITHSCORES', 'LIMIT', 0, limit)
 local take = #due / 2
 -- Behind a backlog (more is due than this call takes, and the earliest of
 -- it came due a while ago), the members that came due most recently go
@@ -149,7 +152,7 @@ local take = #due / 2
 -- next job wait for the whole of it.
 if take == limit and limit >= 4 and tonumber(due[2]) < now - __BACKLOGMS__ then
   local after = math.max(now - __FRESHMS__, tonumber(due[#due]))
-  local fresh = redis.call('ZREVRANGEBYSCORE', KEYS[1], now, '(' .. after, 'WITHSCORES', 'LIMIT', 0, math.floor(limit / 4))
+  local fresh = redis.call('ZREVRANGEBYSCORE', KEYS[1], upto, '(' .. after, 'WITHSCORES', 'LIMIT', 0, math.floor(limit / 4))
   if #fresh > 0 then
     placeAll(fresh, #fresh - 1, 1, -2)
     local members = {}
@@ -206,6 +209,16 @@ type Published struct {
 // those whose lanes are at their caps, and records caps as the shard's
 // defaults. A zero now uses Redis TIME; tests pass their own clock.
 func (q *Shard) Publish(ctx context.Context, limit int, now time.Time, caps Caps) (Published, error) {
+	return q.PublishAhead(ctx, limit, now, 0, caps)
+}
+
+// PublishAhead is Publish of the members due up to lead after now as
+// well: a worker reads them ahead and starts each at its due time (the
+// entry's DueAt), so that at a steady load one call, one read, one
+// Postgres read and one lease script serve the members due over a few
+// milliseconds instead of each paying its own, and the start's own
+// latency comes before the due time instead of after it.
+func (q *Shard) PublishAhead(ctx context.Context, limit int, now time.Time, lead time.Duration, caps Caps) (Published, error) {
 	nowArg := ""
 	if !now.IsZero() {
 		nowArg = strconv.FormatInt(now.UnixMilli(), 10)
@@ -220,7 +233,7 @@ func (q *Shard) Publish(ctx context.Context, limit int, now time.Time, caps Caps
 	if caps.Borrow != 0 {
 		borrow = strconv.Itoa(max(caps.Borrow, 0))
 	}
-	res, err := publishScript.Run(ctx, q.rdb, q.keys.laneKeys(), limit, nowArg, capArg(caps.Owner), capArg(caps.Host), heldLanesPerCall, borrow, capArg(caps.Unread)).Int64Slice()
+	res, err := publishScript.Run(ctx, q.rdb, q.keys.laneKeys(), limit, nowArg, capArg(caps.Owner), capArg(caps.Host), heldLanesPerCall, borrow, capArg(caps.Unread), lead.Milliseconds()).Int64Slice()
 	if err != nil {
 		return Published{}, fmt.Errorf("publish due: %w", err)
 	}

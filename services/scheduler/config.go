@@ -7,16 +7,24 @@ import (
 	"github.com/tockhq/tock/pkg/config"
 )
 
+// DefaultPublishLead is how far ahead of their due time members are
+// published by default: enough for a worker to read, fetch and lease a
+// batch before it is due (a few ms here), small enough that a cancel in
+// the last moments before a due time is rare to find the attempt leased.
+const DefaultPublishLead = 20 * time.Millisecond
+
 // Config is the scheduler's settings, read once from the environment.
 type Config struct {
 	config.Common
 	config.Scheduling
-	MetricsAddr       string
-	LoadInterval      time.Duration
-	LoadBatch         int
-	LockTTL           time.Duration
-	PublishBatch      int
-	PublishTick       time.Duration
+	MetricsAddr  string
+	LoadInterval time.Duration
+	LoadBatch    int
+	LockTTL      time.Duration
+	PublishBatch int
+	PublishTick  time.Duration
+	// PublishLead: see Publisher.lead (TOCK_PUBLISH_LEAD).
+	PublishLead       time.Duration
 	ReconcileInterval time.Duration
 	LostAfter         time.Duration
 	RunRetention      time.Duration
@@ -56,6 +64,7 @@ func readConfig(e *config.Env) (Config, error) {
 		LockTTL:           e.Duration("TOCK_LOCK_TTL", 10*time.Second),
 		PublishBatch:      e.Int("TOCK_PUBLISH_BATCH", 1000, 1, 100000),
 		PublishTick:       e.Duration("TOCK_PUBLISH_TICK", 50*time.Millisecond),
+		PublishLead:       e.Duration("TOCK_PUBLISH_LEAD", DefaultPublishLead),
 		ReconcileInterval: e.Duration("TOCK_RECONCILE_INTERVAL", 10*time.Second),
 		LostAfter:         e.Duration("TOCK_LOST_AFTER", time.Minute),
 		RunRetention:      e.Duration("TOCK_RUN_RETENTION", 30*24*time.Hour),
@@ -70,6 +79,9 @@ func readConfig(e *config.Env) (Config, error) {
 
 		CloudWatchNamespace: e.String("TOCK_CLOUDWATCH_NAMESPACE", ""),
 		CloudWatchInterval:  e.Duration("TOCK_CLOUDWATCH_INTERVAL", 10*time.Second),
+	}
+	if c.PublishLead < 0 || c.PublishLead > time.Second {
+		e.Check(fmt.Errorf("TOCK_PUBLISH_LEAD=%s must be from 0 to 1s", c.PublishLead))
 	}
 	if c.PublishTick <= 0 || c.PublishTick > 50*time.Millisecond {
 		e.Check(fmt.Errorf("TOCK_PUBLISH_TICK=%s must be above 0 and at most 50ms", c.PublishTick))

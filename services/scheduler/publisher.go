@@ -28,6 +28,12 @@ type Publisher struct {
 	log   *zap.Logger
 	batch int
 	tick  time.Duration
+	// lead: members due up to this long ahead are published too, for the
+	// workers to start at their due time (TOCK_PUBLISH_LEAD); after a call
+	// that moved some, the next waits at least half of it, so that at a
+	// steady load each call, and each read, start and write downstream,
+	// serves the members due over that half.
+	lead time.Duration
 	// caps are the caps on attempts in flight it records for its shard;
 	// nil records none (every lane unlimited until something does).
 	caps func() queue.Caps
@@ -58,7 +64,7 @@ func (p *Publisher) Run(ctx context.Context) {
 		if p.tracer != nil {
 			start = time.Now()
 		}
-		res, err := p.queue.Publish(ctx, p.batch, time.Time{}, caps)
+		res, err := p.queue.PublishAhead(ctx, p.batch, time.Time{}, p.lead, caps)
 		if p.tracer != nil && (res.Moved > 0 || (err != nil && !failing && ctx.Err() == nil)) {
 			p.trace(ctx, start, res, err)
 		}
@@ -80,9 +86,12 @@ func (p *Publisher) Run(ctx context.Context) {
 				failing = false
 			}
 			if !res.Next.IsZero() {
-				if d := res.Next.Sub(res.Now); d < wait {
+				if d := res.Next.Sub(res.Now) - p.lead; d < wait {
 					wait = max(d, 0)
 				}
+			}
+			if res.Moved > 0 && p.lead > 0 {
+				wait = max(wait, p.lead/2)
 			}
 		}
 		if res.Sent > 0 {

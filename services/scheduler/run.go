@@ -45,7 +45,7 @@ func run(ctx context.Context) error {
 	caps := NewCapsWatcher(q, cfg.MaxRunning, cfg.MaxRunningPerHost, cfg.LendIdle, log.Named("caps"), time.Now)
 	pubs := make([]*Publisher, len(q.Shards()))
 	for i, sq := range q.Shards() {
-		pubs[i] = &Publisher{queue: sq, log: log.Named("publisher").With(zap.Int("shard", i)), batch: cfg.PublishBatch, tick: cfg.PublishTick,
+		pubs[i] = &Publisher{queue: sq, log: log.Named("publisher").With(zap.Int("shard", i)), batch: cfg.PublishBatch, tick: cfg.PublishTick, lead: cfg.PublishLead,
 			caps: caps.Caps, metrics: m, tracer: base.Tracing.Tracer("publisher")}
 	}
 

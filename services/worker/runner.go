@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/codes"
 	"go.uber.org/zap"
@@ -71,8 +72,19 @@ func (r *runners) execute(ctx context.Context, it *item) {
 	actx, stop := context.WithCancelCause(sctx)
 	at := &attempt{job: occ.JobID, owner: aj.Owner, started: it.startedAt, stop: stop}
 	r.attempts.add(at)
+	// Read ahead of its due time, it starts at it; an abort or a shutdown
+	// while it waits ends it without calling the target.
+	if d := it.startedAt.Sub(w.Clock()); d > 0 {
+		untilDue(actx, d)
+	}
+	if now := w.Clock(); now.After(it.startedAt) {
+		it.startedAt = now
+	}
+	w.Metrics.Lateness.Observe(max(it.startedAt.Sub(it.msg.DueAt).Seconds(), 0))
 	tctx, cancel := context.WithTimeout(actx, aj.Timeout)
 	switch {
+	case actx.Err() != nil:
+		it.out = jobtype.Outcome{Error: "stopped before its due time"}
 	case aj.SigningErr != nil:
 		// Never sent unsigned: the attempt fails, and is retried, until a
 		// worker with the operator key runs it.
@@ -110,4 +122,14 @@ func (r *runners) execute(ctx context.Context, it *item) {
 		endAttempt(it.span, it.status, it.out.StatusCode, it.endedAt)
 	}
 	r.comp.end(it)
+}
+
+// untilDue waits d, or until ctx ends.
+func untilDue(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }

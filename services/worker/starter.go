@@ -215,14 +215,20 @@ func (s *starter) lease(ctx context.Context, items []*item) []*item {
 		starts := make([]queue.Start, len(its))
 		for i, it := range its {
 			occ := it.msg.Occurrence
-			it.startedAt, it.run = now, job.NewID()
-			it.leaseUntil = now.Add(it.job.Timeout + s.w.LeaseMargin)
+			// Published ahead of its due time (TOCK_PUBLISH_LEAD), an
+			// attempt starts at it: the runner waits until then.
+			at := now
+			if it.msg.DueAt.After(at) {
+				at = it.msg.DueAt
+			}
+			it.startedAt, it.run = at, job.NewID()
+			it.leaseUntil = at.Add(it.job.Timeout + s.w.LeaseMargin)
 			overlap := it.job.Overlap
 			if occ.Attempt > 1 || overlap == job.OverlapAllow {
 				overlap = "" // a retry is not held back
 			}
 			starts[i] = queue.Start{Generation: occ.Generation, Overlap: overlap,
-				Lease: queue.Lease{Occurrence: occ, Worker: s.w.Name, Run: it.run, StartedAt: now, Until: it.leaseUntil,
+				Lease: queue.Lease{Occurrence: occ, Worker: s.w.Name, Run: it.run, StartedAt: at, Until: it.leaseUntil,
 					DueAt: it.msg.DueAt, Entry: it.msg.ID, Member: occ.Member()}}
 		}
 		answers, err := q.Start(ctx, starts, now, store.OverlapWaitKept)
@@ -271,9 +277,6 @@ func (s *starter) place(it *item, answer int, now time.Time) bool {
 		it.action, it.requeueAt = requeue, now.Add(store.OverlapPoll)
 		return false
 	}
-	// Every attempt started counts, a skipped misfire too: its lateness is
-	// what made it one. A clock skewed behind Redis's counts as on time.
-	s.w.Metrics.Lateness.Observe(max(now.Sub(it.msg.DueAt).Seconds(), 0))
 	it.action, it.endedAt = record, now
 	switch {
 	case answer == queue.StartSkip:
@@ -292,8 +295,12 @@ func (s *starter) place(it *item, answer int, now time.Time) bool {
 			it.status, it.reason = job.RunSkipped, "misfire: "+reason
 			break
 		}
+		// Its lateness counts when it starts (the runner).
 		return true
 	}
+	// Every attempt started counts, a skipped misfire too: its lateness is
+	// what made it one. A clock skewed behind Redis's counts as on time.
+	s.w.Metrics.Lateness.Observe(max(now.Sub(it.msg.DueAt).Seconds(), 0))
 	if s.w.Tracer != nil {
 		_, span := s.w.startAttempt(context.Background(), it, now)
 		endAttempt(span, it.status, 0, now)
