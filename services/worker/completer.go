@@ -317,21 +317,48 @@ func (c *completer) settle(ctx context.Context, done map[int]queue.Settlement) {
 func (c *completer) releaser(ctx context.Context) {
 	const maxBatch = 1024
 	failing := false
+	// It gathers for half the commit window after the first: at a steady
+	// load a release per attempt would be a Redis call per attempt, and a
+	// place comes back a few ms later at most.
+	window := c.w.CommitWindow / 2
+	var timer *time.Timer
 	for m := range c.ended {
 		byShard := map[int][]string{}
 		add := func(m queue.Message) { byShard[m.Shard] = append(byShard[m.Shard], m.ID) }
 		add(m)
+		var closes <-chan time.Time
+		if window > 0 {
+			if timer == nil {
+				timer = time.NewTimer(window)
+			} else {
+				timer.Reset(window)
+			}
+			closes = timer.C
+		}
 	drain:
 		for n := 1; n < maxBatch; n++ {
-			select {
-			case m, ok := <-c.ended:
-				if !ok {
+			var m queue.Message
+			var ok bool
+			if closes == nil {
+				select {
+				case m, ok = <-c.ended:
+				default:
 					break drain
 				}
-				add(m)
-			default:
+			} else {
+				select {
+				case m, ok = <-c.ended:
+				case <-closes:
+					break drain
+				}
+			}
+			if !ok {
 				break drain
 			}
+			add(m)
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 		err := c.w.Queue.Release(ctx, byShard)
 		switch {
