@@ -149,8 +149,9 @@ for i = 1, n do
   local a = 2 + 6 * (i - 1)
   local field, gen, value, untilms, member, overlap = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
   local answer = 1
-  local held = redis.call('HGET', key, field)
-  local fgen, funtil = parts(redis.call('HGET', key, 'fence'))
+  local got = redis.call('HMGET', key, field, 'fence')
+  local held = got[1]
+  local fgen, funtil = parts(got[2])
   if held and string.sub(held, 1, 5) == 'done|' then
     if (tonumber(string.sub(held, 6)) or 0) > now then answer = 6 end
   elseif fgen and funtil > now and tonumber(fgen) > gen then

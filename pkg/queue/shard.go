@@ -454,30 +454,31 @@ local doneKept, fenceTTL = ` + strconv.Itoa(int(DoneKept/time.Millisecond)) + `,
 for k = 0, e - 1 do
   local key = KEYS[9 + k]
   local a = efirst + 4 * k
-  local held = redis.call('HGET', key, ARGV[a])
+  local field, member, sched, mode = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  -- One read of the whole run hash (a few fields) instead of one per field.
+  local h = {}
+  local all = redis.call('HGETALL', key)
+  for j = 1, #all, 2 do h[all[j]] = all[j + 1] end
+  local held = h[field]
   local ends = true
-  if held and ARGV[a + 3] == 'd' then
+  if held and mode == 'd' then
     local u = string.match(held, '^v1|[^|]*|[^|]*|[^|]*|([^|]*)|')
     ends = (tonumber(u) or 0) <= now
   end
   if ends then
-    if ARGV[a + 3] == 'f' then
-      redis.call('HSET', key, ARGV[a], 'done|' .. (now + doneKept))
+    if mode == 'f' then
+      h[field] = 'done|' .. (now + doneKept)
+      redis.call('HSET', key, field, h[field])
     elseif held then
-      redis.call('HDEL', key, ARGV[a])
+      h[field] = nil
+      redis.call('HDEL', key, field)
     end
-    redis.call('ZREM', KEYS[8], ARGV[a + 1])
-    local h = redis.call('HGET', key, 'hold')
-    if h and string.match(h, '^([^|]*)|') == ARGV[a + 2] then redis.call('HDEL', key, 'hold') end
-    local wt = redis.call('HGET', key, 'wait')
-    if wt and string.match(wt, '^([^|]*)|') == ARGV[a + 2] then redis.call('HDEL', key, 'wait') end
-    local leased, fenced = false, false
-    local all = redis.call('HGETALL', key)
-    for j = 1, #all, 2 do
-      local f, v = all[j], all[j + 1]
-      if f == 'fence' then
-        fenced = true
-      elseif string.find(f, ':', 1, true) then
+    redis.call('ZREM', KEYS[8], member)
+    if h['hold'] and string.match(h['hold'], '^([^|]*)|') == sched then redis.call('HDEL', key, 'hold') end
+    if h['wait'] and string.match(h['wait'], '^([^|]*)|') == sched then redis.call('HDEL', key, 'wait') end
+    local leased = false
+    for f, v in pairs(h) do
+      if f ~= 'fence' and string.find(f, ':', 1, true) then
         if string.sub(v, 1, 5) ~= 'done|' then
           leased = true
         elseif (tonumber(string.sub(v, 6)) or 0) <= now then
@@ -487,7 +488,7 @@ for k = 0, e - 1 do
     end
     if not leased then
       local ttl = doneKept
-      if fenced then ttl = fenceTTL end
+      if h['fence'] then ttl = fenceTTL end
       if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
     end
   end
@@ -495,9 +496,12 @@ end
 local ids = efirst + 4 * e
 local freed = {}
 for i = ids, #ARGV do
-  local ol, hl, present = entryLanes(ARGV[i])
-  local released = redis.call('SREM', KEYS[7], ARGV[i]) == 1
-  if ol and present and not released then freed[#freed + 1] = {ol, hl} end
+  -- A released entry (the common case) gave its place back already: its
+  -- lanes need not be read.
+  if redis.call('SREM', KEYS[7], ARGV[i]) == 0 then
+    local ol, hl, present = entryLanes(ARGV[i])
+    if ol and present then freed[#freed + 1] = {ol, hl} end
+  end
 end
 local deleted = 0
 for i = ids, #ARGV, chunk do
