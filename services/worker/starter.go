@@ -166,7 +166,7 @@ func (s *starter) awaitRetries(ctx context.Context, items []*item, fetched []sto
 // its job gone, no longer scheduled or planned under an older generation).
 func (s *starter) judge(it *item, f store.Fetched, now time.Time) bool {
 	occ := it.msg.Occurrence
-	current := f.Job != nil && f.Job.Status == job.StatusScheduled && occ.Generation >= f.Job.Generation
+	current := live(f.Job, occ) && occ.Generation >= f.Job.Generation
 	switch {
 	case f.Outcome != "" && f.Outcome != job.RunRunning:
 		// Finished before (a redelivery racing its settle, or its worker
@@ -178,7 +178,7 @@ func (s *starter) judge(it *item, f store.Fetched, now time.Time) bool {
 			it.action = ackRetry
 		}
 		return false
-	case f.Job == nil || f.Job.Status != job.StatusScheduled:
+	case !live(f.Job, occ):
 		s.w.Log.Info("entry_dropped_job_not_scheduled", zap.String("job_id", occ.JobID.String()))
 		it.action, it.dropped = ack, true
 		return false
@@ -194,6 +194,23 @@ func (s *starter) judge(it *item, f store.Fetched, now time.Time) bool {
 	}
 	it.job = f.Job
 	return true
+}
+
+// live says whether job j still runs occ: it is scheduled, or it is a
+// recurring job that completed when its final occurrence ended while occ,
+// an earlier one, still had an attempt to make (a retry after a failure,
+// or a start held back behind a backlog): occ belongs to the plan that
+// completed, and dropping it would lose it.
+func live(j *store.AttemptJob, occ job.Occurrence) bool {
+	switch {
+	case j == nil:
+		return false
+	case j.Status == job.StatusScheduled:
+		return true
+	case j.Status == job.StatusCompleted:
+		return j.Schedule != nil && !j.LastAt.IsZero() && !occ.ScheduledFor.After(j.LastAt)
+	}
+	return false
 }
 
 // lease leases the attempts of items in Redis, one script per shard, and
