@@ -6,8 +6,11 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"math/rand/v2"
+	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -16,7 +19,16 @@ import (
 
 // retryPG retries a Postgres call with backoff until it succeeds or ctx ends:
 // an outage pauses the worker rather than losing outcomes.
+//
+// A pooled connection that broke (Postgres restarted under it) is tried
+// again at once, without backoff: the pool drops it and hands out another,
+// which may be just as dead, one per pooled connection. Backing off for each
+// would add a second or more per connection after Postgres is back, long
+// enough for the leases of the attempts whose outcomes wait to run out and
+// for another worker to run them again. A dial that fails (Postgres still
+// down) backs off as any other failure.
 func retryPG[T any](ctx context.Context, log *zap.Logger, f func() (T, error)) (T, error) {
+	broken := 0
 	for attempt := 0; ; attempt++ {
 		v, err := f()
 		if err == nil || ctx.Err() != nil || permanent(err) {
@@ -25,8 +37,35 @@ func retryPG[T any](ctx context.Context, log *zap.Logger, f func() (T, error)) (
 		if attempt == 0 {
 			log.Warn("postgres_call_failed_retrying", zap.Error(err))
 		}
+		if brokenConn(err) && broken < maxBrokenRetries {
+			broken++
+			attempt--
+			continue
+		}
 		sleep(ctx, backoffStep(attempt))
 	}
+}
+
+// maxBrokenRetries bounds the immediate retries of one call after broken
+// connections: more than a worker's pool holds.
+const maxBrokenRetries = 64
+
+// brokenConn reports an error of a connection that was open and broke: the
+// server went away under it (end of file, reset, closed), or told it so as
+// it shut down. Not a dial that failed, nor an error Postgres answered a
+// statement with.
+func brokenConn(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// admin_shutdown, crash_shutdown: the server is stopping this session.
+		return pgErr.Code == "57P01" || pgErr.Code == "57P02"
+	}
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		return false
+	}
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
 }
 
 // bisect runs call on a batch through retryPG. When Postgres refuses the
