@@ -72,9 +72,9 @@ bench: build
 	@bash -c 'source scripts/dev/services.sh && ensure_postgres && ensure_redis'
 	go run ./scripts/bench -bin bin $(ARGS)
 
-## bench-quick: the benchmark's small version (about a minute), as CI runs it; fails when a process's CPU per job is over bench/budget.json ("CPU per job over budget", exit status 3); its figures go to bench/results/quick.json (not tracked), so CI leaves the tree clean
+## bench-quick: the benchmark's small version (about a minute), as CI runs it; fails when a process's CPU per job is over bench/budget.json ("CPU per job over budget") in two runs in a row (a run over budget is run once more: scripts/dev/bench-quick.sh); its figures go to bench/results/quick.json (not tracked), so CI leaves the tree clean
 bench-quick:
-	$(MAKE) bench ARGS='-quick -out bench/results/quick.json -budget bench/budget.json $(ARGS)'
+	bash scripts/dev/bench-quick.sh $(ARGS)
 
 ## bench-1m: the 1M test, for people (about 10 minutes): 1,000,000 pending jobs, then 1,000,000 due within one minute; time and peak memory
 bench-1m:
