@@ -88,53 +88,59 @@ func (c *completer) take(items []*item) {
 func (c *completer) record(ctx context.Context) {
 	const maxBatch = 1024
 	batch := make([]*item, 0, maxBatch)
-	var window *time.Timer
+	win := window{d: c.w.CommitWindow}
 	for its := range c.in {
 		batch = append(batch[:0], its...)
-		var closes <-chan time.Time
-		if w := c.w.CommitWindow; w > 0 {
-			if window == nil {
-				window = time.NewTimer(w)
-			} else {
-				window.Reset(w)
-			}
-			closes = window.C
-		}
-		batch = c.gather(batch, maxBatch, closes)
-		if window != nil {
-			window.Stop()
-		}
+		gather(&win, c.in, len(batch), maxBatch, func(its []*item) int {
+			batch = append(batch, its...)
+			return len(its)
+		})
 		c.flush(ctx, batch)
 	}
 }
 
-// gather adds to batch what waits in c.in, up to most items; with a window
-// (closes not nil) it waits for more until the window closes.
-func (c *completer) gather(batch []*item, most int, closes <-chan time.Time) []*item {
-	for len(batch) < most {
+// window is how long a gather waits for more after the first value, with
+// its timer, reused from one gather to the next; 0 takes only what waits.
+type window struct {
+	d     time.Duration
+	timer *time.Timer
+}
+
+// gather takes from ch, into add (which says how many items a value
+// holds), what waits and what comes within w, until have reaches most or
+// ch closes.
+func gather[T any](w *window, ch <-chan T, have, most int, add func(T) int) {
+	var closes <-chan time.Time
+	if w.d > 0 {
+		if w.timer == nil {
+			w.timer = time.NewTimer(w.d)
+		} else {
+			w.timer.Reset(w.d)
+		}
+		defer w.timer.Stop()
+		closes = w.timer.C
+	}
+	for have < most {
+		var v T
+		var ok bool
 		if closes == nil {
 			select {
-			case its, ok := <-c.in:
-				if !ok {
-					return batch
-				}
-				batch = append(batch, its...)
+			case v, ok = <-ch:
 			default:
-				return batch
+				return
 			}
-			continue
-		}
-		select {
-		case its, ok := <-c.in:
-			if !ok {
-				return batch
+		} else {
+			select {
+			case v, ok = <-ch:
+			case <-closes:
+				return
 			}
-			batch = append(batch, its...)
-		case <-closes:
-			return batch
 		}
+		if !ok {
+			return
+		}
+		have += add(v)
 	}
-	return batch
 }
 
 // flush settles one batch.
@@ -320,46 +326,14 @@ func (c *completer) releaser(ctx context.Context) {
 	// It gathers for half the commit window after the first: at a steady
 	// load a release per attempt would be a Redis call per attempt, and a
 	// place comes back a few ms later at most.
-	window := c.w.CommitWindow / 2
-	var timer *time.Timer
+	win := window{d: c.w.CommitWindow / 2}
 	for m := range c.ended {
 		byShard := map[int][]string{}
-		add := func(m queue.Message) { byShard[m.Shard] = append(byShard[m.Shard], m.ID) }
-		add(m)
-		var closes <-chan time.Time
-		if window > 0 {
-			if timer == nil {
-				timer = time.NewTimer(window)
-			} else {
-				timer.Reset(window)
-			}
-			closes = timer.C
+		add := func(m queue.Message) int {
+			byShard[m.Shard] = append(byShard[m.Shard], m.ID)
+			return 1
 		}
-	drain:
-		for n := 1; n < maxBatch; n++ {
-			var m queue.Message
-			var ok bool
-			if closes == nil {
-				select {
-				case m, ok = <-c.ended:
-				default:
-					break drain
-				}
-			} else {
-				select {
-				case m, ok = <-c.ended:
-				case <-closes:
-					break drain
-				}
-			}
-			if !ok {
-				break drain
-			}
-			add(m)
-		}
-		if timer != nil {
-			timer.Stop()
-		}
+		gather(&win, c.ended, add(m), maxBatch, add)
 		err := c.w.Queue.Release(ctx, byShard)
 		switch {
 		case err != nil && !failing && ctx.Err() == nil:
