@@ -43,6 +43,19 @@ type fault struct {
 	outage bool
 	// check adds fault-specific findings, such as who led when.
 	check func(f *fixture, o outcome) []string
+
+	// shape makes the load; nil is the common steady load (newLoad).
+	shape func(target string, now time.Time) *load
+	// defaults runs the services with tock's default settings instead of
+	// the suite's quick knobs: recovery as a user deploying tock sees it.
+	defaults bool
+	// bound is how soon after the strike (the heal, for an outage) every
+	// late job must have started; 0 is recoveryBound.
+	bound time.Duration
+	// during starts work of the fault's own beside the load, such as
+	// creates through the API, and returns a wait for its end, called after
+	// the heal: it adds what it created to the load.
+	during func(ctx context.Context, f *fixture, l *load) (wait func())
 }
 
 // TestChaos runs every fault in turn and prints one row per fault.
@@ -62,7 +75,7 @@ func TestChaos(t *testing.T) {
 			}
 		}
 	})
-	for _, f := range faults() {
+	for _, f := range append(faults(), storeOutages()...) {
 		t.Run(f.name, func(t *testing.T) {
 			r := runFault(t, f)
 			mu.Lock()

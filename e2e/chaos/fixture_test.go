@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -106,10 +107,14 @@ func setup(t *testing.T, f fault) *fixture {
 	fx.target = cluster.NewSlowTarget(slowDelay)
 	t.Cleanup(fx.target.Close)
 
+	env := knobs
+	if f.defaults {
+		env = nil
+	}
 	fx.c, err = cluster.Start(ctx, cluster.Options{
 		BinDir: binDir, AdminURL: fx.pg.URL(), RedisURL: fx.redis.URL(),
 		Schedulers: 2, Workers: 2, LogDir: fx.logDir, Logf: t.Logf,
-		Env: knobs, WorkerEnv: f.workerEnv,
+		Env: env, WorkerEnv: f.workerEnv,
 	})
 	require.NoError(t, err, "start cluster")
 	opt, err := redis.ParseURL(fx.redis.URL())
@@ -160,7 +165,8 @@ type planned struct {
 	id       uuid.UUID
 	at       time.Time
 	kind     kind
-	attempts int // attempts the target must see: max_retries+1 for a failing job, else 1
+	attempts int  // attempts the target must see: max_retries+1 for a failing job, else 1
+	created  bool // through the API during the load, at its own pace
 }
 
 // load is every job a fault runs under.
@@ -171,21 +177,52 @@ type load struct {
 	last    time.Time // last due time
 	jobs    []*job.Job
 	planned map[uuid.UUID]*planned
+	created int      // jobs created through the API during the load
+	failed  []string // what went wrong with the load itself
+	notes   []string // figures of the load itself, for the log
 }
 
+// newLoad is the common load: rate jobs a second over window, the fault
+// striking strikeAt into it.
 func newLoad(target string, now time.Time) *load {
-	l := &load{target: target, planned: map[uuid.UUID]*planned{}}
-	l.first = now.Add(lead).Truncate(time.Millisecond)
-	l.strike = l.first.Add(strikeAt)
-	n := int(window.Seconds() * rate)
-	for i := range n {
-		at := l.first.Add(time.Duration(i) * time.Second / rate)
-		k := kindOK
-		if i%slowEvery == 0 {
-			k = kindSlow
+	return steadyLoad(rate, window, strikeAt)(target, now)
+}
+
+// steadyLoad is perSecond jobs due a second, over span, every fifth slow,
+// the fault striking at into it.
+func steadyLoad(perSecond int, span, at time.Duration) func(string, time.Time) *load {
+	return func(target string, now time.Time) *load {
+		l := startLoad(target, now, lead)
+		l.strike = l.first.Add(at)
+		n := int(span.Seconds() * float64(perSecond))
+		for i := range n {
+			due := l.first.Add(time.Duration(i) * time.Second / time.Duration(perSecond))
+			k := kindOK
+			if i%slowEvery == 0 {
+				k = kindSlow
+			}
+			l.add(due, k, job.DefaultMaxRetries)
 		}
-		l.add(at, k, job.DefaultMaxRetries)
+		return l
 	}
+}
+
+// burstLoad is n jobs due at one instant, start after the insert, the fault
+// striking at after it.
+func burstLoad(n int, start, at time.Duration) func(string, time.Time) *load {
+	return func(target string, now time.Time) *load {
+		l := startLoad(target, now, start)
+		l.strike = l.first.Add(at)
+		for range n {
+			l.add(l.first, kindOK, job.DefaultMaxRetries)
+		}
+		return l
+	}
+}
+
+func startLoad(target string, now time.Time, start time.Duration) *load {
+	l := &load{target: target, planned: map[uuid.UUID]*planned{}}
+	l.first = now.Add(start).Truncate(time.Millisecond)
 	return l
 }
 
@@ -334,6 +371,7 @@ type outcome struct {
 	struck   time.Time       // strike returned: the fault is in effect
 	healed   time.Time       // heal returned (struck when there is none)
 	repair   time.Time       // recovery counts from here: healed for an outage, else struck
+	bound    time.Duration   // recovery must take at most this
 	inFlight map[string]bool // attempts running at the fault
 }
 
@@ -344,13 +382,21 @@ func runFault(t *testing.T, f fault) row {
 	fx := setup(t, f)
 	ctx := t.Context()
 
-	l := newLoad(fx.target.URL, time.Now())
+	shape := f.shape
+	if shape == nil {
+		shape = newLoad
+	}
+	l := shape(fx.target.URL, time.Now())
 	if f.extra != nil {
 		f.extra(l)
 	}
 	require.NoError(t, l.insert(ctx, fx.c.DatabaseURL))
 	t.Logf("%s: %d jobs due from %s to %s; fault at %s", f.name, len(l.jobs),
 		l.first.Format("15:04:05.000"), l.last.Format("15:04:05.000"), l.strike.Format("15:04:05.000"))
+	wait := func() {}
+	if f.during != nil {
+		wait = f.during(ctx, fx, l)
+	}
 
 	cluster.SleepUntil(ctx, l.strike.Add(-300*time.Millisecond))
 	require.True(t, cluster.WaitUntil(5*time.Second, 50*time.Millisecond, func() bool {
@@ -364,7 +410,7 @@ func runFault(t *testing.T, f fault) row {
 	// attempt first delivered in that interval. A target's fault strikes when
 	// its jobs fall due: the sample is taken just before, so that their own
 	// attempts do not count as in flight and none of them may be duplicated.
-	o := outcome{inFlight: map[string]bool{}}
+	o := outcome{inFlight: map[string]bool{}, bound: cmp.Or(f.bound, recoveryBound)}
 	if f.strike == nil {
 		cluster.SleepUntil(ctx, l.strike.Add(-100*time.Millisecond))
 	} else {
@@ -404,6 +450,8 @@ func runFault(t *testing.T, f fault) row {
 	t.Logf("%s: leader before %s; struck at %s, healed at %s; %d attempts seen running around the fault",
 		f.name, fx.leader, o.struck.Format("15:04:05.000"), o.healed.Format("15:04:05.000"), len(o.inFlight))
 
+	wait()
+
 	// Wait until the ledger holds every expected attempt and every run ended.
 	settled := cluster.WaitUntil(time.Until(l.last.Add(settleWait)), 250*time.Millisecond, func() bool {
 		return complete(l, fx.target.Deliveries()) && fx.allEnded(ctx)
@@ -416,13 +464,17 @@ func runFault(t *testing.T, f fault) row {
 			o.inFlight[attemptKey(d.JobID, d.ScheduledFor, d.Attempt)] = true
 		}
 	}
+	for _, n := range l.notes {
+		t.Logf("%s: %s", f.name, n)
+	}
 	r := judge(ctx, fx, l, o)
 	r.fault = f.name
 	if f.check != nil {
 		r.problems = append(r.problems, f.check(fx, o)...)
 	}
-	t.Logf("%s: %d jobs, %d delivered, %d lost, %d duplicate deliveries (%d attempts in flight at the fault), recovery %s, max lateness %s (%s before the fault)",
-		f.name, r.jobs, r.delivered, r.lost, r.dups, r.inFlight, r.recovery.Round(time.Millisecond), r.maxLate.Round(time.Millisecond), r.preLate.Round(time.Millisecond))
+	t.Logf("%s: %d jobs (%d created through the API), %d delivered, %d lost, %d duplicate deliveries (%d attempts in flight at the fault), recovery %s (%s), max lateness %s (%s before the fault)",
+		f.name, r.jobs, l.created, r.delivered, r.lost, r.dups, r.inFlight, r.recovery.Round(time.Millisecond), r.recoveredBy,
+		r.maxLate.Round(time.Millisecond), r.preLate.Round(time.Millisecond))
 	return r
 }
 

@@ -25,6 +25,11 @@ func (c *Cluster) API() *API {
 // Do sends a JSON request and decodes a JSON answer into out (if not nil). It
 // returns the status code; a transport error is an error.
 func (a *API) Do(ctx context.Context, method, path string, body, out any) (int, error) {
+	return a.DoWith(ctx, method, path, nil, body, out)
+}
+
+// DoWith is Do with more request headers, such as an Idempotency-Key.
+func (a *API) DoWith(ctx context.Context, method, path string, h http.Header, body, out any) (int, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -39,6 +44,9 @@ func (a *API) Do(ctx context.Context, method, path string, body, out any) (int, 
 	}
 	req.Header.Set("Authorization", "Bearer "+a.Token)
 	req.Header.Set("Content-Type", "application/json")
+	for k, v := range h {
+		req.Header[k] = v
+	}
 	resp, err := a.HTTP.Do(req)
 	if err != nil {
 		return 0, err

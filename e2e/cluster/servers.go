@@ -279,6 +279,22 @@ func (r *Redis) Kill() error {
 	return nil
 }
 
+// Pause stops the server with SIGSTOP: it holds its data and its
+// connections but answers nothing, as a server stalled by its host would.
+func (r *Redis) Pause() error { return r.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server with SIGCONT.
+func (r *Redis) Resume() error { return r.signal(syscall.SIGCONT) }
+
+func (r *Redis) signal(sig syscall.Signal) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil {
+		return errors.New("redis-server is not running")
+	}
+	return r.cmd.Process.Signal(sig)
+}
+
 // Close kills the server and removes its directory.
 func (r *Redis) Close() {
 	_ = r.Kill()

@@ -161,6 +161,33 @@ func TestRetry(t *testing.T) {
 		}
 	})
 
+	t.Run("A409OfAHeldKeyWithRetryAfter", func(t *testing.T) {
+		t.Parallel()
+		held := `{"error":{"code":"conflict","field":"Idempotency-Key","message":"still being answered"}}`
+		c, rec, waits := setup(t, answer{status: 409, header: map[string]string{"Retry-After": "1"}, body: held},
+			answer{status: 201, body: jobJSON})
+		if _, err := c.Jobs.Create(t.Context(), JobSpec{Name: "x", Type: "ping"}); err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		if len(rec.got) != 2 || (*waits)[0] != time.Second {
+			t.Fatalf("sent %d requests, waited %v", len(rec.got), *waits)
+		}
+		if rec.got[0].Header.Get("Idempotency-Key") != rec.got[1].Header.Get("Idempotency-Key") {
+			t.Fatal("the repeat changed its Idempotency-Key")
+		}
+	})
+
+	t.Run("No409RetryOfAConflict", func(t *testing.T) {
+		t.Parallel()
+		c, rec, _ := setup(t, answer{status: 409, body: `{"error":{"code":"conflict","message":"exists"}}`})
+		if _, err := c.Jobs.Create(t.Context(), JobSpec{Name: "x", Type: "ping"}); err == nil {
+			t.Fatal("no error")
+		}
+		if len(rec.got) != 1 {
+			t.Fatalf("a conflict was sent %d times", len(rec.got))
+		}
+	})
+
 	t.Run("StopsWithTheContext", func(t *testing.T) {
 		t.Parallel()
 		c, rec, _ := setup(t, answer{status: 429, body: `{"error":{"code":"rate_limited","message":"slow"}}`})

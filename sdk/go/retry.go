@@ -10,7 +10,8 @@ import (
 
 // retryPolicy says when and after how long an answer is worth asking for
 // again: a 429 (rate limited, nothing done) always, a 503 (unavailable) when
-// the request is safe to repeat, at most attempts tries in all.
+// the request is safe to repeat, a 409 with Retry-After (its Idempotency-Key
+// still held by an earlier try) always, at most attempts tries in all.
 type retryPolicy struct {
 	attempts int
 	base     time.Duration
@@ -32,6 +33,9 @@ func (p retryPolicy) next(attempt int, resp *http.Response, safe bool) (time.Dur
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
 	case resp.StatusCode == http.StatusServiceUnavailable && safe:
+	case resp.StatusCode == http.StatusConflict && resp.Header.Get("Retry-After") != "":
+		// The same Idempotency-Key's first request is still being
+		// answered (or settled after an outage): this one did not run.
 	default:
 		return 0, false
 	}

@@ -85,6 +85,8 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 			_, _ = c.Response().Write(stored.Body)
 			return nil
 		case store.KeyInFlight:
+			// Soon done, or soon settled by settleKey after an outage.
+			c.Response().Header().Set("Retry-After", "1")
 			return apierr.New(http.StatusConflict, apierr.CodeConflict, idempotencyHeader,
 				"a request with this Idempotency-Key is still being answered; repeat it once that is done")
 		case store.KeyReused:
@@ -108,20 +110,13 @@ func (s *Server) runIdempotent(c *echo.Context, next echo.HandlerFunc, owner uui
 	// kept with the answer, or released so that a repeat runs again.
 	defer func() {
 		resp.ResponseWriter = rec.ResponseWriter
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
-		defer cancel()
-		var err error
+		settle := func(ctx context.Context) error { return s.store.ReleaseIdempotencyKey(ctx, owner, key) }
 		if body, ok := keptBody(c, resp.Status, rec.body.Bytes()); answered && ok {
-			err = s.store.SaveIdempotentResponse(ctx, owner, key, store.StoredResponse{
-				Status: resp.Status, ContentType: resp.Header().Get(echo.HeaderContentType),
-				Location: resp.Header().Get(echo.HeaderLocation), Body: body})
-		} else {
-			err = s.store.ReleaseIdempotencyKey(ctx, owner, key)
+			kept := store.StoredResponse{Status: resp.Status, ContentType: resp.Header().Get(echo.HeaderContentType),
+				Location: resp.Header().Get(echo.HeaderLocation), Body: body}
+			settle = func(ctx context.Context) error { return s.store.SaveIdempotentResponse(ctx, owner, key, kept) }
 		}
-		if err != nil {
-			// The key stays held until it counts as abandoned (2 minutes).
-			s.log.Warn("idempotency_key_not_settled", zap.Error(err))
-		}
+		s.settleKey(context.WithoutCancel(c.Request().Context()), settle)
 	}()
 	if err := next(c); err != nil {
 		s.handleError(c, err)
@@ -129,6 +124,55 @@ func (s *Server) runIdempotent(c *echo.Context, next echo.HandlerFunc, owner uui
 	answered = true
 	return nil
 }
+
+// settleKey keeps a request's answer under its key, or releases the key,
+// with settle. When Postgres fails it (an outage that began during the
+// request), it is tried again in the background for up to keySettleFor,
+// so that the key is settled within a second or so of the store's return:
+// left held, every repeat of the request would be refused with a 409 until
+// the key counted as abandoned (2 minutes), and an answer left unsaved
+// could let a repeat after that run the request twice. At most
+// maxSettling keys wait so at a time; beyond, a key is left to be
+// abandoned, as before.
+func (s *Server) settleKey(ctx context.Context, settle func(context.Context) error) {
+	try := func() error {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return settle(ctx)
+	}
+	err := try()
+	if err == nil {
+		return
+	}
+	select {
+	case s.settling <- struct{}{}:
+	default:
+		s.log.Warn("idempotency_key_not_settled", zap.Error(err))
+		return
+	}
+	s.log.Warn("idempotency_key_settle_retrying", zap.Error(err))
+	go func() {
+		defer func() { <-s.settling }()
+		deadline := s.clock().Add(keySettleFor)
+		for wait := 100 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+			time.Sleep(wait)
+			if err = try(); err == nil {
+				return
+			}
+			if s.clock().After(deadline) {
+				s.log.Warn("idempotency_key_not_settled", zap.Error(err))
+				return
+			}
+		}
+	}()
+}
+
+const (
+	// keySettleFor is well inside the 2 minutes after which a held key
+	// counts as abandoned and may be claimed by a repeat.
+	keySettleFor = time.Minute
+	maxSettling  = 4096
+)
 
 // final says whether an answer is worth replaying for a day. A 429 is not:
 // it says "not yet", its Retry-After would be stale on replay, and clients

@@ -96,8 +96,10 @@ func TestIdempotencyKey(t *testing.T) {
 		state, _, err := b.store.ClaimIdempotencyKey(t.Context(), store.BootstrapAdmin, "busy", h[:], b.now)
 		require.NoError(t, err)
 		require.Equal(t, store.KeyNew, state)
-		e := requireError(t, b.withKey(t, nil, http.MethodPost, "/api/v1/jobs", body, "busy"), http.StatusConflict, apierr.CodeConflict)
+		rec := b.withKey(t, nil, http.MethodPost, "/api/v1/jobs", body, "busy")
+		e := requireError(t, rec, http.StatusConflict, apierr.CodeConflict)
 		require.Equal(t, "Idempotency-Key", e.Field)
+		require.Equal(t, "1", rec.Header().Get("Retry-After"), "a client repeats it shortly")
 		require.Empty(t, decode[api.JobList](t, b.do(t, http.MethodGet, "/api/v1/jobs", nil)).Jobs)
 	})
 

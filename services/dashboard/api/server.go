@@ -110,7 +110,9 @@ type Server struct {
 	jobs *lifecycle.Jobs
 	// evaluating lets each user compile and walk one schedule at a time.
 	evaluating *userGate
-	echo       *echo.Echo
+	// settling bounds the keys whose settle is retried after an outage.
+	settling chan struct{}
+	echo     *echo.Echo
 }
 
 // New builds the API on d, filling defaults for the zero fields.
@@ -130,6 +132,7 @@ func New(d Deps) *Server {
 		tracer:  d.Tracer,
 
 		evaluating: newUserGate(),
+		settling:   make(chan struct{}, maxSettling),
 	}
 	if s.ready == nil {
 		s.ready = func(context.Context) error { return nil }
