@@ -227,6 +227,9 @@ func checkQuota(ctx context.Context, tx pgx.Tx, jobs []*job.Job, maxActive int, 
 			adding = append(adding, *j.Load)
 		}
 	}
+	if maxActive <= 0 && len(adding) == 0 {
+		return nil // nothing to check: one-off jobs under rates alone
+	}
 	if _, err := tx.Exec(ctx, lockOwnerSQL, owner); err != nil {
 		return translate(err)
 	}
@@ -243,6 +246,18 @@ func checkQuota(ctx context.Context, tx pgx.Tx, jobs []*job.Job, maxActive int, 
 		return checkRates(ctx, tx, owner, uuid.Nil, adding, rates)
 	}
 	return nil
+}
+
+// CountActive counts owner's jobs that can still run (scheduled or
+// paused), as the cap of Create.MaxActive counts them, without the lock
+// that serializes the owner's creations: a moment later it may be off by
+// the creations and finishes in between.
+func (s *Store) CountActive(ctx context.Context, owner uuid.UUID) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, countActiveSQL, owner).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count active jobs: %w", translate(err))
+	}
+	return n, nil
 }
 
 // AnyOwner passed as an owner lets an administrator's query see every owner's jobs.

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -410,6 +411,37 @@ func TestLimits(t *testing.T) {
 
 		require.Equal(t, http.StatusNoContent, b.as(t, p, http.MethodDelete, path(first, ""), nil).Code)
 		require.Equal(t, http.StatusCreated, b.as(t, p, http.MethodPost, "/api/v1/jobs", spec("fits again", b.now.Add(time.Hour))).Code)
+	})
+
+	t.Run("ACapHoldsUnderConcurrentSingleCreates", func(t *testing.T) {
+		t.Parallel()
+		// The first 90 go without the exact check (activeCounts), the
+		// last ten through it: still exactly 100, whatever the order.
+		p := b.user(t, "crowd", "user", map[string]any{"max_active_jobs": 100,
+			"requests_per_minute": 100000, "request_burst": 1000})
+		var wg sync.WaitGroup
+		codes := make([]int, 130)
+		for w := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < len(codes); i += 8 {
+					codes[i] = b.as(t, p, http.MethodPost, "/api/v1/jobs", spec("c"+strconv.Itoa(i), b.now.Add(time.Hour))).Code
+				}
+			}()
+		}
+		wg.Wait()
+		created, refused := 0, 0
+		for _, c := range codes {
+			switch c {
+			case http.StatusCreated:
+				created++
+			case http.StatusTooManyRequests:
+				refused++
+			}
+		}
+		require.Equal(t, 100, created, "codes %v", codes)
+		require.Equal(t, 30, refused)
 	})
 
 	t.Run("AdminsAreHeldOnlyToTheirOwnLimits", func(t *testing.T) {

@@ -93,7 +93,15 @@ func (s *Server) create(c *echo.Context, req *jobspec.Request, owner *store.User
 		return err
 	}
 	create := store.Create{Audit: access.Caller(c).Audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), Rates: s.rates(owner)}
-	if err := s.createJobs(c, []*job.Job{j}, now, create); err != nil {
+	done, roomy := s.active.reserve(c.Request().Context(), owner.ID, 1, create.MaxActive)
+	if roomy {
+		create.MaxActive = 0 // far below the cap: see activeCounts
+	}
+	err := s.createJobs(c, []*job.Job{j}, now, create)
+	if roomy {
+		done(err == nil)
+	}
+	if err != nil {
 		return createError(err)
 	}
 	return writeJSON(c, http.StatusCreated, s.jobView(j, now))

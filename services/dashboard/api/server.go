@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
@@ -112,7 +113,9 @@ type Server struct {
 	evaluating *userGate
 	// settling bounds the keys whose settle is retried after an outage.
 	settling chan struct{}
-	echo     *echo.Echo
+	// active estimates owners' active jobs for the cap (activeCounts).
+	active *activeCounts
+	echo   *echo.Echo
 }
 
 // New builds the API on d, filling defaults for the zero fields.
@@ -149,6 +152,9 @@ func New(d Deps) *Server {
 	if s.misfire <= 0 {
 		s.misfire = config.DefaultMisfireThreshold
 	}
+	s.active = newActiveCounts(func(ctx context.Context, owner uuid.UUID) (int, error) {
+		return s.store.CountActive(ctx, owner)
+	}, s.clock)
 	s.jobs = lifecycle.New(s.store, s.queue, s.horizon, s.misfire, s.log.Named("jobs"))
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
