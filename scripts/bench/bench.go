@@ -143,6 +143,7 @@ func (b *bench) run(ctx context.Context) (*results, error) {
 	}{
 		{"ingest", b.ingest},
 		{"storage", b.storage},
+		{"idle", b.idle},
 		{"burst", b.burst},
 		{"steady", b.steady},
 	} {

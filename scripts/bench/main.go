@@ -34,6 +34,7 @@ type config struct {
 	burstSpread time.Duration
 	steadyRate  int
 	steadyFor   time.Duration
+	idleFor     time.Duration
 	bulk        int
 	bulkBatch   int
 	bulkConc    int
@@ -134,6 +135,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.burstSpread, "burst-spread", 0, "spread the burst's due times evenly over this long (the 1M test: 1,000,000 due within 60s); 0 is one instant")
 	fs.IntVar(&c.steadyRate, "steady-rate", 1000, "steady jobs due per second")
 	fs.DurationVar(&c.steadyFor, "steady-for", 60*time.Second, "how long the steady load lasts")
+	fs.DurationVar(&c.idleFor, "idle-for", 20*time.Second, "how long the idle phase measures the CPU of the whole stack with nothing due (0 skips it)")
 	fs.IntVar(&c.bulk, "ingest-bulk", 100_000, "jobs created through the bulk API")
 	fs.IntVar(&c.bulkBatch, "ingest-batch", 10_000, "jobs per bulk request")
 	fs.IntVar(&c.bulkConc, "ingest-bulk-concurrency", 4, "concurrent bulk requests")
@@ -159,6 +161,7 @@ func parseFlags(args []string) (config, error) {
 		quick := map[string]func(){
 			"burst":                   func() { c.burst = 10_000 },
 			"steady-for":              func() { c.steadyFor = 10 * time.Second },
+			"idle-for":                func() { c.idleFor = 5 * time.Second },
 			"ingest-bulk":             func() { c.bulk = 20_000 },
 			"ingest-bulk-concurrency": func() { c.bulkConc = 2 },
 			"ingest-single":           func() { c.single = 2_000 },
@@ -181,6 +184,7 @@ func parseFlags(args []string) (config, error) {
 	check(c.burstSpread >= 0, "-burst-spread must not be negative")
 	check(c.steadyRate >= 1 && c.steadyRate <= 1_000_000, "-steady-rate must be 1..1000000")
 	check(c.steadyFor >= time.Second, "-steady-for must be at least 1s")
+	check(c.idleFor >= 0, "-idle-for must not be negative")
 	check(c.bulk >= 1, "-ingest-bulk must be at least 1")
 	check(c.bulkBatch >= 1 && c.bulkBatch <= 10_000, "-ingest-batch must be 1..10000")
 	check(c.bulkConc >= 1, "-ingest-bulk-concurrency must be at least 1")

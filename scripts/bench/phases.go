@@ -314,6 +314,41 @@ func (b *bench) steady(ctx context.Context) error {
 	return nil
 }
 
+// idle measures what the whole stack costs while nothing is due: every
+// service process, Postgres and Redis, in CPU milliseconds per second, over
+// idleFor. The ingest phase's jobs are pending, due in a day: beyond the
+// horizon, as most of a deployment's jobs are at any moment.
+func (b *bench) idle(ctx context.Context) error {
+	if b.cfg.idleFor <= 0 {
+		return nil
+	}
+	before, cost := snapshot(b.procs), b.storeCost(ctx)
+	start := time.Now()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(b.cfg.idleFor):
+	}
+	after, cost2, took := snapshot(b.procs), b.storeCost(ctx), time.Since(start).Seconds()
+	ms := map[string]float64{}
+	for _, p := range b.procs {
+		ms[p.service] += (after[p.name] - before[p.name]).Seconds() * 1000 / took
+	}
+	if cost.ok && cost2.ok {
+		ms["postgres"] = (cost2.pgCPU - cost.pgCPU).Seconds() * 1000 / took
+		ms["redis"] = (cost2.redisCPU - cost.redisCPU).Seconds() * 1000 / took
+	}
+	total := 0.0
+	for k, v := range ms {
+		total += v
+		ms[k] = round(v, 1)
+	}
+	ms["total"] = round(total, 1)
+	b.res.IdleCPUMsPerS = ms
+	logf("idle: %.1f ms of CPU a second over %s (%v)", total, b.cfg.idleFor, ms)
+	return nil
+}
+
 // memory records each service process's peak resident memory, Redis's peak
 // memory and the database's size, in MB.
 func (b *bench) memory(ctx context.Context) {

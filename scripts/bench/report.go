@@ -73,6 +73,10 @@ type results struct {
 	IngestPGCPUUsPerJob float64                       `json:"ingest_pg_cpu_us_per_job"`
 	SteadyPGCPUUsPerJob float64                       `json:"steady_pg_cpu_us_per_job"`
 	StoreCost           map[string]map[string]float64 `json:"store_cost"`
+	// IdleCPUMsPerS is the CPU each service (its processes summed),
+	// Postgres and Redis spend a second with nothing due, in ms, and their
+	// total: the idle phase.
+	IdleCPUMsPerS map[string]float64 `json:"idle_cpu_ms_per_s,omitempty"`
 
 	// CPU is CPU seconds per 1,000 jobs by phase and service (all processes
 	// of a service summed); CPUByProcess the same per process.
@@ -162,6 +166,7 @@ func (r *results) print(out io.Writer) {
 		fmt.Fprintln(out, "(ingest: both ingest phases; burst: from the due time until every job had run; steady: from the end")
 		fmt.Fprintln(out, " of creating its jobs until every job had run)")
 	}
+	byName(out, "idle, CPU ms a second (nothing due)", r.IdleCPUMsPerS, "%s %.1f")
 	byName(out, "Postgres bytes per pending job", r.PGBytesPerPendingJobBy, "%s %.0f")
 	byName(out, "peak memory, MB", r.PeakMemoryMB, "%s %.0f")
 	byName(out, "phases", r.PhaseSeconds, "%s %.1fs")
