@@ -42,3 +42,26 @@ func TestAnalyzeStale(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, again, "jobs_h"+at.Format("15"))
 }
+
+// TestAnalyzeNeverAnalysed: a partition that holds rows and was never
+// analysed is stale at once, however few its rows and whether or not the
+// writer's counts have reached pg_stat_user_tables yet: without statistics
+// the planner reckons such a partition holds about one row.
+func TestAnalyzeNeverAnalysed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	at := b.now.Add(50 * time.Hour).Truncate(time.Hour)
+	part := "jobs_h" + at.Format("15")
+	b.create(t, newJob(ownerA, at), newJob(ownerA, at.Add(time.Millisecond)))
+
+	names, err := b.st.AnalyzeStale(b.ctx, 64)
+	require.NoError(t, err)
+	require.Contains(t, names, part, "two rows, far below the change threshold, in a partition never analysed")
+	var tuples float64
+	require.NoError(t, b.st.Pool().QueryRow(b.ctx, `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`, part).Scan(&tuples))
+	require.InDelta(t, 2, tuples, 0.5)
+
+	again, err := b.st.AnalyzeStale(b.ctx, 64)
+	require.NoError(t, err)
+	require.NotContains(t, again, part, "analysed once, it waits for changes again")
+}
