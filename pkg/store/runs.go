@@ -122,6 +122,7 @@ const trimBatch = 100
 // (with, for jobs that keep only failures, the trim of their history, in
 // the same transaction).
 func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time) error {
+	results = firstOfEachAttempt(results)
 	if len(results) == 0 {
 		return nil
 	}
@@ -158,6 +159,37 @@ func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time)
 		return fmt.Errorf("finish runs: %w", translate(err))
 	}
 	return nil
+}
+
+// firstOfEachAttempt returns results with each attempt (job, occurrence,
+// attempt) once, its first outcome: one statement cannot write a row twice
+// (Postgres refuses the whole batch, SQLSTATE 21000), and an attempt whose
+// lease ran out while its worker waited on Redis can be run again and end
+// in the same batch as its first run. The first outcome recorded is the one
+// kept, here as across batches (finishRunsSQL updates only running rows).
+func firstOfEachAttempt(results []Result) []Result {
+	type attempt struct {
+		job   uuid.UUID
+		at    int64
+		index int
+	}
+	seen := make(map[attempt]bool, len(results))
+	var out []Result // allocated at the first repeat
+	for i, r := range results {
+		k := attempt{r.Occurrence.JobID, r.Occurrence.ScheduledFor.UnixNano(), r.Occurrence.Attempt}
+		switch {
+		case seen[k] && out == nil:
+			out = append(make([]Result, 0, len(results)-1), results[:i]...)
+		case seen[k]:
+		case out != nil:
+			out = append(out, r)
+		}
+		seen[k] = true
+	}
+	if out == nil {
+		return results
+	}
+	return out
 }
 
 // storable is s as a text column takes it: Postgres refuses a NUL and

@@ -142,6 +142,29 @@ func TestFinishRuns(t *testing.T) {
 		require.Len(t, runs, 1)
 	})
 
+	t.Run("AnAttemptTwiceInOneBatchKeepsTheFirst", func(t *testing.T) {
+		t.Parallel()
+		// An attempt whose lease ran out while its worker waited on Redis
+		// runs again, and both outcomes can meet in one group commit: the
+		// batch must not be refused for it (Postgres cannot write one row
+		// twice in one statement), nor the other attempts in it held back.
+		b := setup(t)
+		j, other := newJob(ownerA, b.now), newJob(ownerA, b.now)
+		occs := b.claimed(t, j, other)
+		first := b.outcome(t, occs[0], job.RunCompleted)
+		first.Output = "first"
+		again := b.outcome(t, occs[0], job.RunFailed)
+		again.Output = "again"
+		require.NoError(t, b.st.FinishRuns(b.ctx, []store.Result{first, b.outcome(t, occs[1], job.RunCompleted), again}, b.now))
+
+		r := b.run(t, occs[0])
+		require.Equal(t, job.RunCompleted, r.Status, "the first outcome is kept")
+		require.Equal(t, "first", r.Output)
+		require.Equal(t, job.StatusCompleted, b.job(t, j.ID).Status)
+		require.Equal(t, job.RunCompleted, b.run(t, occs[1]).Status)
+		require.Equal(t, job.StatusCompleted, b.job(t, other.ID).Status)
+	})
+
 	t.Run("LegacyRunningRowTakesTheOutcome", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

@@ -1,8 +1,14 @@
 // Completing: one completer group-commits the outcomes of ended attempts in
-// one Postgres statement (an attempt's one write), then settles every entry
-// in one Redis round trip (acknowledgements, retries, the leases' end). It
-// gives an entry's slot back as it takes the entry over. It also auto-pauses a recurring job that
-// keeps failing and sends the alerts outcomes raise.
+// one Postgres statement (an attempt's one write), then hands the batch's
+// Redis half (acknowledgements, retries, the leases' end) to its settler,
+// which settles everything handed to it since its last call in one Redis
+// round trip. The two halves run side by side: a Redis that stalls holds
+// back the settles, never the recording of outcomes (an attempt that ends
+// during the stall is in Postgres when its lease runs out, and is not run
+// again), and at a steady load settles coalesce over several commits. It
+// gives an entry's slot back as it takes the entry over. It also
+// auto-pauses a recurring job that keeps failing and sends the alerts
+// outcomes raise.
 
 package main
 
@@ -29,6 +35,8 @@ type completer struct {
 	// ended takes the entries of attempts that ended, for the releaser to
 	// give their places in their lanes back before the group commit.
 	ended chan queue.Message
+	// halves takes the Redis half of each batch recorded, for the settler.
+	halves chan redisHalf
 	// alerts holds a token per failure alert in flight (see maxAlerts).
 	alerts chan struct{}
 	done   sync.WaitGroup
@@ -36,13 +44,23 @@ type completer struct {
 
 func newCompleter(w *Worker, slots *slotPool) *completer {
 	return &completer{w: w, slots: slots, in: make(chan []*item, w.Concurrency),
-		ended: make(chan queue.Message, w.Concurrency), alerts: make(chan struct{}, maxAlerts)}
+		ended: make(chan queue.Message, w.Concurrency), halves: make(chan redisHalf, maxHalves),
+		alerts: make(chan struct{}, maxAlerts)}
 }
 
-// start starts the completer and the releaser; their calls run under ctx,
-// which outlives the readers by the grace period.
+// maxHalves bounds the batches recorded and not yet handed to the settler:
+// beyond it (Redis stalled long enough for that many commits) the recording
+// waits for the settler.
+const maxHalves = 256
+
+// start starts the completer, its settler and the releaser; their calls
+// run under ctx, which outlives the readers by the grace period.
 func (c *completer) start(ctx context.Context) {
-	c.done.Go(func() { c.record(ctx) })
+	c.done.Go(func() {
+		c.record(ctx)
+		close(c.halves)
+	})
+	c.done.Go(func() { c.settler(ctx) })
 	c.done.Go(func() { c.releaser(ctx) })
 }
 
@@ -83,8 +101,9 @@ func (c *completer) take(items []*item) {
 
 // record is the group commit: it takes everything waiting, and what comes
 // within the commit window after the first, writes the outcomes to
-// Postgres in one statement, then settles in one Redis round trip. While a
-// flush is in flight the next batch gathers too, so batches grow with load.
+// Postgres in one statement, then hands the Redis half to the settler.
+// While a flush is in flight the next batch gathers too, so batches grow
+// with load.
 func (c *completer) record(ctx context.Context) {
 	const maxBatch = 1024
 	batch := make([]*item, 0, maxBatch)
@@ -221,9 +240,89 @@ func (c *completer) flush(ctx context.Context, batch []*item) {
 		paused := c.autoPause(ctx, recorded, results)
 		c.alert(ctx, recorded, results, paused)
 	}
+	select {
+	case c.halves <- redisHalf{settle: settle, aside: aside, back: back}:
+	case <-ctx.Done():
+	}
+}
+
+// redisHalf is what settling a batch does in Redis, in order: set entries
+// aside (dead letters, poison), give entries back, then settle each shard.
+type redisHalf struct {
+	settle      map[int]queue.Settlement
+	aside, back map[*queue.Shard][]queue.Message
+}
+
+// merge adds o's work to h's.
+func (h *redisHalf) merge(o redisHalf) {
+	for i, s := range o.settle {
+		m := h.settle[i]
+		m.IDs = append(m.IDs, s.IDs...)
+		m.Retries = append(m.Retries, s.Retries...)
+		m.Ended = append(m.Ended, s.Ended...)
+		m.Dropped = append(m.Dropped, s.Dropped...)
+		if s.Now.After(m.Now) {
+			m.Now = s.Now
+		}
+		h.settle[i] = m
+	}
+	join := func(to *map[*queue.Shard][]queue.Message, from map[*queue.Shard][]queue.Message) {
+		for q, msgs := range from {
+			if *to == nil {
+				*to = map[*queue.Shard][]queue.Message{}
+			}
+			(*to)[q] = append((*to)[q], msgs...)
+		}
+	}
+	join(&h.aside, o.aside)
+	join(&h.back, o.back)
+}
+
+// settler runs the Redis halves of recorded batches, those waiting merged
+// into one: the entries set aside and given back once (a failure leaves
+// them pending, for their next delivery), the settles retried through an
+// outage until ctx ends, taking in what more is recorded meanwhile, so that
+// an entry is never acknowledged before its outcome is in Postgres and the
+// recording never waits on Redis but for maxHalves batches.
+func (c *completer) settler(ctx context.Context) {
+	var waiting window // 0: only what waits
+	for h := range c.halves {
+		more := func(o redisHalf) int {
+			h.merge(o)
+			return 1
+		}
+		gather(&waiting, c.halves, 1, maxHalves, more)
+		c.setAside(ctx, h.aside)
+		c.giveBack(ctx, h.back)
+		h.aside, h.back = nil, nil
+		for attempt := 0; ; attempt++ {
+			err := c.w.Queue.Settle(ctx, h.settle)
+			if err == nil {
+				c.w.settled.Signal()
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if attempt == 0 {
+				c.w.Log.Warn("settle_failed", zap.Error(err))
+			}
+			sleep(ctx, backoffStep(attempt))
+			// What was recorded meanwhile joins the retry.
+			gather(&waiting, c.halves, 1, maxHalves, more)
+			c.setAside(ctx, h.aside)
+			c.giveBack(ctx, h.back)
+			h.aside, h.back = nil, nil
+		}
+	}
+}
+
+// setAside moves entries to the dead stream. A failure leaves them
+// pending: their next delivery finds the attempt finished and acknowledges
+// it, or sets it aside again.
+func (c *completer) setAside(ctx context.Context, aside map[*queue.Shard][]queue.Message) {
+	w := c.w
 	for q, msgs := range aside {
-		// A failure leaves them pending: their next delivery finds the
-		// attempt finished and acknowledges it, or sets it aside again.
 		if err := q.SetAside(ctx, msgs); err != nil {
 			w.Log.Warn("set_aside_failed", zap.Error(err))
 			continue
@@ -236,14 +335,16 @@ func (c *completer) flush(ctx context.Context, batch []*item) {
 		}
 		w.Metrics.DeadLettered.Add(float64(n))
 	}
+}
+
+// giveBack hands entries back to the group. A failure leaves the entries
+// pending all the same, this reclaim counted.
+func (c *completer) giveBack(ctx context.Context, back map[*queue.Shard][]queue.Message) {
 	for q, msgs := range back {
-		// A failure leaves the entries pending all the same, this reclaim
-		// counted.
-		if _, err := q.GiveBack(ctx, w.Name, msgs); err != nil {
-			w.Log.Warn("give_back_failed", zap.Int("entries", len(msgs)), zap.Error(err))
+		if _, err := q.GiveBack(ctx, c.w.Name, msgs); err != nil {
+			c.w.Log.Warn("give_back_failed", zap.Int("entries", len(msgs)), zap.Error(err))
 		}
 	}
-	c.settle(ctx, settle)
 }
 
 // write records the outcomes in one statement, through an outage, and
@@ -296,23 +397,6 @@ func (c *completer) write(ctx context.Context, items []*item, results []store.Re
 		outItems[k], outResults[k] = items[i], results[i]
 	}
 	return outItems, outResults
-}
-
-// settle runs the batch's Redis half, retrying through an outage until ctx
-// ends: an entry is never acknowledged before its retry is safe.
-func (c *completer) settle(ctx context.Context, done map[int]queue.Settlement) {
-	for attempt := 0; ; attempt++ {
-		err := c.w.Queue.Settle(ctx, done)
-		if err == nil {
-			c.w.settled.Signal()
-			return
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		c.w.Log.Warn("settle_failed", zap.Error(err))
-		sleep(ctx, backoffStep(attempt))
-	}
 }
 
 // releaser gives back, in batches, the places in their lanes of entries

@@ -9,7 +9,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"strings"
 	"syscall"
 	"time"
 
@@ -119,11 +118,16 @@ func (w *Worker) backoff(attempt int) time.Duration {
 	return half + time.Duration(rand.Int64N(int64(half)+1))
 }
 
-// permanent reports a Postgres error that retrying cannot cure: bad data
-// (class 22) or a broken constraint (class 23).
+// permanent reports a Postgres error that retrying cannot cure: a batch
+// that writes one row twice (class 21, cardinality), bad data (class 22) or
+// a broken constraint (class 23). Bisecting the batch isolates it.
 func permanent(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23"))
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	class := pgErr.Code[:min(2, len(pgErr.Code))]
+	return class == "21" || class == "22" || class == "23"
 }
 
 // backoffStep is the wait before retrying a Postgres or Redis call; capped at

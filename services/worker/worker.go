@@ -35,7 +35,8 @@ type Runner interface {
 //   - the runners, as many long-lived goroutines as slots, run one attempt
 //     each at a time (runner.go);
 //   - the completer group-commits the outcomes in one Postgres statement (an
-//     attempt's one write) and settles every entry in one Redis round trip:
+//     attempt's one write), and its settler, beside it, settles the entries
+//     of the batches recorded since its last call in one Redis round trip:
 //     acknowledgements, retries, the leases' end (completer.go).
 //
 // A slot is taken before an entry is read and given back when the
