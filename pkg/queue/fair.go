@@ -91,8 +91,11 @@ local function cap(lane)
   return c
 end
 -- used is a lane's entries in flight, read once per script and kept up as
--- the script counts (counted, below); forgetCounts drops what was read.
-local usedc = {}
+-- the script counts (counted, below), which writes nothing until
+-- flushCounts: a lane counted up and down many times in one script (a
+-- batch of one owner's entries) is written once. Every script that counts
+-- calls flushCounts before it returns. forgetCounts drops what was read.
+local usedc, dirty = {}, {}
 local function used(lane)
   local u = usedc[lane]
   if u == nil then
@@ -102,20 +105,44 @@ local function used(lane)
   return u
 end
 local function counted(lane, by)
-  local u = redis.call('HINCRBY', KEYS[3], lane, by)
-  if u <= 0 then
-    redis.call('HDEL', KEYS[3], lane)
-    u = 0
-  end
+  local u = used(lane) + by
+  if u <= 0 then u = 0 end
   usedc[lane] = u
+  dirty[lane] = true
 end
-local function forgetCounts() usedc = {} end
+local function flushCounts()
+  for lane in pairs(dirty) do
+    local u = usedc[lane]
+    if u <= 0 then
+      redis.call('HDEL', KEYS[3], lane)
+    else
+      redis.call('HSET', KEYS[3], lane, u)
+    end
+  end
+  dirty = {}
+end
+local function forgetCounts()
+  flushCounts()
+  usedc = {}
+end
+-- isHeld says whether lane has members held back (its held set exists),
+-- looked up once per script and kept up as the script holds and unholds.
+local heldc = {}
+local function isHeld(lane)
+  local h = heldc[lane]
+  if h == nil then
+    h = redis.call('EXISTS', KEYS[6] .. lane) == 1
+    heldc[lane] = h
+  end
+  return h
+end
 -- hold puts member m, due at score, in lane's held set.
 local function hold(lane, score, m)
   redis.call('ZADD', KEYS[6] .. lane, score, m)
   redis.call('SADD', KEYS[5], lane)
+  heldc[lane] = true
 end
-local function hasHeld(lane) return redis.call('EXISTS', KEYS[6] .. lane) == 1 end
+local function hasHeld(lane) return isHeld(lane) end
 -- unread is how many entries of the stream no worker has read yet, counted
 -- once per script and kept up as it publishes.
 local unreadCount = nil
@@ -267,12 +294,21 @@ end
 -- unhold takes up to n of a lane's held members, oldest first, while the
 -- lane has room or may borrow, and places each: published, or held under
 -- its other lane if that one is full. It returns how many it published.
+--
+-- A lane without a held set is left at once (the common case: one lookup
+-- per lane and script). The held lanes set loses the lane as its held set
+-- empties: the first two members are read, so the last one is known.
 local function unhold(lane, n)
+  if not isHeld(lane) then return 0 end
   local key = KEYS[6] .. lane
   local published = 0
   for _ = 1, n do
-    local top = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-    if #top == 0 then break end
+    local top = redis.call('ZRANGE', key, 0, 1, 'WITHSCORES')
+    if #top == 0 then
+      redis.call('SREM', KEYS[5], lane)
+      heldc[lane] = false
+      break
+    end
     local ol, hl = lanes(top[1])
     if used(lane) >= cap(lane) then
       if not canBorrow(ol, hl) then break end
@@ -280,10 +316,27 @@ local function unhold(lane, n)
       break
     end
     redis.call('ZREM', key, top[1])
-    if redis.call('EXISTS', key) == 0 then redis.call('SREM', KEYS[5], lane) end
+    if #top == 2 then
+      redis.call('SREM', KEYS[5], lane)
+      heldc[lane] = false
+    end
     if place(top[1], top[2], true) then published = published + 1 end
   end
-  if redis.call('EXISTS', key) == 0 then redis.call('SREM', KEYS[5], lane) end
+  return published
+end
+-- sweepHeld unholds up to n members of each of lanes (members of the held
+-- lanes set), oldest first, and drops from the set a lane whose held set is
+-- gone; it returns how many it published.
+local function sweepHeld(lanes, n)
+  local published = 0
+  for _, lane in ipairs(lanes) do
+    if published >= n then break end
+    if isHeld(lane) then
+      published = published + unhold(lane, n - published)
+    else
+      redis.call('SREM', KEYS[5], lane)
+    end
+  end
   return published
 end
 `)
@@ -380,7 +433,8 @@ end
 redis.call('DEL', KEYS[3])
 for lane, c in pairs(counts) do redis.call('HSET', KEYS[3], lane, c) end
 forgetCounts()
-for _, lane in ipairs(redis.call('SMEMBERS', KEYS[5])) do unhold(lane, 1000) end
+for _, lane in ipairs(redis.call('SMEMBERS', KEYS[5])) do sweepHeld({lane}, 1000) end
+flushCounts()
 return n
 `)
 
@@ -505,6 +559,7 @@ for i = 1, #ARGV do
     unhold(ol, 1)
   end
 end
+flushCounts()
 return n
 `)
 
@@ -512,7 +567,7 @@ return n
 // attempts ended (their stream ids), in one round trip. Settling them later
 // only acknowledges them.
 func (r *Queue) Release(ctx context.Context, ids map[int][]string) error {
-	pipe := r.rdb.Pipeline()
+	var calls []scriptCall
 	n := 0
 	for i, shard := range ids {
 		if len(shard) == 0 {
@@ -522,13 +577,13 @@ func (r *Queue) Release(ctx context.Context, ids map[int][]string) error {
 		for j, id := range shard {
 			args[j] = id
 		}
-		releaseScript.Eval(ctx, pipe, r.shards[i].keys.laneKeys(), args...)
+		calls = append(calls, scriptCall{releaseScript, r.shards[i].keys.laneKeys(), args})
 		n += len(shard)
 	}
-	if pipe.Len() == 0 {
+	if len(calls) == 0 {
 		return nil
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if _, err := runScripts(ctx, r.rdb, calls); err != nil {
 		return fmt.Errorf("release %d places: %w", n, err)
 	}
 	return nil

@@ -312,19 +312,19 @@ func (r *Queue) DuePerMinute(ctx context.Context, from time.Time, minutes int) (
 // never acknowledged before its retry is safe, and a cluster client keeps
 // each master's commands in order.
 func (r *Queue) Settle(ctx context.Context, done map[int]Settlement) error {
-	pipe := r.rdb.Pipeline()
+	var calls []scriptCall
 	n := 0
 	for i, s := range done {
 		if s.empty() {
 			continue
 		}
-		r.shards[i].settle(ctx, pipe, s)
+		calls = append(calls, r.shards[i].settle(s))
 		n += len(s.IDs)
 	}
-	if pipe.Len() == 0 {
+	if len(calls) == 0 {
 		return nil
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if _, err := runScripts(ctx, r.rdb, calls); err != nil {
 		return fmt.Errorf("settle %d entries: %w", n, err)
 	}
 	return nil

@@ -350,3 +350,33 @@ func TestCheckShards(t *testing.T) {
 		require.ErrorIs(t, r.CheckShards(ctx), queue.ErrShardsDiffer)
 	})
 }
+
+func TestScriptsRunAfterRedisForgotThem(t *testing.T) {
+	t.Parallel()
+	// Releases and settles call their scripts by hash; a Redis that forgot
+	// its scripts (restarted, failed over, SCRIPT FLUSH) is sent them again.
+	rdb := privateRedis(t)
+	ctx := t.Context()
+	r := queue.New(rdb, "tock", 1)
+	q := r.Home()
+	require.NoError(t, r.EnsureGroup(ctx))
+	first, second := routed(ownerA, "0000000a", base), routed(ownerA, "0000000a", base)
+	require.NoError(t, r.Enqueue(ctx, []queue.Entry{entry(first), entry(second)}))
+	_, err := q.Publish(ctx, 10, base, queue.Caps{Owner: 100, Host: 100})
+	require.NoError(t, err)
+	msgs, err := q.Read(ctx, "c1", 10, noBlock)
+	require.NoError(t, err)
+	require.Len(t, msgs, 2)
+
+	require.NoError(t, rdb.ScriptFlush(ctx).Err())
+	require.NoError(t, r.Release(ctx, map[int][]string{0: {msgs[0].ID}}))
+	require.NoError(t, rdb.ScriptFlush(ctx).Err())
+	require.NoError(t, r.Settle(ctx, map[int]queue.Settlement{0: {IDs: []string{msgs[0].ID, msgs[1].ID}}}))
+
+	st, err := r.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, queue.Stats{}, st, "both settled")
+	left, err := rdb.HLen(ctx, q.Keys().Inflight()).Result()
+	require.NoError(t, err)
+	require.Zero(t, left, "both places given back, once each")
+}

@@ -171,11 +171,9 @@ end
 -- would only come out again at once, and the workers' releases refill it.
 if not movedAside then
   local sweep = redis.call('SRANDMEMBER', KEYS[5], tonumber(ARGV[5]))
-  for _, lane in ipairs(sweep) do
-    if published >= limit then break end
-    published = published + unhold(lane, limit - published)
-  end
+  if published < limit then published = published + sweepHeld(sweep, limit - published) end
 end
+flushCounts()
 local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local next_due = -1
 if #nxt > 0 then next_due = tonumber(nxt[2]) end
@@ -516,10 +514,11 @@ for _, l in ipairs(freed) do
   if l[2] then unhold(l[2], 1) end
   unhold(l[1], 1)
 end
+flushCounts()
 return deleted
 `)
 
-func (q *Shard) settle(ctx context.Context, pipe redis.Pipeliner, s Settlement) {
+func (q *Shard) settle(s Settlement) scriptCall {
 	ended := len(s.Ended) + len(s.Dropped)
 	keys := append(q.keys.laneKeys(), q.keys.Leases())
 	args := make([]any, 0, 4+2*len(s.Retries)+4*ended+len(s.IDs))
@@ -539,9 +538,7 @@ func (q *Shard) settle(ctx context.Context, pipe redis.Pipeliner, s Settlement) 
 	for _, id := range s.IDs {
 		args = append(args, id)
 	}
-	// EVAL, not EVALSHA: in a pipeline a NOSCRIPT could not be retried, and
-	// Redis caches the compiled script by its hash either way.
-	settleScript.Eval(ctx, pipe, keys, args...)
+	return scriptCall{settleScript, keys, args}
 }
 
 // SetAside moves poison entries to the dead stream and acknowledges them, so a
@@ -570,7 +567,10 @@ func (q *Shard) SetAside(ctx context.Context, msgs []Message) error {
 	}
 	// Acknowledged and deleted as settling does, so that an entry whose
 	// member names its lanes gives its place back.
-	q.settle(ctx, pipe, Settlement{IDs: ids})
+	// EVAL, not EVALSHA, in this rare path's one round trip: a NOSCRIPT
+	// could not be retried in it.
+	c := q.settle(Settlement{IDs: ids})
+	c.script.Eval(ctx, pipe, c.keys, c.args...)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("set aside %d entries: %w", len(msgs), err)
 	}

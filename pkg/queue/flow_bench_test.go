@@ -1,0 +1,105 @@
+package queue_test
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/testenv"
+)
+
+// BenchmarkAttemptFlow runs attempts through every Redis step of their path
+// (enqueue, publish, read, start, release, settle) in batches of the size a
+// steady load makes (2) and a burst makes (256), on the real Redis, and
+// reports Redis's own CPU per attempt (read from /proc when Redis runs on
+// this machine): the figure the scripts' changes move. The bench
+// (scripts/bench) measures the whole path.
+func BenchmarkAttemptFlow(b *testing.B) {
+	for _, batch := range []int{2, 16, 256} {
+		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) {
+			rdb, prefix := testenv.Redis(b)
+			ctx := b.Context()
+			r := queue.New(rdb, prefix, 1)
+			q := r.Home()
+			if err := r.EnsureGroup(ctx); err != nil {
+				b.Fatal(err)
+			}
+			owners := []uuid.UUID{job.NewID(), job.NewID()}
+			before := redisCPU(b, rdb)
+			at := time.Now().UTC().Truncate(time.Millisecond)
+			b.ResetTimer()
+			done := 0
+			for done < b.N {
+				at = at.Add(time.Millisecond)
+				entries := make([]queue.Entry, batch)
+				for i := range entries {
+					o := job.Occurrence{JobID: job.NewID(), ScheduledFor: at, Attempt: 1}
+					o.Owner, o.Target = owners[i%len(owners)], "target-"+strconv.Itoa(i%3)
+					entries[i] = queue.Entry{Occurrence: o, DueAt: at}
+				}
+				if err := r.Enqueue(ctx, entries); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := q.Publish(ctx, 1000, at, queue.Caps{Owner: 1000, Host: 1000, Borrow: 4000, Unread: 512}); err != nil {
+					b.Fatal(err)
+				}
+				msgs, err := q.Read(ctx, "w1", batch, -1)
+				if err != nil || len(msgs) != batch {
+					b.Fatalf("read %d of %d: %v", len(msgs), batch, err)
+				}
+				starts := make([]queue.Start, len(msgs))
+				ids := make([]string, len(msgs))
+				ended := make([]job.Occurrence, len(msgs))
+				for i, m := range msgs {
+					starts[i] = queue.Start{Lease: queue.Lease{Occurrence: m.Occurrence, Worker: "w1", Run: job.NewID(),
+						StartedAt: at, Until: at.Add(time.Minute), DueAt: at, Entry: m.ID, Member: m.Occurrence.Member()}}
+					ids[i], ended[i] = m.ID, m.Occurrence
+				}
+				if _, err := q.Start(ctx, starts, at, time.Second); err != nil {
+					b.Fatal(err)
+				}
+				if err := r.Release(ctx, map[int][]string{0: ids}); err != nil {
+					b.Fatal(err)
+				}
+				if err := r.Settle(ctx, map[int]queue.Settlement{0: {IDs: ids, Ended: ended, Now: at}}); err != nil {
+					b.Fatal(err)
+				}
+				done += batch
+			}
+			b.StopTimer()
+			if cpu := redisCPU(b, rdb) - before; cpu > 0 {
+				b.ReportMetric(float64(cpu.Microseconds())/float64(done), "redis-µs/attempt")
+			}
+		})
+	}
+}
+
+// redisCPU is the Redis server's user and system CPU so far, or 0 when it
+// is not a process of this machine.
+func redisCPU(b *testing.B, rdb redis.UniversalClient) time.Duration {
+	info, err := rdb.Info(b.Context(), "server").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var pid string
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			pid = v
+		}
+	}
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ is 100
+}
