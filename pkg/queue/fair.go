@@ -136,11 +136,29 @@ local function isHeld(lane)
   end
   return h
 end
+-- waitingLanes is the held lanes set's size and, when it has at most two
+-- members, the members: what canBorrow asks of every member it places,
+-- read once per script and read again only after the set changed.
+local waitingc = nil
+local function waitingLanes()
+  if waitingc == nil then
+    local n = redis.call('SCARD', KEYS[5])
+    local members = {}
+    if n > 0 and n <= 2 then members = redis.call('SMEMBERS', KEYS[5]) end
+    waitingc = {n = n, members = members}
+  end
+  return waitingc
+end
 -- hold puts member m, due at score, in lane's held set.
 local function hold(lane, score, m)
   redis.call('ZADD', KEYS[6] .. lane, score, m)
-  redis.call('SADD', KEYS[5], lane)
+  if redis.call('SADD', KEYS[5], lane) == 1 then waitingc = nil end
   heldc[lane] = true
+end
+-- unmarkHeld takes lane, whose held set is gone, out of the held lanes set.
+local function unmarkHeld(lane)
+  if redis.call('SREM', KEYS[5], lane) == 1 then waitingc = nil end
+  heldc[lane] = false
 end
 local function hasHeld(lane) return isHeld(lane) end
 -- unread is how many entries of the stream no worker has read yet, counted
@@ -167,12 +185,10 @@ local borrowLimit = nil
 local function canBorrow(ol, hl)
   if borrowLimit == nil then borrowLimit = tonumber(redis.call('HGET', KEYS[4], '*b') or '') or 0 end
   if borrowLimit <= 0 or used('*') >= borrowLimit then return false end
-  local waiting = redis.call('SCARD', KEYS[5])
-  if waiting > 2 then return false end
-  if waiting > 0 then
-    for _, lane in ipairs(redis.call('SMEMBERS', KEYS[5])) do
-      if lane ~= ol and lane ~= hl then return false end
-    end
+  local waiting = waitingLanes()
+  if waiting.n > 2 then return false end
+  for _, lane in ipairs(waiting.members) do
+    if lane ~= ol and lane ~= hl then return false end
   end
   return unread() < limitUnread()
 end
@@ -305,8 +321,7 @@ local function unhold(lane, n)
   for _ = 1, n do
     local top = redis.call('ZRANGE', key, 0, 1, 'WITHSCORES')
     if #top == 0 then
-      redis.call('SREM', KEYS[5], lane)
-      heldc[lane] = false
+      unmarkHeld(lane)
       break
     end
     local ol, hl = lanes(top[1])
@@ -316,10 +331,7 @@ local function unhold(lane, n)
       break
     end
     redis.call('ZREM', key, top[1])
-    if #top == 2 then
-      redis.call('SREM', KEYS[5], lane)
-      heldc[lane] = false
-    end
+    if #top == 2 then unmarkHeld(lane) end
     if place(top[1], top[2], true) then published = published + 1 end
   end
   return published
@@ -334,7 +346,7 @@ local function sweepHeld(lanes, n)
     if isHeld(lane) then
       published = published + unhold(lane, n - published)
     else
-      redis.call('SREM', KEYS[5], lane)
+      unmarkHeld(lane)
     end
   end
   return published
