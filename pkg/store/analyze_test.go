@@ -65,3 +65,52 @@ func TestAnalyzeNeverAnalysed(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, again, part, "analysed once, it waits for changes again")
 }
+
+// TestAnalyzeSteadyChurn: a partition analysed less than a minute ago that
+// has since changed by a fifth (a steady load's churn) is not analysed again
+// yet; one that has since more than doubled (a burst) is, at once.
+func TestAnalyzeSteadyChurn(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	at := b.now.Add(52 * time.Hour).Truncate(time.Hour)
+	part := "jobs_h" + at.Format("15")
+	add := func(n, from int) {
+		jobs := make([]*job.Job, n)
+		for i := range jobs {
+			jobs[i] = newJob(ownerA, at.Add(time.Duration(from+i)*time.Millisecond))
+		}
+		b.create(t, jobs...)
+	}
+	// changed is what pg_stat_user_tables has been told of the partition's
+	// changes since its statistics were taken.
+	changed := func() int64 {
+		var n int64
+		require.NoError(t, b.st.Pool().QueryRow(b.ctx,
+			`SELECT n_mod_since_analyze FROM pg_stat_user_tables WHERE relid = $1::regclass`, part).Scan(&n))
+		return n
+	}
+	add(5000, 0)
+	// The creates' counts reach the statistics a moment after their commit:
+	// counted after the ANALYZE, they would count as changes since.
+	testenv.WaitUntil(t, 10*time.Second, func() bool { return changed() >= 5000 }, "the creates were not counted")
+	_, err := b.st.Pool().Exec(b.ctx, "ANALYZE "+part)
+	require.NoError(t, err)
+	testenv.WaitUntil(t, 15*time.Second, func() bool {
+		var seen bool
+		require.NoError(t, b.st.Pool().QueryRow(b.ctx,
+			`SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relid = $1::regclass`, part).Scan(&seen))
+		return seen
+	}, "the ANALYZE was not reported")
+
+	add(1000, 5000) // a fifth
+	testenv.WaitUntil(t, 10*time.Second, func() bool { return changed() >= 1000 }, "the changes were not counted")
+	names, err := b.st.AnalyzeStale(b.ctx, 64)
+	require.NoError(t, err)
+	require.NotContains(t, names, part, "a fifth changed, analysed moments ago: not yet")
+
+	add(6000, 6000) // more than its size since the statistics
+	testenv.WaitUntil(t, 10*time.Second, func() bool { return changed() >= 7000 }, "the changes were not counted")
+	names, err = b.st.AnalyzeStale(b.ctx, 64)
+	require.NoError(t, err)
+	require.Contains(t, names, part, "more than doubled: at once")
+}
