@@ -127,39 +127,38 @@ type window struct {
 
 // gather takes from ch, into add (which says how many items a value
 // holds), what waits and what comes within w, until have reaches most or
-// ch closes.
+// ch closes. It takes what waits, sleeps out the window, then takes what
+// came meanwhile: values sent during the window wait in ch (buffered)
+// instead of waking the gatherer one by one, which at a steady load was a
+// wake-up of the completer and of the releaser for every attempt.
 func gather[T any](w *window, ch <-chan T, have, most int, add func(T) int) {
-	var closes <-chan time.Time
-	if w.d > 0 {
-		if w.timer == nil {
-			w.timer = time.NewTimer(w.d)
-		} else {
-			w.timer.Reset(w.d)
-		}
-		defer w.timer.Stop()
-		closes = w.timer.C
+	if !drain(ch, &have, most, add) || have >= most || w.d <= 0 {
+		return
 	}
-	for have < most {
-		var v T
-		var ok bool
-		if closes == nil {
-			select {
-			case v, ok = <-ch:
-			default:
-				return
-			}
-		} else {
-			select {
-			case v, ok = <-ch:
-			case <-closes:
-				return
-			}
-		}
-		if !ok {
-			return
-		}
-		have += add(v)
+	if w.timer == nil {
+		w.timer = time.NewTimer(w.d)
+	} else {
+		w.timer.Reset(w.d)
 	}
+	<-w.timer.C
+	drain(ch, &have, most, add)
+}
+
+// drain takes what waits in ch, until have reaches most; false when ch is
+// closed.
+func drain[T any](ch <-chan T, have *int, most int, add func(T) int) bool {
+	for *have < most {
+		select {
+		case v, ok := <-ch:
+			if !ok {
+				return false
+			}
+			*have += add(v)
+		default:
+			return true
+		}
+	}
+	return true
 }
 
 // flush settles one batch.
