@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tockhq/tock/pkg/job"
 )
@@ -54,6 +55,9 @@ type Result struct {
 	// completed runs (job.HistoryFailures): older ones are deleted as this
 	// outcome is recorded.
 	TrimHistory bool
+	// EndsJob says that a final outcome of this attempt ends its job: the
+	// occurrence is a one-off job's, or a recurring job's last (last_at).
+	EndsJob bool
 }
 
 // finishRunsSQL records a batch of outcomes in one statement (a group
@@ -120,7 +124,8 @@ const trimBatch = 100
 
 // FinishRuns records outcomes in one round trip: the attempts' one write
 // (with, for jobs that keep only failures, the trim of their history, in
-// the same transaction).
+// the same transaction). Should fewer jobs end than the results say
+// (EndsJob), it ends the others with endJobsSQL: see there.
 func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time) error {
 	results = firstOfEachAttempt(results)
 	if len(results) == 0 {
@@ -132,6 +137,7 @@ func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time)
 	ids, owners := make([]uuid.UUID, n), make([]uuid.UUID, n)
 	dues, started := make([]time.Time, n), make([]time.Time, n)
 	var trim []uuid.UUID
+	var ending []Result
 	for i, r := range results {
 		jobIDs[i], sched[i], attempts[i] = r.Occurrence.JobID, r.Occurrence.ScheduledFor, int16(r.Occurrence.Attempt)
 		statuses[i], finished[i], outputs[i], errs[i] = string(r.Status), r.FinishedAt, storable(r.Output), storable(r.Error)
@@ -143,20 +149,89 @@ func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time)
 		if r.TrimHistory && !slices.Contains(trim, r.Occurrence.JobID) {
 			trim = append(trim, r.Occurrence.JobID)
 		}
+		if r.EndsJob && endsOccurrence(r.Status) {
+			ending = append(ending, r)
+		}
 	}
 	args := []any{jobIDs, sched, attempts, statuses, finished, outputs, errs, ids, owners, dues, started, now}
+	var ended int64
 	if len(trim) == 0 {
-		if _, err := s.pool.Exec(ctx, finishRunsSQL, args...); err != nil {
+		tag, err := s.pool.Exec(ctx, finishRunsSQL, args...)
+		if err != nil {
 			return fmt.Errorf("finish runs: %w", translate(err))
 		}
-		return nil
+		ended = tag.RowsAffected()
+	} else {
+		// One round trip, one implicit transaction: a batch ends with one Sync.
+		b := &pgx.Batch{}
+		b.Queue(trimRunsSQL, trim, job.KeptSuccesses, trimBatch)
+		b.Queue(finishRunsSQL, args...)
+		br := s.pool.SendBatch(ctx, b)
+		_, err := br.Exec()
+		var tag pgconn.CommandTag
+		if err == nil {
+			tag, err = br.Exec()
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("finish runs: %w", translate(err))
+		}
+		ended = tag.RowsAffected()
 	}
-	// One round trip, one implicit transaction: a batch ends with one Sync.
-	b := &pgx.Batch{}
-	b.Queue(trimRunsSQL, trim, job.KeptSuccesses, trimBatch)
-	b.Queue(finishRunsSQL, args...)
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("finish runs: %w", translate(err))
+	if ended < int64(len(ending)) {
+		return s.endJobs(ctx, ending, now)
+	}
+	return nil
+}
+
+// endsOccurrence says whether an attempt that ended so is its occurrence's
+// last: every outcome but a failure that a retry follows.
+func endsOccurrence(s job.RunStatus) bool {
+	return s != job.RunRunning && s != job.RunFailed
+}
+
+// endJobsSQL ends the jobs of attempts whose final outcome is recorded
+// while the job is still scheduled, wherever its row is: finishRunsSQL
+// looks only among claimed rows, and a loader's claim enqueues before it
+// commits, so an attempt can run and end while its job's claim is not
+// committed (a job loaded overdue), or never will be (a leader killed
+// between its ZADD and its commit; the next leader claims the job again,
+// and its attempt, found done, never ends it). Such a job would stay
+// scheduled for ever. A row whose claim is committing is waited for, and
+// read again where the claim moved it (a serialization failure, retried).
+// The row ends idle, as a claim leaves it. A job changed since a failed
+// outcome (a retry revived it) is left alone; a completed occurrence is
+// never retried.
+const endJobsSQL = `UPDATE jobs j SET status = CASE
+        WHEN r.status = 'expired' THEN 'expired'::job_status
+        WHEN j.schedule IS NOT NULL OR r.status = 'completed' THEN 'completed'::job_status
+        WHEN r.status = 'aborted' THEN 'cancelled'::job_status
+        ELSE 'permanently_failed'::job_status END,
+    due_at = NULL, due_hour = -1, updated_at = $4
+FROM unnest($1::uuid[], $2::timestamptz[], $3::smallint[]) AS d(job_id, scheduled_for, attempt)
+JOIN job_runs r ON r.job_id = d.job_id AND r.scheduled_for = d.scheduled_for AND r.attempt = d.attempt
+WHERE j.id = d.job_id AND j.status = 'scheduled'
+  AND r.status IN ('completed', 'permanently_failed', 'skipped', 'aborted', 'expired')
+  AND (j.run_at = d.scheduled_for OR j.last_at = d.scheduled_for)
+  AND (r.status = 'completed' OR j.updated_at <= r.finished_at)`
+
+// endJobs runs endJobsSQL for results; the rare path, after a finish
+// ended fewer jobs than it should have (or found some outcomes recorded
+// already).
+func (s *Store) endJobs(ctx context.Context, results []Result, now time.Time) error {
+	n := len(results)
+	jobIDs, sched, attempts := make([]uuid.UUID, n), make([]time.Time, n), make([]int16, n)
+	for i, r := range results {
+		jobIDs[i], sched[i], attempts[i] = r.Occurrence.JobID, r.Occurrence.ScheduledFor, int16(r.Occurrence.Attempt)
+	}
+	err := retrySerialization(ctx, func() error {
+		_, err := s.pool.Exec(ctx, endJobsSQL, jobIDs, sched, attempts, now)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("end jobs: %w", translate(err))
 	}
 	return nil
 }

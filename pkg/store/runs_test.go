@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -90,6 +91,72 @@ func TestFinishRuns(t *testing.T) {
 				require.Empty(t, r.Error)
 			})
 		}
+	})
+
+	// A loader's claim enqueues before it commits: the attempt can end
+	// while the claim is not committed, or never will be.
+	t.Run("EndsAJobWhoseClaimRolledBack", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := newJob(ownerA, b.now)
+		b.create(t, j)
+		res := b.outcome(t, firstAttempt(j), job.RunCompleted)
+		res.EndsJob = true
+		b.finish(t, res)
+
+		require.Equal(t, job.StatusCompleted, b.job(t, j.ID).Status)
+		part, hour := b.placement(t, j.ID)
+		require.Equal(t, "jobs_idle", part, "left idle, as a claim leaves it")
+		require.Equal(t, -1, hour)
+		require.Empty(t, b.claim(t, b.now.Add(-time.Hour), b.now.Add(time.Hour), 1000), "the next leader has nothing to claim again")
+	})
+
+	t.Run("EndsAJobWhoseClaimCommitsMeanwhile", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := newJob(ownerA, b.now)
+		b.create(t, j)
+		enqueued, commit := make(chan struct{}), make(chan struct{})
+		claimed := make(chan error, 1)
+		go func() {
+			_, err := claimDue(b.st, b.ctx, b.now.Add(-time.Hour), b.now.Add(time.Hour), 1000, b.now,
+				func(context.Context, []job.Occurrence, int64) error {
+					close(enqueued)
+					<-commit
+					return nil
+				})
+			claimed <- err
+		}()
+		<-enqueued
+		res := b.outcome(t, firstAttempt(j), job.RunCompleted)
+		res.EndsJob = true
+		finished := make(chan error, 1)
+		go func() { finished <- b.st.FinishRuns(b.ctx, []store.Result{res}, b.now) }()
+		time.Sleep(100 * time.Millisecond) // the finish waits on the claim's lock
+		close(commit)
+		require.NoError(t, <-claimed)
+		require.NoError(t, <-finished)
+
+		require.Equal(t, job.StatusCompleted, b.job(t, j.ID).Status)
+		part, _ := b.placement(t, j.ID)
+		require.Equal(t, "jobs_idle", part)
+	})
+
+	t.Run("ALateDuplicateLeavesARetriedJobScheduled", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := newJob(ownerA, b.now.Add(-time.Minute))
+		occ := b.claimed(t, j)[0]
+		res := b.outcome(t, occ, job.RunPermanentlyFailed)
+		res.EndsJob = true
+		b.finish(t, res)
+		require.Equal(t, job.StatusPermanentlyFailed, b.job(t, j.ID).Status)
+		_, err := b.st.RetryOccurrence(b.ctx, ownerA, j.ID, time.Time{}, b.now.Add(2*time.Second), store.Audit{},
+			func(context.Context, job.Occurrence) error { return nil })
+		require.NoError(t, err)
+
+		b.finish(t, res) // the first attempt's entry, delivered again
+		require.Equal(t, job.StatusScheduled, b.job(t, j.ID).Status, "the retry still runs")
 	})
 
 	t.Run("RetryThatSucceedsCompletesJob", func(t *testing.T) {

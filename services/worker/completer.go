@@ -194,7 +194,8 @@ func (c *completer) flush(ctx context.Context, batch []*item) {
 		case record, deadLetter:
 			res := store.Result{ID: it.run, Occurrence: occ, Owner: it.job.Owner, Status: it.status, DueAt: it.msg.DueAt,
 				StartedAt: it.startedAt, FinishedAt: it.endedAt, Output: it.out.Output, Error: it.out.Error,
-				TrimHistory: it.job.History == job.HistoryFailures}
+				TrimHistory: it.job.History == job.HistoryFailures,
+				EndsJob:     len(it.job.Schedule) == 0 || it.job.LastAt.Equal(occ.ScheduledFor)}
 			if it.reason != "" {
 				res.Error = it.reason
 			}
