@@ -62,10 +62,6 @@ func storeOutages() []fault {
 			strike: func(ctx context.Context, f *fixture) error { return f.redis.Pause() },
 			hold:   longOutage,
 			heal:   func(ctx context.Context, f *fixture) error { return f.redis.Resume() },
-			known: "in 1 run of 9 (a CI run of 9bdcb4c) the jobs due during the stall started 16 s after it " +
-				"(the bound is 5 s): a worker's read that timed out during the stall is still served when Redis " +
-				"resumes, so its entries sit in that worker's pending list, unread, until the visibility timeout " +
-				"(15 s) lets a reclaim take them; duplicates: none in 9 runs since dc5a80a",
 		},
 	}
 }

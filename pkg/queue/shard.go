@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	neturl "net/url"
 	"slices"
 	"strconv"
@@ -333,6 +334,92 @@ func (q *Shard) Reclaim(ctx context.Context, consumer string, minIdle time.Durat
 		}
 		return nil, fmt.Errorf("reclaim pending: %w", err)
 	}
+	return q.withCounts(ctx, msgs, "reclaim pending")
+}
+
+// Unread returns up to count of the entries pending to consumer after the
+// entry id after ("" for all) that known does not know, oldest first, with
+// their delivery counts, and the id to resume from ("" when none is left).
+// A read Redis served but whose answer never reached its consumer (its
+// connection broke, or its client gave up while Redis stalled and Redis
+// served it on resuming) leaves its entries pending to the consumer, unread,
+// until a reclaim takes them after the visibility timeout: the reader
+// finds them here instead, at once. It lists the consumer's pending
+// entries (XPENDING) and reads the unknown ones (XRANGE), in pages:
+// neither changes an entry's count or idle time.
+func (q *Shard) Unread(ctx context.Context, consumer, after string, count int, known func(id string) bool) ([]Message, string, error) {
+	const page = 512
+	start := "-"
+	if after != "" {
+		start = nextID(after)
+	}
+	var lost []redis.XPendingExt
+	resume := ""
+	for len(lost) < count {
+		ps, err := q.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+			Stream: q.keys.Ready(), Group: Group, Start: start, End: "+", Count: page, Consumer: consumer,
+		}).Result()
+		if err != nil {
+			if redis.HasErrorPrefix(err, errNoGroup) {
+				return nil, "", q.EnsureGroup(ctx)
+			}
+			return nil, "", fmt.Errorf("list pending: %w", err)
+		}
+		for _, p := range ps {
+			start, resume = nextID(p.ID), p.ID
+			if !known(p.ID) {
+				lost = append(lost, p)
+				if len(lost) == count {
+					break
+				}
+			}
+		}
+		if len(ps) < page && len(lost) < count {
+			resume = ""
+			break
+		}
+	}
+	if len(lost) == 0 {
+		return nil, resume, nil
+	}
+	pipe := q.rdb.Pipeline()
+	reads := make([]*redis.XMessageSliceCmd, len(lost))
+	for i, p := range lost {
+		reads[i] = pipe.XRange(ctx, q.keys.Ready(), p.ID, p.ID)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, "", fmt.Errorf("read pending: %w", err)
+	}
+	out := make([]Message, 0, len(lost))
+	for i, p := range lost {
+		xs := reads[i].Val()
+		if len(xs) != 1 {
+			continue // deleted while pending: a reclaim drops it from the list
+		}
+		m := q.decode(xs[0])
+		m.Deliveries = int(p.RetryCount)
+		out = append(out, m)
+	}
+	return out, resume, nil
+}
+
+// nextID is the stream entry id right after id ("<ms>-<seq>"), for a range
+// that starts after id (the "(" of Redis 6.2 ranges, which miniredis lacks).
+func nextID(id string) string {
+	ms, seq, _ := strings.Cut(id, "-")
+	m, _ := strconv.ParseUint(ms, 10, 64)
+	n, _ := strconv.ParseUint(seq, 10, 64)
+	if n == math.MaxUint64 {
+		return strconv.FormatUint(m+1, 10) + "-0"
+	}
+	return ms + "-" + strconv.FormatUint(n+1, 10)
+}
+
+// withCounts decodes msgs taken from the pending list and gives each its
+// delivery count, read in one more round trip (XAUTOCLAIM and XREADGROUP
+// do not return it), so that the worker can tell an entry that never
+// reaches an outcome. what names the call in errors.
+func (q *Shard) withCounts(ctx context.Context, msgs []redis.XMessage, what string) ([]Message, error) {
 	if len(msgs) == 0 {
 		return nil, nil
 	}
@@ -342,9 +429,9 @@ func (q *Shard) Reclaim(ctx context.Context, consumer string, minIdle time.Durat
 		counts[i] = pipe.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: q.keys.Ready(), Group: Group, Start: x.ID, End: x.ID, Count: 1})
 	}
 	// An error here leaves the entries pending, now this consumer's: they
-	// are reclaimed again after minIdle.
+	// are reclaimed after the visibility timeout.
 	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("reclaim pending: delivery counts: %w", err)
+		return nil, fmt.Errorf("%s: delivery counts: %w", what, err)
 	}
 	out := make([]Message, 0, len(msgs))
 	for i, x := range msgs {

@@ -762,3 +762,49 @@ func TestStats(t *testing.T) {
 		})
 	})
 }
+
+// TestUnread: the entries pending to a consumer that it does not know, as
+// a read whose answer was lost leaves them, found without counting another
+// delivery.
+func TestUnread(t *testing.T) {
+	t.Parallel()
+	onBothRedis(t, func(t *testing.T, b *bundle) {
+		occs := make([]job.Occurrence, 6)
+		for i := range occs {
+			occs[i] = occ(base.Add(-time.Duration(10-i)*time.Second), 0)
+		}
+		b.enqueue(t, occs...)
+		msgs := b.publishAndRead(t, "w1", 6)
+		// The last entry is another consumer's.
+		require.NoError(t, b.rdb.Do(b.ctx, "XCLAIM", b.keys.Ready(), queue.Group, "w2", 0, msgs[5].ID, "JUSTID").Err())
+		known := func(id string) bool { return id == msgs[1].ID }
+
+		got, resume, err := b.q.Unread(b.ctx, "w1", msgs[0].ID, 2, known)
+		require.NoError(t, err)
+		require.Len(t, got, 2)
+		require.Equal(t, []string{msgs[2].ID, msgs[3].ID}, []string{got[0].ID, got[1].ID}, "after msgs[0], not the known msgs[1]")
+		require.Equal(t, occs[2], got[0].Occurrence)
+		require.True(t, got[0].DueAt.Equal(occs[2].ScheduledFor))
+		require.Equal(t, 1, got[0].Deliveries)
+		require.Equal(t, msgs[3].ID, resume, "two found: the look goes on after the second")
+
+		got, resume, err = b.q.Unread(b.ctx, "w1", resume, 2, known)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.Equal(t, msgs[4].ID, got[0].ID, "not w2's entry")
+		require.Empty(t, resume, "nothing is left")
+
+		all, resume, err := b.q.Unread(b.ctx, "w1", "", 10, known)
+		require.NoError(t, err)
+		require.Len(t, all, 4, "from the start: all of w1's but the known one")
+		require.Empty(t, resume)
+		p, err := b.rdb.XPendingExt(b.ctx, &redis.XPendingExtArgs{Stream: b.keys.Ready(), Group: queue.Group,
+			Start: "-", End: "+", Count: 10}).Result()
+		require.NoError(t, err)
+		for _, e := range p {
+			if e.Consumer == "w1" { // miniredis counts XCLAIM … JUSTID, Redis does not
+				require.EqualValues(t, 1, e.RetryCount, "looking counts no delivery")
+			}
+		}
+	})
+}

@@ -26,6 +26,7 @@ type stallProxy struct {
 	mu      sync.Mutex
 	stalled bool
 	resumed chan struct{}
+	clients sync.Map // the clients' ends of the connections
 }
 
 func newStallProxy(t *testing.T, target string) *stallProxy {
@@ -55,6 +56,7 @@ func newStallProxy(t *testing.T, target string) *stallProxy {
 			}
 			conns.Store(c, true)
 			conns.Store(up, true)
+			p.clients.Store(c, true)
 			wg.Go(func() { p.pipe(up, c) })
 			wg.Go(func() { p.pipe(c, up) })
 		}
@@ -92,6 +94,17 @@ func (p *stallProxy) stall() {
 	if !p.stalled {
 		p.stalled, p.resumed = true, make(chan struct{})
 	}
+}
+
+// cut closes the clients' ends of every connection, dropping the answers
+// a stall holds: as a client sees a connection reset after Redis served
+// its command.
+func (p *stallProxy) cut() {
+	p.clients.Range(func(k, _ any) bool {
+		_ = k.(net.Conn).Close()
+		p.clients.Delete(k)
+		return true
+	})
 }
 
 func (p *stallProxy) resume() {
@@ -146,4 +159,68 @@ func TestRedisStall(t *testing.T) {
 	proxy.resume()
 	b.untilSettled(t, 10*time.Second, func() bool { return b.settled(t) }, "the entries were not settled after the stall")
 	require.Equal(t, len(jobs), r.calls(), "each attempt ran once")
+	for _, e := range b.logs.All() {
+		t.Logf("%s %s %v", e.Time.Format("15:04:05.000"), e.Message, e.ContextMap())
+	}
+}
+
+// TestReadServedAfterAStall: a read Redis served but whose answer never
+// reached the worker (its connection broke, or its client gave up during a
+// stall while Redis went on to serve it) leaves the entries it took
+// pending to the worker, unread. The worker reads them back after its
+// failed read, at once, not after the visibility timeout (30 s here) lets a
+// reclaim take them.
+func TestReadServedAfterAStall(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	opt, err := redis.ParseURL(testenv.RedisURL())
+	require.NoError(t, err)
+	proxy := newStallProxy(t, opt.Addr)
+	opt.Addr = proxy.ln.Addr().String()
+	opt.MaxRetries = -1 // the read fails at once
+	stalling := redis.NewClient(opt)
+	t.Cleanup(func() { _ = stalling.Close() })
+
+	r := newRunner()
+	w := b.consumer(r, func(w *Worker) {
+		w.Queue = queue.New(stalling, b.queue.Prefix(), 1)
+		w.Block = 2 * time.Second
+	})
+	testenv.GoRun(t, w.Run)
+	time.Sleep(300 * time.Millisecond) // blocked in its read
+
+	proxy.stall()
+	jobs := make([]*job.Job, 4)
+	for i := range jobs {
+		jobs[i] = b.claimedJob()
+	}
+	b.create(t, jobs...)
+	require.Equal(t, len(jobs), b.publish(t)) // served to the blocked read; its answer held
+	testenv.WaitUntil(t, 5*time.Second, func() bool { return b.pending(t) == int64(len(jobs)) },
+		"the blocked read was not served")
+	proxy.cut()
+	proxy.resume()
+
+	b.untilSettled(t, 10*time.Second, func() bool {
+		for _, j := range jobs {
+			if b.finished(t, j) != job.StatusCompleted {
+				return false
+			}
+		}
+		return b.settled(t)
+	}, "the entries of a read whose answer was lost waited for the visibility timeout")
+	require.Equal(t, len(jobs), r.calls(), "each attempt ran once")
+	require.Equal(t, 1, b.logs.FilterMessage("read_recovered").Len())
+}
+
+func TestLaterID(t *testing.T) {
+	for _, tt := range []struct{ a, b, want string }{
+		{"", "1-0", "1-0"},
+		{"1-0", "", "1-0"},
+		{"1700000000000-5", "1700000000000-10", "1700000000000-10"},
+		{"1700000000001-0", "1700000000000-10", "1700000000001-0"},
+		{"999-0", "1000-0", "1000-0"},
+	} {
+		require.Equal(t, tt.want, laterID(tt.a, tt.b), "%q %q", tt.a, tt.b)
+	}
 }
