@@ -18,19 +18,27 @@ import (
 
 // runners run the attempts the starter leased. There are as many as the
 // worker has slots, started once: an attempt waits for none, and none is a
-// goroutine of its own whose stack grows anew each time.
+// goroutine of its own whose stack grows anew each time. An attempt goes
+// to the runner that became idle last: under a light load the same few
+// runners take every attempt, their stacks grown and their memory in the
+// cache, while the others sleep (a shared channel would wake the one idle
+// longest, whose stack the collector has shrunk meanwhile).
 type runners struct {
 	w        *Worker
 	comp     *completer
 	attempts *attempts
-	tasks    chan *item
 	done     sync.WaitGroup
+
+	mu      sync.Mutex
+	freed   *sync.Cond   // signalled when a runner becomes idle
+	idle    []chan *item // the idle runners' inboxes, the latest last
+	stopped bool
 }
 
 func newRunners(w *Worker, c *completer, a *attempts) *runners {
-	// A slot per item in flight: the channel never holds more than the
-	// runners can take, so handing an attempt over never waits.
-	return &runners{w: w, comp: c, attempts: a, tasks: make(chan *item, w.Concurrency)}
+	r := &runners{w: w, comp: c, attempts: a, idle: make([]chan *item, 0, w.Concurrency)}
+	r.freed = sync.NewCond(&r.mu)
+	return r
 }
 
 // start starts the runners; attempts run under ctx, which outlives the
@@ -38,19 +46,54 @@ func newRunners(w *Worker, c *completer, a *attempts) *runners {
 func (r *runners) start(ctx context.Context) {
 	for range r.w.Concurrency {
 		r.done.Go(func() {
-			for it := range r.tasks {
+			inbox := make(chan *item, 1)
+			for r.ready(inbox) {
+				it, ok := <-inbox
+				if !ok {
+					return
+				}
 				r.execute(ctx, it)
 			}
 		})
 	}
 }
 
-// run hands a leased attempt to a runner.
-func (r *runners) run(it *item) { r.tasks <- it }
+// ready puts a runner's inbox among the idle ones; false once the runners
+// have stopped.
+func (r *runners) ready(inbox chan *item) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return false
+	}
+	r.idle = append(r.idle, inbox)
+	r.freed.Signal()
+	return true
+}
+
+// run hands a leased attempt to the runner idle last. Each attempt holds a
+// slot and there is a runner per slot, so one is idle or about to be (a
+// runner hands its outcome over just before it is idle again).
+func (r *runners) run(it *item) {
+	r.mu.Lock()
+	for len(r.idle) == 0 {
+		r.freed.Wait()
+	}
+	inbox := r.idle[len(r.idle)-1]
+	r.idle = r.idle[:len(r.idle)-1]
+	r.mu.Unlock()
+	inbox <- it
+}
 
 // stop waits for the attempts handed over to end; the starter has stopped.
 func (r *runners) stop() {
-	close(r.tasks)
+	r.mu.Lock()
+	r.stopped = true
+	for _, inbox := range r.idle {
+		close(inbox)
+	}
+	r.idle = nil
+	r.mu.Unlock()
 	r.done.Wait()
 }
 
