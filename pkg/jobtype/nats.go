@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"net"
 	"net/url"
 	"strconv"
@@ -245,23 +246,21 @@ func (e *natsExecutor) run(ctx context.Context, t Task, p NATSPayload) Outcome {
 	return Outcome{OK: true, Latency: time.Since(start), Output: string(out)}
 }
 
-// tockHeaders are the headers that identify an attempt, as a broker
-// message carries them, and its W3C trace context when it is traced.
-func tockHeaders(t Task) map[string]string {
-	h := map[string]string{
-		headerIdempotencyKey: t.Key,
-		headerJobID:          t.JobID.String(),
-		headerScheduledFor:   t.ScheduledFor.UTC().Format(scheduledForLayout),
-		headerAttempt:        strconv.Itoa(t.Attempt),
-	}
-	if t.TraceParent != "" {
+// tockHeaders are the headers that identify an attempt, and its W3C trace
+// context when it is traced, as every delivery carries them: yielded one
+// by one, so that a delivery sets them without a map built per attempt.
+func tockHeaders(t Task) iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		if !yield(headerIdempotencyKey, t.Key) || !yield(headerJobID, t.JobID.String()) ||
+			!yield(headerScheduledFor, t.ScheduledFor.UTC().Format(scheduledForLayout)) ||
+			!yield(headerAttempt, strconv.Itoa(t.Attempt)) || t.TraceParent == "" {
+			return
+		}
 		// Lower case, as W3C writes them: a broker's headers keep the case given.
-		h[telemetry.HeaderTraceParent] = t.TraceParent
-		if t.TraceState != "" {
-			h[telemetry.HeaderTraceState] = t.TraceState
+		if yield(telemetry.HeaderTraceParent, t.TraceParent) && t.TraceState != "" {
+			yield(telemetry.HeaderTraceState, t.TraceState)
 		}
 	}
-	return h
 }
 
 // brokerFailure is a failed broker step: a timeout names the limit, and no

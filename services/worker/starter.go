@@ -9,10 +9,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/tockhq/tock/pkg/job"
@@ -76,7 +76,7 @@ func (s *starter) startAll(ctx context.Context, batches []batch) {
 	var items []*item
 	var occs []job.Occurrence
 	var settle []*item
-	seen := map[string]bool{}
+	seen := map[attemptID]bool{}
 	for _, b := range batches {
 		for _, m := range b.msgs {
 			it := &item{msg: m, shard: b.shard}
@@ -333,11 +333,18 @@ func (s *starter) deadReason(deliveries int) string {
 		"Postgres refused its outcome or its worker died each time; see the workers' logs", deliveries, s.w.MaxDeliveries)
 }
 
-// attemptKey names one attempt of one occurrence under one generation,
+// attemptID names one attempt of one occurrence under one generation,
 // whatever its priority: a stale generation's copy in the same batch is a
-// different entry, not a duplicate of the current one.
-func attemptKey(o job.Occurrence) string {
-	return o.Key() + "/" + strconv.Itoa(o.Attempt) + "/" + strconv.Itoa(o.Generation)
+// different entry, not a duplicate of the current one. A map key that
+// builds no string per entry.
+type attemptID struct {
+	job                 uuid.UUID
+	at                  int64 // scheduled_for, unix ms
+	attempt, generation int
+}
+
+func attemptKey(o job.Occurrence) attemptID {
+	return attemptID{o.JobID, o.ScheduledFor.UnixMilli(), o.Attempt, o.Generation}
 }
 
 // misfireUnits and misfireTime bound the judging of one late attempt: a
