@@ -338,7 +338,7 @@ func (q *Shard) Reclaim(ctx context.Context, consumer string, minIdle time.Durat
 }
 
 // Unread returns up to count of the entries pending to consumer after the
-// entry id after ("" for all) that known does not know, oldest first, with
+// entry id after ("" for all), delivered once, that known does not know, oldest first, with
 // their delivery counts, and the id to resume from ("" when none is left).
 // A read Redis served but whose answer never reached its consumer (its
 // connection broke, or its client gave up while Redis stalled and Redis
@@ -367,7 +367,10 @@ func (q *Shard) Unread(ctx context.Context, consumer, after string, count int, k
 		}
 		for _, p := range ps {
 			start, resume = nextID(p.ID), p.ID
-			if !known(p.ID) {
+			// Delivered once: a read's. A reclaim counts one more, so the
+			// entries the worker's reclaimer took, which it holds, are not
+			// found here.
+			if p.RetryCount == 1 && !known(p.ID) {
 				lost = append(lost, p)
 				if len(lost) == count {
 					break

@@ -181,7 +181,10 @@ func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time)
 		ended = tag.RowsAffected()
 	}
 	if ended < int64(len(ending)) {
-		return s.endJobs(ctx, ending, now)
+		// The outcomes are recorded: a job this cannot end now stays
+		// scheduled until its attempt, read again, is found done (the
+		// worker then calls EndJobs), rather than holding up the batch.
+		_ = s.EndJobs(ctx, ending, now)
 	}
 	return nil
 }
@@ -192,43 +195,55 @@ func endsOccurrence(s job.RunStatus) bool {
 	return s != job.RunRunning && s != job.RunFailed
 }
 
-// endJobsSQL ends the jobs of attempts whose final outcome is recorded
+// endJobSQL ends the job of an attempt whose final outcome is recorded
 // while the job is still scheduled, wherever its row is: finishRunsSQL
 // looks only among claimed rows, and a loader's claim enqueues before it
 // commits, so an attempt can run and end while its job's claim is not
 // committed (a job loaded overdue), or never will be (a leader killed
 // between its ZADD and its commit; the next leader claims the job again,
 // and its attempt, found done, never ends it). Such a job would stay
-// scheduled for ever. A row whose claim is committing is waited for, and
-// read again where the claim moved it (a serialization failure, retried).
-// The row ends idle, as a claim leaves it. A job changed since a failed
-// outcome (a retry revived it) is left alone; a completed occurrence is
-// never retried.
-const endJobsSQL = `UPDATE jobs j SET status = CASE
+// scheduled for ever. The row ends idle, as a claim leaves it. A job
+// changed since a failed outcome (a retry revived it) is left alone; a
+// completed occurrence is never retried. One job a statement, found
+// through each partition's primary key ($1 is the job's id), so the plan
+// never scans a partition.
+const endJobSQL = `UPDATE jobs j SET status = CASE
         WHEN r.status = 'expired' THEN 'expired'::job_status
         WHEN j.schedule IS NOT NULL OR r.status = 'completed' THEN 'completed'::job_status
         WHEN r.status = 'aborted' THEN 'cancelled'::job_status
         ELSE 'permanently_failed'::job_status END,
     due_at = NULL, due_hour = -1, updated_at = $4
-FROM unnest($1::uuid[], $2::timestamptz[], $3::smallint[]) AS d(job_id, scheduled_for, attempt)
-JOIN job_runs r ON r.job_id = d.job_id AND r.scheduled_for = d.scheduled_for AND r.attempt = d.attempt
-WHERE j.id = d.job_id AND j.status = 'scheduled'
+FROM (SELECT status, finished_at FROM job_runs WHERE job_id = $1 AND scheduled_for = $2 AND attempt = $3) r
+WHERE j.id = $1 AND j.status = 'scheduled'
   AND r.status IN ('completed', 'permanently_failed', 'skipped', 'aborted', 'expired')
-  AND (j.run_at = d.scheduled_for OR j.last_at = d.scheduled_for)
+  AND (j.run_at = $2 OR j.last_at = $2)
   AND (r.status = 'completed' OR j.updated_at <= r.finished_at)`
 
-// endJobs runs endJobsSQL for results; the rare path, after a finish
-// ended fewer jobs than it should have (or found some outcomes recorded
-// already).
-func (s *Store) endJobs(ctx context.Context, results []Result, now time.Time) error {
-	n := len(results)
-	jobIDs, sched, attempts := make([]uuid.UUID, n), make([]time.Time, n), make([]int16, n)
-	for i, r := range results {
-		jobIDs[i], sched[i], attempts[i] = r.Occurrence.JobID, r.Occurrence.ScheduledFor, int16(r.Occurrence.Attempt)
+// endJobsLockTimeout bounds how long EndJobs waits for a claim that is
+// committing: the rare path must not hold up the group commit.
+const endJobsLockTimeout = "1s"
+
+// EndJobs ends the jobs of results, attempts whose final outcome is
+// recorded, that are still scheduled (see endJobSQL): FinishRuns calls it
+// when it ended fewer jobs than its outcomes said, and the worker when it
+// is handed an attempt found done whose job is still scheduled. A row a
+// claim is committing is waited for, up to endJobsLockTimeout, and read
+// again where the claim moved it (a serialization failure, retried). The
+// rare path: a statement per job, in one round trip.
+func (s *Store) EndJobs(ctx context.Context, results []Result, now time.Time) error {
+	if len(results) == 0 {
+		return nil
 	}
 	err := retrySerialization(ctx, func() error {
-		_, err := s.pool.Exec(ctx, endJobsSQL, jobIDs, sched, attempts, now)
-		return err
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			b := &pgx.Batch{}
+			b.Queue("SET LOCAL lock_timeout = '" + endJobsLockTimeout + "'")
+			for _, r := range results {
+				o := r.Occurrence
+				b.Queue(endJobSQL, o.JobID, o.ScheduledFor, int16(o.Attempt), now)
+			}
+			return tx.SendBatch(ctx, b).Close()
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("end jobs: %w", translate(err))

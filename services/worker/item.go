@@ -28,9 +28,12 @@ type item struct {
 	// on it ends. (A lease of this worker's ends when its outcome is
 	// recorded.)
 	finished, dropped bool
-	startedAt         time.Time
-	leaseUntil        time.Time
-	endedAt           time.Time
+	// unended says it had its final outcome already while its job is still
+	// scheduled: the job ends now (store.EndJobs).
+	unended    bool
+	startedAt  time.Time
+	leaseUntil time.Time
+	endedAt    time.Time
 
 	// action is what settling does with the entry.
 	action action

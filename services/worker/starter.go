@@ -77,10 +77,18 @@ func (s *starter) startAll(ctx context.Context, batches []batch) {
 	var occs []job.Occurrence
 	var settle []*item
 	seen := map[attemptID]bool{}
+	entries := map[entryID]bool{}
 	for _, b := range batches {
 		for _, m := range b.msgs {
 			it := &item{msg: m, shard: b.shard}
+			entry := entryID{m.Shard, m.ID}
 			switch key := attemptKey(m.Occurrence); {
+			case entries[entry]:
+				// The same entry twice (read back after a failed read as
+				// well as reclaimed): one copy is enough, and the other must
+				// not settle the entry.
+				it.action = leave
+				settle = append(settle, it)
 			case m.Err != nil:
 				s.w.Log.Error("poison_entry_set_aside", zap.String("entry_id", m.ID), zap.Error(m.Err))
 				it.action = setAside
@@ -95,6 +103,7 @@ func (s *starter) startAll(ctx context.Context, batches []batch) {
 				items = append(items, it)
 				occs = append(occs, m.Occurrence)
 			}
+			entries[entry] = true
 		}
 	}
 	if len(items) > 0 {
@@ -113,6 +122,7 @@ func (s *starter) startAll(ctx context.Context, batches []batch) {
 		}
 		unsure := s.awaitRetries(ctx, items, fetched, now)
 		var leasing []*item
+		var unended []store.Result
 		for i, it := range items {
 			if unsure[i] {
 				it.action = leave
@@ -123,6 +133,15 @@ func (s *starter) startAll(ctx context.Context, batches []batch) {
 				leasing = append(leasing, it)
 			} else {
 				settle = append(settle, it)
+			}
+			if it.unended {
+				unended = append(unended, store.Result{Occurrence: it.msg.Occurrence})
+			}
+		}
+		if len(unended) > 0 {
+			s.w.Log.Info("jobs_ended_late", zap.Int("jobs", len(unended)))
+			if err := s.w.Store.EndJobs(ctx, unended, now); err != nil {
+				s.w.Log.Warn("end_jobs_failed", zap.Int("jobs", len(unended)), zap.String("code", pgCode(err)))
 			}
 		}
 		settle = append(settle, s.lease(ctx, leasing)...)
@@ -177,6 +196,11 @@ func (s *starter) judge(it *item, f store.Fetched, now time.Time) bool {
 		if f.Outcome == job.RunFailed && current {
 			it.action = ackRetry
 		}
+		// Its job, still scheduled, should have ended with it: the
+		// outcome was recorded while a claim of the job was not committed
+		// (see store.EndJobs).
+		it.unended = f.Outcome != job.RunFailed && current && f.Job.Status == job.StatusScheduled &&
+			(len(f.Job.Schedule) == 0 || f.Job.LastAt.Equal(occ.ScheduledFor))
 		return false
 	case !live(f.Job, occ):
 		s.w.Log.Info("entry_dropped_job_not_scheduled", zap.String("job_id", occ.JobID.String()))
@@ -341,6 +365,12 @@ type attemptID struct {
 	job                 uuid.UUID
 	at                  int64 // scheduled_for, unix ms
 	attempt, generation int
+}
+
+// entryID names one entry of one shard's stream.
+type entryID struct {
+	shard int
+	id    string
 }
 
 func attemptKey(o job.Occurrence) attemptID {
