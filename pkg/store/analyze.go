@@ -11,12 +11,7 @@ import (
 // more than a tenth since their statistics were taken (Postgres's own
 // autovacuum threshold, with a floor of 500 rows): a bulk create, a burst of
 // starts and finishes. pg_stat_user_tables counts changes whether or not
-// autovacuum runs. A partition that changed by less than its size is
-// analysed at most once a minute (autovacuum's own pace): a steady load
-// changes a tenth of a small partition every few seconds, its statistics
-// stay true enough, and an ANALYZE of it every round cost more Postgres CPU
-// (a 30,000-row sample every 5 s: 50 us per job at 1,000 jobs a second)
-// than all the outcomes' writes.
+// autovacuum runs.
 //
 // Those counts reach pg_stat_user_tables only when the writing session
 // flushes them, which an idle session may put off for 10 s. So two more
@@ -35,9 +30,7 @@ FROM (SELECT relid FROM pg_partition_tree('jobs') WHERE isleaf
       UNION ALL SELECT relid FROM pg_partition_tree('job_runs') WHERE isleaf) t
 JOIN pg_class c ON c.oid = t.relid
 JOIN pg_stat_user_tables s ON s.relid = t.relid
-WHERE (s.n_mod_since_analyze > 500 + 0.1 * greatest(c.reltuples, 0)
-       AND (s.n_mod_since_analyze > greatest(c.reltuples, 0)
-            OR coalesce(greatest(s.last_analyze, s.last_autoanalyze), '-infinity') < now() - interval '1 minute'))
+WHERE s.n_mod_since_analyze > 500 + 0.1 * greatest(c.reltuples, 0)
    OR (coalesce(s.last_analyze, s.last_autoanalyze) IS NULL AND pg_relation_size(t.relid) > 0)
    OR (c.reltuples = 0 AND c.relpages > 0 AND s.last_analyze > now() - interval '1 minute')
 ORDER BY s.n_mod_since_analyze DESC
