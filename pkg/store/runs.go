@@ -137,7 +137,7 @@ func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time)
 	ids, owners := make([]uuid.UUID, n), make([]uuid.UUID, n)
 	dues, started := make([]time.Time, n), make([]time.Time, n)
 	var trim []uuid.UUID
-	var ending []Result
+	ending := 0
 	for i, r := range results {
 		jobIDs[i], sched[i], attempts[i] = r.Occurrence.JobID, r.Occurrence.ScheduledFor, int16(r.Occurrence.Attempt)
 		statuses[i], finished[i], outputs[i], errs[i] = string(r.Status), r.FinishedAt, storable(r.Output), storable(r.Error)
@@ -149,8 +149,8 @@ func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time)
 		if r.TrimHistory && !slices.Contains(trim, r.Occurrence.JobID) {
 			trim = append(trim, r.Occurrence.JobID)
 		}
-		if r.EndsJob && endsOccurrence(r.Status) {
-			ending = append(ending, r)
+		if endsJob(r) {
+			ending++
 		}
 	}
 	args := []any{jobIDs, sched, attempts, statuses, finished, outputs, errs, ids, owners, dues, started, now}
@@ -180,19 +180,20 @@ func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time)
 		}
 		ended = tag.RowsAffected()
 	}
-	if ended < int64(len(ending)) {
+	if ended < int64(ending) {
 		// The outcomes are recorded: a job this cannot end now stays
 		// scheduled until its attempt, read again, is found done (the
 		// worker then calls EndJobs), rather than holding up the batch.
-		_ = s.EndJobs(ctx, ending, now)
+		_ = s.EndJobs(ctx, slices.DeleteFunc(slices.Clone(results), func(r Result) bool { return !endsJob(r) }), now)
 	}
 	return nil
 }
 
-// endsOccurrence says whether an attempt that ended so is its occurrence's
-// last: every outcome but a failure that a retry follows.
-func endsOccurrence(s job.RunStatus) bool {
-	return s != job.RunRunning && s != job.RunFailed
+// endsJob says whether r's outcome should end its job: the occurrence
+// ends its job (EndsJob) and the outcome is its last (every outcome but a
+// failure that a retry follows).
+func endsJob(r Result) bool {
+	return r.EndsJob && r.Status != job.RunRunning && r.Status != job.RunFailed
 }
 
 // endJobSQL ends the job of an attempt whose final outcome is recorded

@@ -116,6 +116,20 @@ func (p *stallProxy) resume() {
 	}
 }
 
+// stallingClient is a client of the real Redis through a stallProxy, its
+// options changed by mod.
+func stallingClient(t *testing.T, mod func(*redis.Options)) (*stallProxy, *redis.Client) {
+	t.Helper()
+	opt, err := redis.ParseURL(testenv.RedisURL())
+	require.NoError(t, err)
+	proxy := newStallProxy(t, opt.Addr)
+	opt.Addr = proxy.ln.Addr().String()
+	mod(opt)
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { _ = c.Close() })
+	return proxy, c
+}
+
 // TestRedisStall: attempts that end while Redis does not answer have their
 // outcomes recorded in Postgres all the same, so that their redelivery
 // after the stall (their leases may have run out meanwhile) finds them
@@ -124,13 +138,9 @@ func (p *stallProxy) resume() {
 func TestRedisStall(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	opt, err := redis.ParseURL(testenv.RedisURL())
-	require.NoError(t, err)
-	proxy := newStallProxy(t, opt.Addr)
-	opt.Addr = proxy.ln.Addr().String()
-	opt.ReadTimeout, opt.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond
-	stalling := redis.NewClient(opt)
-	t.Cleanup(func() { _ = stalling.Close() })
+	proxy, stalling := stallingClient(t, func(o *redis.Options) {
+		o.ReadTimeout, o.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond
+	})
 
 	jobs := make([]*job.Job, 4)
 	for i := range jobs {
@@ -173,13 +183,7 @@ func TestRedisStall(t *testing.T) {
 func TestReadServedAfterAStall(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	opt, err := redis.ParseURL(testenv.RedisURL())
-	require.NoError(t, err)
-	proxy := newStallProxy(t, opt.Addr)
-	opt.Addr = proxy.ln.Addr().String()
-	opt.MaxRetries = -1 // the read fails at once
-	stalling := redis.NewClient(opt)
-	t.Cleanup(func() { _ = stalling.Close() })
+	proxy, stalling := stallingClient(t, func(o *redis.Options) { o.MaxRetries = -1 }) // the read fails at once
 
 	r := newRunner()
 	w := b.consumer(r, func(w *Worker) {
