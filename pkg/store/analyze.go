@@ -52,10 +52,26 @@ func (s *Store) AnalyzeStale(ctx context.Context, limit int) ([]string, error) {
 		return nil, fmt.Errorf("find stale statistics: %w", translate(err))
 	}
 	for i, name := range names {
-		// The name comes from regclass's output: quoted where it needs to be.
-		if _, err := s.pool.Exec(ctx, "ANALYZE "+name); err != nil {
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			b := &pgx.Batch{}
+			b.Queue(fmt.Sprintf("SET LOCAL default_statistics_target = %d", analyzeTarget))
+			// The name comes from regclass's output: quoted where it needs to be.
+			b.Queue("ANALYZE " + name)
+			return tx.SendBatch(ctx, b).Close()
+		})
+		if err != nil {
 			return names[:i], fmt.Errorf("analyze %s: %w", name, translate(err))
 		}
 	}
 	return names, nil
 }
+
+// analyzeTarget is the statistics target of AnalyzeStale's ANALYZEs: a
+// sample of 3,000 rows instead of Postgres's 30,000. What they are for is
+// the planner's picture of each partition's size after a bulk load or a
+// burst, and the coarse shape of its columns, which the hot statements
+// need (their plans hold whatever the distributions say); autovacuum, where
+// it runs, takes the finer statistics at its own pace. An ANALYZE of
+// jobs_idle holding 32,000 jobs took 12 ms instead of 100 to 230: at a
+// steady 1,000 jobs a second, churn has it analysed every few seconds.
+const analyzeTarget = 10

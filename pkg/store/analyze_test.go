@@ -38,6 +38,13 @@ func TestAnalyzeStale(t *testing.T) {
 	var tuples float64
 	require.NoError(t, b.st.Pool().QueryRow(b.ctx, `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`, "jobs_h"+at.Format("15")).Scan(&tuples))
 	require.InDelta(t, 2000, tuples, 1, "the planner knows the partition's size")
+	var bounds int
+	var payload bool
+	require.NoError(t, b.st.Pool().QueryRow(b.ctx, `SELECT
+    (SELECT cardinality(histogram_bounds::text::timestamptz[]) FROM pg_stats WHERE tablename = $1 AND attname = 'due_at'),
+    EXISTS (SELECT 1 FROM pg_stats WHERE tablename = $1 AND attname = 'payload')`, "jobs_h"+at.Format("15")).Scan(&bounds, &payload))
+	require.Equal(t, 11, bounds, "a coarse histogram: statistics target 10")
+	require.False(t, payload, "no statistics of the payload (migration 024)")
 	again, err := b.st.AnalyzeStale(b.ctx, 8)
 	require.NoError(t, err)
 	require.NotContains(t, again, "jobs_h"+at.Format("15"))

@@ -2,9 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/tockhq/tock/pkg/job"
 )
@@ -56,3 +59,44 @@ func Busiest(groups map[job.Load]int, adding ...job.Load) (minuteAt time.Duratio
 	m, s := busiest(gs, adding)
 	return m.at, m.n, s.at, s.n
 }
+
+// FinishRunsPlan is EXPLAIN's account of the finish statement for results,
+// planned generically (as a prepared statement is after its fifth run)
+// and run in a transaction it rolls back.
+func (s *Store) FinishRunsPlan(ctx context.Context, results []Result, now time.Time) ([]string, error) {
+	args, _, _ := finishArgs(results, now)
+	var plan []string
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "PREPARE finish_plan AS "+finishRunsSQL); err != nil {
+			return err
+		}
+		// A utility statement takes no bound parameters: the arguments of
+		// EXECUTE are written into its text, as Postgres prints them.
+		types := []string{"uuid[]", "timestamptz[]", "smallint[]", "text[]", "timestamptz[]", "text[]", "text[]",
+			"uuid[]", "uuid[]", "timestamptz[]", "timestamptz[]", "timestamptz"}
+		lits := make([]string, len(args))
+		for i, a := range args {
+			if err := tx.QueryRow(ctx, "SELECT quote_literal($1::"+types[i]+"::text)", a).Scan(&lits[i]); err != nil {
+				return err
+			}
+		}
+		q := "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE finish_plan(" + strings.Join(lits, ", ") + ")"
+		rows, err := tx.Query(ctx, q)
+		if err != nil {
+			return err
+		}
+		if plan, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return err
+		}
+		return errRolledBack
+	})
+	if !errors.Is(err, errRolledBack) {
+		return nil, err
+	}
+	return plan, nil
+}
+
+var errRolledBack = errors.New("rolled back")

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -54,6 +55,9 @@ INSERT INTO %s SELECT * FROM moved`, lo, hi, ident),
 					return err
 				}
 			}
+			if err := inheritStatistics(ctx, tx, "job_runs", ident); err != nil {
+				return err
+			}
 			created++
 			return nil
 		})
@@ -62,6 +66,28 @@ INSERT INTO %s SELECT * FROM moved`, lo, hi, ident),
 		}
 	}
 	return created, nil
+}
+
+// inheritStatistics gives the new partition ident the statistics targets
+// set on parent's columns (migration 024): a partition created apart and
+// attached does not inherit them.
+func inheritStatistics(ctx context.Context, tx pgx.Tx, parent, ident string) error {
+	rows, err := tx.Query(ctx, `SELECT attname, attstattarget FROM pg_attribute
+WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped AND attstattarget >= 0`, parent)
+	if err != nil {
+		return err
+	}
+	var sets []string
+	var name string
+	var target int16
+	if _, err := pgx.ForEachRow(rows, []any{&name, &target}, func() error {
+		sets = append(sets, fmt.Sprintf("ALTER COLUMN %s SET STATISTICS %d", pgx.Identifier{name}.Sanitize(), target))
+		return nil
+	}); err != nil || len(sets) == 0 {
+		return err
+	}
+	_, err = tx.Exec(ctx, "ALTER TABLE "+ident+" "+strings.Join(sets, ", "))
+	return err
 }
 
 // DropRunPartitionsBefore drops the job_runs day partitions that end at or

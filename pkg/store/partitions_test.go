@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/pkg/job"
@@ -79,6 +80,13 @@ func TestEnsureRunPartitions(t *testing.T) {
 
 		edge := b.insertRun(t, time.Date(2031, 4, 1, 0, 0, 0, 0, time.UTC))
 		require.Equal(t, "job_runs_20310401", b.runPartitionOf(t, edge), "a day starts at UTC midnight, inclusive")
+
+		rows, err := b.st.Pool().Query(b.ctx, `SELECT attname || ' ' || attstattarget FROM pg_attribute
+WHERE attrelid = 'job_runs_20310401'::regclass AND attname IN ('output', 'error', 'status') ORDER BY attname`)
+		require.NoError(t, err)
+		targets, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		require.Equal(t, []string{"error 0", "output 0", "status -1"}, targets, "the parent's statistics targets")
 	})
 
 	t.Run("MovesRowsOutOfDefault", func(t *testing.T) {

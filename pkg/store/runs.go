@@ -71,6 +71,16 @@ type Result struct {
 // starts left running takes the outcome. No job row is locked ahead: only
 // the jobs that end are written, by the final UPDATE, through the claimed
 // jobs' partition's primary key.
+//
+// Its plan holds whatever the statistics say: each outcome's job is looked
+// up in a LATERAL subquery fenced with LIMIT 1 (a probe of jobs_idle's
+// primary key, the batch always driving), and updated by its row address
+// (a TID scan). Written as a join, the planner drove it from a scan of the
+// claimed jobs (the partial index jobs_idle_claimed) whenever the
+// statistics it had said few were scheduled: every batch then walked every
+// claimed job. A job changed between the look and the update (a cancel)
+// is skipped: FinishRuns counts it among those not ended and EndJobs
+// reads it again.
 const finishRunsSQL = `WITH res AS (
     SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::smallint[], $4::run_status[], $5::timestamptz[], $6::text[],
                          $7::text[], $8::uuid[], $9::uuid[], $10::timestamptz[], $11::timestamptz[])
@@ -86,17 +96,24 @@ const finishRunsSQL = `WITH res AS (
         output = EXCLUDED.output, error = EXCLUDED.error
     WHERE jr.status = 'running'
     RETURNING jr.job_id, jr.scheduled_for, jr.status
+), ending AS (
+    SELECT t.ctid, CASE
+            WHEN d.status = 'expired' THEN 'expired'::job_status
+            WHEN t.recurring OR d.status = 'completed' THEN 'completed'::job_status
+            WHEN d.status = 'aborted' THEN 'cancelled'::job_status
+            ELSE 'permanently_failed'::job_status END AS status
+    FROM done d
+    CROSS JOIN LATERAL (
+        SELECT j.ctid, j.status, j.run_at, j.last_at, j.schedule IS NOT NULL AS recurring FROM jobs_idle j
+        WHERE j.id = d.job_id
+        LIMIT 1
+    ) t
+    WHERE d.status IN ('completed', 'permanently_failed', 'skipped', 'aborted', 'expired')
+      AND t.status = 'scheduled' AND (t.run_at = d.scheduled_for OR t.last_at = d.scheduled_for)
 )
-UPDATE jobs j SET status = CASE
-        WHEN d.status = 'expired' THEN 'expired'::job_status
-        WHEN j.schedule IS NOT NULL OR d.status = 'completed' THEN 'completed'::job_status
-        WHEN d.status = 'aborted' THEN 'cancelled'::job_status
-        ELSE 'permanently_failed'::job_status END,
-    updated_at = $12
-FROM done d
-WHERE j.id = d.job_id AND j.due_hour = -1 AND j.status = 'scheduled'
-  AND d.status IN ('completed', 'permanently_failed', 'skipped', 'aborted', 'expired')
-  AND (j.run_at = d.scheduled_for OR j.last_at = d.scheduled_for)`
+UPDATE jobs_idle j SET status = e.status, updated_at = $12
+FROM ending e
+WHERE j.ctid = e.ctid`
 
 // trimRunsSQL deletes, for each job of $1 (jobs that keep only failures),
 // up to $3 of its completed runs older than its newest $2. It runs just
@@ -131,29 +148,7 @@ func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time)
 	if len(results) == 0 {
 		return nil
 	}
-	n := len(results)
-	jobIDs, sched, attempts := make([]uuid.UUID, n), make([]time.Time, n), make([]int16, n)
-	statuses, finished, outputs, errs := make([]string, n), make([]time.Time, n), make([]string, n), make([]string, n)
-	ids, owners := make([]uuid.UUID, n), make([]uuid.UUID, n)
-	dues, started := make([]time.Time, n), make([]time.Time, n)
-	var trim []uuid.UUID
-	ending := 0
-	for i, r := range results {
-		jobIDs[i], sched[i], attempts[i] = r.Occurrence.JobID, r.Occurrence.ScheduledFor, int16(r.Occurrence.Attempt)
-		statuses[i], finished[i], outputs[i], errs[i] = string(r.Status), r.FinishedAt, storable(r.Output), storable(r.Error)
-		ids[i], owners[i] = r.ID, r.Owner
-		if r.ID == uuid.Nil {
-			ids[i] = job.NewID()
-		}
-		dues[i], started[i] = r.DueAt, r.StartedAt
-		if r.TrimHistory && !slices.Contains(trim, r.Occurrence.JobID) {
-			trim = append(trim, r.Occurrence.JobID)
-		}
-		if endsJob(r) {
-			ending++
-		}
-	}
-	args := []any{jobIDs, sched, attempts, statuses, finished, outputs, errs, ids, owners, dues, started, now}
+	args, trim, ending := finishArgs(results, now)
 	var ended int64
 	if len(trim) == 0 {
 		tag, err := s.pool.Exec(ctx, finishRunsSQL, args...)
@@ -187,6 +182,32 @@ func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time)
 		_ = s.EndJobs(ctx, slices.DeleteFunc(slices.Clone(results), func(r Result) bool { return !endsJob(r) }), now)
 	}
 	return nil
+}
+
+// finishArgs spreads results into finishRunsSQL's arguments, and returns
+// the jobs whose history to trim and how many jobs the results end.
+func finishArgs(results []Result, now time.Time) (args []any, trim []uuid.UUID, ending int) {
+	n := len(results)
+	jobIDs, sched, attempts := make([]uuid.UUID, n), make([]time.Time, n), make([]int16, n)
+	statuses, finished, outputs, errs := make([]string, n), make([]time.Time, n), make([]string, n), make([]string, n)
+	ids, owners := make([]uuid.UUID, n), make([]uuid.UUID, n)
+	dues, started := make([]time.Time, n), make([]time.Time, n)
+	for i, r := range results {
+		jobIDs[i], sched[i], attempts[i] = r.Occurrence.JobID, r.Occurrence.ScheduledFor, int16(r.Occurrence.Attempt)
+		statuses[i], finished[i], outputs[i], errs[i] = string(r.Status), r.FinishedAt, storable(r.Output), storable(r.Error)
+		ids[i], owners[i] = r.ID, r.Owner
+		if r.ID == uuid.Nil {
+			ids[i] = job.NewID()
+		}
+		dues[i], started[i] = r.DueAt, r.StartedAt
+		if r.TrimHistory && !slices.Contains(trim, r.Occurrence.JobID) {
+			trim = append(trim, r.Occurrence.JobID)
+		}
+		if endsJob(r) {
+			ending++
+		}
+	}
+	return []any{jobIDs, sched, attempts, statuses, finished, outputs, errs, ids, owners, dues, started, now}, trim, ending
 }
 
 // endsJob says whether r's outcome should end its job: the occurrence

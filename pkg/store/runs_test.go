@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -362,4 +363,50 @@ func TestFinishRunsTrimsHistory(t *testing.T) {
 	completed, other, _ = count(all)
 	require.Equal(t, occurrences-5, completed)
 	require.Equal(t, 5, other)
+}
+
+// TestFinishRunsPlanIgnoresStatistics: statistics taken when no claimed job
+// was scheduled (all had finished) and thousands claimed since, as after a
+// burst, must not turn the finish into a walk of the claimed jobs: each
+// outcome's job is read through jobs_idle's primary key and written by its
+// row address, whatever the planner believes.
+func TestFinishRunsPlanIgnoresStatistics(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	jobs := make([]*job.Job, 1000) // as many as one claim takes
+	for i := range jobs {
+		jobs[i] = newJob(ownerA, b.now.Add(-time.Duration(i)*time.Millisecond))
+	}
+	occs := b.claimed(t, jobs...)
+	pool := b.st.Pool()
+	_, err := pool.Exec(b.ctx, `UPDATE jobs_idle SET status = 'completed'`)
+	require.NoError(t, err)
+	_, err = pool.Exec(b.ctx, `ANALYZE jobs_idle`)
+	require.NoError(t, err)
+	_, err = pool.Exec(b.ctx, `UPDATE jobs_idle SET status = 'scheduled'`)
+	require.NoError(t, err)
+
+	results := make([]store.Result, 50)
+	for i := range results {
+		results[i] = b.outcome(t, occs[i], job.RunCompleted)
+	}
+	plan, err := b.st.FinishRunsPlan(b.ctx, results, b.now)
+	require.NoError(t, err)
+	text := strings.Join(plan, "\n")
+	t.Logf("the finish's generic plan:\n%s", text)
+	for _, line := range plan {
+		if !strings.Contains(line, "jobs_idle") {
+			continue
+		}
+		ok := strings.Contains(line, "Update on jobs_idle") || strings.Contains(line, "Tid Scan on jobs_idle") ||
+			strings.Contains(line, "using jobs_idle_pkey on jobs_idle")
+		require.True(t, ok, "jobs_idle read other than by its primary key or row address: %s", line)
+	}
+	require.Contains(t, text, "Tid Scan on jobs_idle")
+
+	b.finish(t, results...)
+	for _, r := range results {
+		require.Equal(t, job.StatusCompleted, b.job(t, r.Occurrence.JobID).Status)
+	}
+	require.Equal(t, job.StatusScheduled, b.job(t, occs[len(results)].JobID).Status, "only the batch's jobs end")
 }

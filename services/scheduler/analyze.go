@@ -13,7 +13,7 @@ import (
 
 // analyzeInterval is how often the leader looks for stale statistics. The
 // look is one catalog query; an ANALYZE of a partition reads a sample of
-// 30,000 rows.
+// 3,000 rows (store.AnalyzeStale).
 const analyzeInterval = 5 * time.Second
 
 // analyzeLimit bounds the partitions analysed in one round.
