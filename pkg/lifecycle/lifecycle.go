@@ -113,7 +113,7 @@ func (l *Jobs) enqueueClaimed(ctx context.Context, jobs []*job.Job) {
 	for i, j := range jobs {
 		entries[i] = queue.Entry{Occurrence: j.Occurrence(j.RunAt), DueAt: j.RunAt}
 	}
-	err := l.queue.Enqueue(ctx, entries)
+	err := l.queue.EnqueueSoon(ctx, entries, time.Now())
 	if err == nil {
 		return
 	}
@@ -137,7 +137,7 @@ func (l *Jobs) load(ctx context.Context, id uuid.UUID, now time.Time) {
 	defer cancel()
 	w := store.Window{Until: now.Add(l.horizon), Now: now, MisfireThreshold: l.misfire}
 	if _, err := l.store.LoadJob(ctx, id, w, func(ctx context.Context, occs []job.Occurrence) error {
-		return l.queue.Enqueue(ctx, queue.AsScheduled(occs))
+		return l.queue.EnqueueSoon(ctx, queue.AsScheduled(occs), now)
 	}); err != nil {
 		l.log.Warn("load_job_failed", zap.Stringer("job_id", id), zap.Error(err))
 	}
@@ -219,7 +219,7 @@ func (l *Jobs) Trigger(ctx context.Context, owner, id uuid.UUID, now time.Time, 
 	}
 	occ := j.Occurrence(now)
 	enqueue := func(ctx context.Context) error {
-		return l.queue.Enqueue(ctx, []queue.Entry{{Occurrence: occ, DueAt: now}})
+		return l.queue.EnqueueSoon(ctx, []queue.Entry{{Occurrence: occ, DueAt: now}}, now)
 	}
 	if a.Recorded() {
 		change, _ := json.Marshal(map[string]any{"scheduled_for": now, "idempotency_key": occ.Key()})
@@ -244,7 +244,7 @@ func (l *Jobs) Trigger(ctx context.Context, owner, id uuid.UUID, now time.Time, 
 // attempt.
 func (l *Jobs) Retry(ctx context.Context, owner, id uuid.UUID, scheduledFor, now time.Time, a store.Audit) (job.Occurrence, error) {
 	return l.store.RetryOccurrence(ctx, owner, id, scheduledFor, now, a, func(ctx context.Context, occ job.Occurrence) error {
-		return l.queue.Enqueue(ctx, []queue.Entry{{Occurrence: occ, DueAt: now}})
+		return l.queue.EnqueueSoon(ctx, []queue.Entry{{Occurrence: occ, DueAt: now}}, now)
 	})
 }
 

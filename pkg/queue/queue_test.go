@@ -380,3 +380,31 @@ func TestScriptsRunAfterRedisForgotThem(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, left, "both places given back, once each")
 }
+
+// TestEnqueueSoon: an entry due within the publish lead is in the stream
+// when EnqueueSoon returns, without a publisher's call; one due later
+// waits in the due set for the publisher, as Enqueue leaves it.
+func TestEnqueueSoon(t *testing.T) {
+	t.Parallel()
+	onBothRedisQueue(t, 2, func(t *testing.T, r *queue.Queue, rdb redis.UniversalClient) {
+		ctx := t.Context()
+		require.NoError(t, r.EnsureGroup(ctx))
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		soon := job.Occurrence{JobID: job.NewID(), ScheduledFor: now, Attempt: 1}
+		later := job.Occurrence{JobID: job.NewID(), ScheduledFor: now.Add(10 * time.Second), Attempt: 1}
+		require.NoError(t, r.EnqueueSoon(ctx, queue.AsScheduled([]job.Occurrence{soon, later}), now))
+
+		var streamed []string
+		for _, q := range r.Shards() {
+			entries, err := rdb.XRange(ctx, q.Keys().Ready(), "-", "+").Result()
+			require.NoError(t, err)
+			for _, e := range entries {
+				streamed = append(streamed, e.Values["m"].(string))
+			}
+		}
+		require.Equal(t, []string{soon.Member()}, streamed, "the entry due now is published at once")
+		due, err := rdb.ZRange(ctx, r.Of(later.JobID).Keys().Due(), 0, -1).Result()
+		require.NoError(t, err)
+		require.Equal(t, []string{later.Member()}, due, "the later one waits for the publisher")
+	})
+}

@@ -218,6 +218,20 @@ func (q *Shard) Publish(ctx context.Context, limit int, now time.Time, caps Caps
 // milliseconds instead of each paying its own, and the start's own
 // latency comes before the due time instead of after it.
 func (q *Shard) PublishAhead(ctx context.Context, limit int, now time.Time, lead time.Duration, caps Caps) (Published, error) {
+	c := q.publishCall(limit, now, lead, caps)
+	res, err := c.script.Run(ctx, q.rdb, c.keys, c.args...).Int64Slice()
+	if err != nil {
+		return Published{}, fmt.Errorf("publish due: %w", err)
+	}
+	p := Published{Moved: int(res[0]), Now: time.UnixMilli(res[1]).UTC(), Sent: int(res[3]), Held: int(res[4])}
+	if res[2] >= 0 {
+		p.Next = time.UnixMilli(res[2]).UTC()
+	}
+	return p, nil
+}
+
+// publishCall is PublishAhead's script call.
+func (q *Shard) publishCall(limit int, now time.Time, lead time.Duration, caps Caps) scriptCall {
 	nowArg := ""
 	if !now.IsZero() {
 		nowArg = strconv.FormatInt(now.UnixMilli(), 10)
@@ -232,15 +246,8 @@ func (q *Shard) PublishAhead(ctx context.Context, limit int, now time.Time, lead
 	if caps.Borrow != 0 {
 		borrow = strconv.Itoa(max(caps.Borrow, 0))
 	}
-	res, err := publishScript.Run(ctx, q.rdb, q.keys.laneKeys(), limit, nowArg, capArg(caps.Owner), capArg(caps.Host), heldLanesPerCall, borrow, capArg(caps.Unread), lead.Milliseconds()).Int64Slice()
-	if err != nil {
-		return Published{}, fmt.Errorf("publish due: %w", err)
-	}
-	p := Published{Moved: int(res[0]), Now: time.UnixMilli(res[1]).UTC(), Sent: int(res[3]), Held: int(res[4])}
-	if res[2] >= 0 {
-		p.Next = time.UnixMilli(res[2]).UTC()
-	}
-	return p, nil
+	return scriptCall{publishScript, q.keys.laneKeys(),
+		[]any{limit, nowArg, capArg(caps.Owner), capArg(caps.Host), heldLanesPerCall, borrow, capArg(caps.Unread), lead.Milliseconds()}}
 }
 
 // EnsureGroup creates the ready stream and its consumer group if missing.

@@ -5,13 +5,15 @@ import (
 	"time"
 
 	"github.com/tockhq/tock/pkg/config"
+	"github.com/tockhq/tock/pkg/queue"
 )
 
 // DefaultPublishLead is how far ahead of their due time members are
-// published by default: enough for a worker to read, fetch and lease a
-// batch before it is due (a few ms here), small enough that a cancel in
-// the last moments before a due time is rare to find the attempt leased.
-const DefaultPublishLead = 20 * time.Millisecond
+// published by default (queue.DefaultPublishLead, which says why): enough
+// for a worker to read, fetch and lease a batch before it is due, small
+// enough that a cancel in the last moments before a due time is rare to
+// find the attempt leased (it is then aborted before it starts).
+const DefaultPublishLead = queue.DefaultPublishLead
 
 // Config is the scheduler's settings, read once from the environment.
 type Config struct {

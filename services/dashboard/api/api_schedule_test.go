@@ -66,7 +66,8 @@ func (b *bundle) stored(t *testing.T, id [16]byte) *job.Job {
 	return j
 }
 
-// due returns every occurrence in the due set with its score.
+// due returns every occurrence queued to run with its due time: in the due
+// set, or published to the stream.
 func (b *bundle) due(t *testing.T) map[job.Occurrence]time.Time {
 	t.Helper()
 	zs, err := b.rdb.ZRangeWithScores(t.Context(), b.keys.Due(), 0, -1).Result()
@@ -76,6 +77,17 @@ func (b *bundle) due(t *testing.T) map[job.Occurrence]time.Time {
 		o, err := job.ParseMember(z.Member.(string))
 		require.NoError(t, err)
 		out[o] = time.UnixMilli(int64(z.Score)).UTC()
+	}
+	// An occurrence due within the publish lead is published at once
+	// (queue.Queue.EnqueueSoon): queued all the same, at its due time.
+	entries, err := b.rdb.XRange(t.Context(), b.keys.Ready(), "-", "+").Result()
+	require.NoError(t, err)
+	for _, e := range entries {
+		o, err := job.ParseMember(e.Values["m"].(string))
+		require.NoError(t, err)
+		ms, err := strconv.ParseInt(e.Values["d"].(string), 10, 64)
+		require.NoError(t, err)
+		out[o] = time.UnixMilli(ms).UTC()
 	}
 	return out
 }
