@@ -399,6 +399,13 @@ func (c *completer) write(ctx context.Context, items []*item, results []store.Re
 	return outItems, outResults
 }
 
+// maxReleaseWindow bounds how long the releaser gathers, whatever the
+// commit window: a lane at its cap (an owner's, a host's) starts its next
+// attempt only once the place of one that ended is back, so the longer
+// commit window that makes outcomes cheaper to record must not slow a capped
+// lane down.
+const maxReleaseWindow = 12500 * time.Microsecond
+
 // releaser gives back, in batches, the places in their lanes of entries
 // whose attempts ended (queue.Queue.Release), so that an owner's next
 // attempt does not wait for the group commit of this one's outcome. A
@@ -407,10 +414,10 @@ func (c *completer) write(ctx context.Context, items []*item, results []store.Re
 func (c *completer) releaser(ctx context.Context) {
 	const maxBatch = 1024
 	failing := false
-	// It gathers for half the commit window after the first: at a steady
-	// load a release per attempt would be a Redis call per attempt, and a
-	// place comes back a few ms later at most.
-	win := window{d: c.w.CommitWindow / 2}
+	// It gathers for half the commit window after the first, at most
+	// maxReleaseWindow: at a steady load a release per attempt would be a
+	// Redis call per attempt, and a place comes back a few ms later at most.
+	win := window{d: min(c.w.CommitWindow/2, maxReleaseWindow)}
 	for m := range c.ended {
 		byShard := map[int][]string{}
 		add := func(m queue.Message) int {
