@@ -530,6 +530,22 @@ func TestCreateJobsQuota(t *testing.T) {
 		require.Equal(t, 3, b.jobCount(t, ownerA))
 	})
 
+	t.Run("CountsNoFurtherThanTheCap", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		at := b.now.Add(time.Hour)
+		b.create(t, newJob(ownerA, at), newJob(ownerA, at), newJob(ownerA, at), newJob(ownerA, at))
+
+		// The cap was lowered below what the owner holds: the count stops
+		// at the cap, and the error says so.
+		err := b.st.CreateJobs(b.ctx, []*job.Job{newJob(ownerA, at)}, capped(2))
+		var quota *store.QuotaError
+		require.ErrorAs(t, err, &quota)
+		require.Equal(t, store.QuotaError{Active: 2, Adding: 1, Max: 2}, *quota)
+		require.Equal(t, "at least 2 active jobs and 1 more would pass the cap of 2", quota.Error())
+		require.Equal(t, 4, b.jobCount(t, ownerA))
+	})
+
 	t.Run("CountsOnlyJobsThatCanStillRun", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

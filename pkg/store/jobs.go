@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -146,16 +147,32 @@ type Create struct {
 }
 
 // QuotaError refuses jobs that would take their owner past Create.MaxActive.
+//
+// Active is counted no further than Max: an owner with a million active
+// jobs and a cap of 1,000 costs a capped create 1,000 index entries, not a
+// million, so an Active of Max means "Max or more".
 type QuotaError struct {
 	Active, Adding, Max int
 }
 
 func (e *QuotaError) Error() string {
-	return fmt.Sprintf("%d active jobs and %d more would pass the cap of %d", e.Active, e.Adding, e.Max)
+	return fmt.Sprintf("%s active jobs and %d more would pass the cap of %d", e.Count(), e.Adding, e.Max)
+}
+
+// Count is Active as words: "12", or "at least 1000" when the count
+// stopped at the cap.
+func (e *QuotaError) Count() string {
+	if e.Active >= e.Max {
+		return "at least " + strconv.Itoa(e.Max)
+	}
+	return strconv.Itoa(e.Active)
 }
 
 const (
 	countActiveSQL = `SELECT count(*) FROM jobs WHERE owner_id = $1 AND status IN ('scheduled', 'paused')`
+	// countActiveUpToSQL counts no further than $2: the quota check's work
+	// is bounded by the cap, not by how many jobs the owner holds.
+	countActiveUpToSQL = `SELECT count(*) FROM (SELECT FROM jobs WHERE owner_id = $1 AND status IN ('scheduled', 'paused') LIMIT $2) capped`
 	// lockOwnerSQL serializes the quota check and insert of one owner's jobs.
 	lockOwnerSQL = `SELECT pg_advisory_xact_lock(hashtextextended('tock.jobs.' || $1::text, 0))`
 )
@@ -235,7 +252,7 @@ func checkQuota(ctx context.Context, tx pgx.Tx, jobs []*job.Job, maxActive int, 
 	}
 	if maxActive > 0 {
 		var active int
-		if err := tx.QueryRow(ctx, countActiveSQL, owner).Scan(&active); err != nil {
+		if err := tx.QueryRow(ctx, countActiveUpToSQL, owner, maxActive).Scan(&active); err != nil {
 			return translate(err)
 		}
 		if active+len(jobs) > maxActive {

@@ -235,5 +235,5 @@ func rateMessage(e *store.RateError) string {
 
 func quotaError(e *store.QuotaError) error {
 	return apierr.New(http.StatusTooManyRequests, apierr.CodeQuotaExceeded, "",
-		fmt.Sprintf("the owner has %d active jobs and may have at most %d; cancel some, or ask an administrator to raise max_active_jobs", e.Active, e.Max))
+		fmt.Sprintf("the owner has %s active jobs and may have at most %d; cancel some, or ask an administrator to raise max_active_jobs", e.Count(), e.Max))
 }
