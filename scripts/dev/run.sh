@@ -39,6 +39,16 @@ if [ -z "${TOCK_SECRET_KEY:-}${TOCK_SECRET_KEY_FILE:-}" ]; then
   export TOCK_SECRET_KEY_FILE
 fi
 
+# Refuse to start beside another tock (or anything else) on these ports: the
+# readiness checks below would be answered by it, and its admin token is not
+# this one.
+for addr in "$TOCK_HTTP_ADDR" 127.0.0.1:9090 127.0.0.1:9091 127.0.0.1:9092; do
+  if (exec 3<>"/dev/tcp/${addr%:*}/${addr##*:}") 2>/dev/null; then
+    echo "make run: $addr is already in use: is another tock still running? Stop it first (the dashboard's address can move with TOCK_HTTP_ADDR)" >&2
+    exit 1
+  fi
+done
+
 pids=()
 stopped=0
 # stop ends the services once, however the script ends: Ctrl-C or TERM is
