@@ -56,6 +56,7 @@ fuzz:
 	cd pkg && go test -run='^$$' -fuzz='^FuzzCheckURL$$' -fuzztime=$(FUZZTIME) ./jobtype/
 	cd services/dashboard && go test -run='^$$' -fuzz='^FuzzDecodeJob$$' -fuzztime=$(FUZZTIME) ./api/
 	cd services/dashboard && go test -run='^$$' -fuzz='^FuzzBulkRequest$$' -fuzztime=$(FUZZTIME) ./api/
+	cd services/dashboard && go test -run='^$$' -fuzz='^FuzzDeadLetterRequest$$' -fuzztime=$(FUZZTIME) ./api/
 	cd pkg && go test -run='^$$' -fuzz='^FuzzLabels$$' -fuzztime=$(FUZZTIME) ./jobspec/
 	cd pkg && go test -run='^$$' -fuzz='^FuzzNotify$$' -fuzztime=$(FUZZTIME) ./jobspec/
 

@@ -30,7 +30,10 @@ const (
 	// ActionJobBulk is one bulk action (POST /api/v1/jobs:bulk): one entry
 	// for the call, targeting it under an id of its own, with the action,
 	// the count and the ids of the jobs it changed.
-	ActionJobBulk     = "job.bulk"
+	ActionJobBulk = "job.bulk"
+	// ActionDeadLetters is one replay or purge of dead letters: one entry
+	// for the request, with the action, the counts and the run ids changed.
+	ActionDeadLetters = "dead_letters"
 	ActionUserCreate  = "user.create"
 	ActionUserUpdate  = "user.update"
 	ActionUserDisable = "user.disable"

@@ -21,6 +21,10 @@ WHERE job_id = $1 AND ($2::timestamptz IS NULL OR scheduled_for = $2)
   AND ($2::timestamptz IS NOT NULL OR status = 'permanently_failed')
 ORDER BY scheduled_for DESC, attempt DESC LIMIT 1`
 	reviveJobSQL = `UPDATE jobs SET status = 'scheduled', updated_at = $2 WHERE id = $1 AND status = 'permanently_failed'`
+	// replayedSQL ends the dead letter the retried attempt was, unless it
+	// was purged: the retry has taken it out of the list.
+	replayedSQL = `UPDATE job_runs SET dead_letter = 'replayed'
+WHERE job_id = $1 AND scheduled_for = $2 AND attempt = $3 AND dead_letter IS NULL`
 )
 
 // RetryOccurrence gives a permanently failed occurrence of a job of owner one
@@ -67,6 +71,9 @@ func (s *Store) RetryOccurrence(ctx context.Context, owner, id uuid.UUID, schedu
 			return fmt.Errorf("%w: the occurrence's last attempt is %s, not permanently_failed", job.ErrConflict, last)
 		}
 		occ.ScheduledFor = occ.ScheduledFor.UTC()
+		if _, err := tx.Exec(ctx, replayedSQL, id, occ.ScheduledFor, int16(occ.Attempt)); err != nil {
+			return translate(err)
+		}
 		occ.Attempt++
 		if _, err := tx.Exec(ctx, reviveJobSQL, id, now); err != nil {
 			return translate(err)

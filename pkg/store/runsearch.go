@@ -49,6 +49,10 @@ type RunSearch struct {
 	Limit  int
 	// Walk bounds the runs looked at (see SearchRuns); 0 is DefaultRunWalk.
 	Walk int
+	// Dead keeps only dead letters: permanently failed runs that are the
+	// last attempt of their occurrence and were neither replayed nor purged
+	// (Status must be job.RunPermanentlyFailed).
+	Dead bool
 	// Now is when the search runs: across owners, with no Until and no
 	// cursor, the first query takes Now's day and anything later (no run
 	// is scheduled after it starts), and the next ones a day each.
@@ -77,8 +81,13 @@ const (
 )
 
 const (
-	runSearchColumns = `job_id, scheduled_for, attempt, status, id, owner_id, due_at, started_at, lease_until, finished_at, output, error`
-	runSearchOrder   = `ORDER BY scheduled_for DESC, attempt DESC, job_id DESC`
+	runSearchColumns = `job_id, scheduled_for, attempt, status, id, owner_id, due_at, started_at, lease_until, finished_at, output, error, dead_letter`
+	// deadLetterSQL is true of a run w that is a dead letter, given that it
+	// is permanently_failed: not replayed or purged, and no later attempt of
+	// its occurrence (one retried before dead_letter was recorded).
+	deadLetterSQL = `w.dead_letter IS NULL AND NOT EXISTS (SELECT 1 FROM job_runs n
+          WHERE n.job_id = w.job_id AND n.scheduled_for = w.scheduled_for AND n.attempt > w.attempt)`
+	runSearchOrder = `ORDER BY scheduled_for DESC, attempt DESC, job_id DESC`
 	// runSearchBound is the range a walk reads: scheduled_for from $3 up to
 	// the position ($4, $5, $6), the cursor or the end of the window.
 	runSearchBound = `scheduled_for >= $3 AND (scheduled_for, attempt, job_id) < ($4, $5, $6)`
@@ -139,7 +148,7 @@ LIMIT ` + n
 // searchRunsSQL keeps, of a walk, the runs that pass the filters the index
 // does not serve, and adds each one's job name and type: the first $12 of
 // them. $8 is the error text, $9 the type, $10 and $11 the label keys and
-// values. The status of a walkJob is one of these filters too: a status
+// values, $13 whether only dead letters count (RunSearch.Dead). The status of a walkJob is one of these filters too: a status
 // that the job's runs never have then costs a bounded walk, not a read of
 // all its runs.
 func searchRunsSQL(w runWalk, st job.RunStatus) string {
@@ -152,6 +161,7 @@ func searchRunsSQL(w runWalk, st job.RunStatus) string {
 FROM (
     SELECT w.* FROM (` + walk + `) w
     WHERE ` + status + `($8 = '' OR strpos(lower(w.error), lower($8)) > 0)
+      AND (NOT $13::bool OR (` + deadLetterSQL + `))
       AND ($9 = '' OR EXISTS (SELECT 1 FROM jobs x WHERE x.id = w.job_id AND x.type = $9))
       AND NOT EXISTS (
           SELECT 1 FROM unnest($10::text[], $11::text[]) AS o(key, value)
@@ -308,7 +318,7 @@ func (s *Store) searchRuns(ctx context.Context, q [2]string, f RunSearch, since 
 	}
 	bounds := []any{f.Owner, f.JobID, since, upper.ScheduledFor, int16(upper.Attempt), upper.JobID, walk}
 	keys, values := labelArrays(f.Labels)
-	rows, err := s.pool.Query(ctx, q[0], append(bounds, f.Error, string(f.Type), keys, values, limit)...)
+	rows, err := s.pool.Query(ctx, q[0], append(bounds, f.Error, string(f.Type), keys, values, limit, f.Dead)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("search runs: %w", translate(err))
 	}

@@ -34,8 +34,8 @@ type AuditEntry struct {
 	// One of `job.create`, `job.create_batch`, `job.update`, `job.pause`,
 	// `job.resume`, `job.cancel`, `job.trigger`, `job.retry`, `job.abort`,
 	// `job.purge`, `job.bulk`, `user.create`, `user.update`, `user.disable`,
-	// `user.enable`, `user.erase`, `key.create`, `key.revoke` or
-	// `user.rotate_signing_secret`.
+	// `user.enable`, `user.erase`, `key.create`, `key.revoke`,
+	// `user.rotate_signing_secret` or `dead_letters`.
 	Action string `json:"action"`
 
 	// The user who made it.
@@ -163,6 +163,87 @@ type DST struct {
 	// A wall time that occurs twice (clocks fall back): `first` (default)
 	// runs at the earlier instant only, `both` at both.
 	Overlap string `json:"overlap,omitempty"`
+}
+
+// DeadLetterFilter is the schema of DeadLetterRequest.filter. Selects dead
+// letters as GET /api/v1/dead-letters does; all given filters must match. An
+// empty filter selects all the caller's dead letters.
+type DeadLetterFilter struct {
+	// Only this job's dead letters.
+	Job string `json:"job,omitempty"`
+
+	// `key=value`, or a list of them: the jobs carrying every one.
+	Labels []string `json:"label,omitempty"`
+
+	// Administrators only: act on this user's dead letters.
+	Owner string `json:"owner,omitempty"`
+
+	// Text the error contains (ignoring case).
+	Q string `json:"q,omitempty"`
+
+	// Only occurrences scheduled at or after this time (RFC 3339).
+	Since *time.Time `json:"since,omitempty"`
+
+	// A job type, such as webhook.
+	Type string `json:"type,omitempty"`
+
+	// Only occurrences scheduled before this time (RFC 3339).
+	Until *time.Time `json:"until,omitempty"`
+}
+
+// DeadLetterList is the API's DeadLetterList schema.
+type DeadLetterList struct {
+	// Newest first: by scheduled_for, then attempt, then job id, all
+	// descending. Each is the attempt that ended its occurrence; `id` names
+	// the dead letter.
+	DeadLetters []Run `json:"dead_letters"`
+
+	// Pass as `cursor` for the next page; empty on the last.
+	NextCursor string `json:"next_cursor"`
+}
+
+// DeadLetterRequest is the API's DeadLetterRequest schema. Give `ids` or
+// `filter`, not both.
+type DeadLetterRequest struct {
+	// Count and list the selected dead letters; change nothing.
+	DryRun bool `json:"dry_run,omitempty"`
+
+	// Selects dead letters as GET /api/v1/dead-letters does; all given
+	// filters must match. An empty filter selects all the caller's dead
+	// letters.
+	Filter *DeadLetterFilter `json:"filter,omitempty"`
+
+	// The dead letters, by id (their last attempts' run ids); duplicates
+	// count once.
+	IDs []string `json:"ids,omitempty"`
+}
+
+// DeadLetterResult is the API's DeadLetterResult schema.
+type DeadLetterResult struct {
+	// One of `replay` or `purge`.
+	Action string `json:"action"`
+
+	// How many changed (0 on a dry run).
+	Changed int  `json:"changed"`
+	DryRun  bool `json:"dry_run"`
+
+	// On a dry run: the selected dead letters, newest first for a filter.
+	IDs []string `json:"ids,omitempty"`
+
+	// How many dead letters were selected.
+	Matched int `json:"matched"`
+
+	// The ids given that did not change, in the order given, with the reason
+	// (`not found` for an id that is not one of the caller's dead letters;
+	// otherwise why the replay was refused).
+	Skipped []DeadLetterResultSkipped `json:"skipped"`
+}
+
+// DeadLetterResultSkipped is the schema of the items of
+// DeadLetterResult.skipped.
+type DeadLetterResultSkipped struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
 }
 
 // DryRun is the API's DryRun schema. The answer to a create, patch or replace

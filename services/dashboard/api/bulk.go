@@ -251,6 +251,27 @@ func (s *Server) bulkJobs(c *echo.Context) error {
 // out's counts and skips (in the order the ids were given), and returns the
 // ids it changed.
 func (s *Server) applyBulk(ctx context.Context, p access.Principal, action string, ids []uuid.UUID, out *BulkResult) []uuid.UUID {
+	reasons := s.eachBounded(ctx, ids, func(ctx context.Context, id uuid.UUID, now time.Time) error {
+		return s.bulkOne(ctx, p, action, id, now)
+	})
+	var changed []uuid.UUID
+	for i, r := range reasons {
+		if r == "" {
+			changed = append(changed, ids[i])
+			continue
+		}
+		out.Skipped = append(out.Skipped, BulkSkipped{ID: ids[i], Reason: r})
+	}
+	out.Changed = len(changed)
+	return changed
+}
+
+// eachBounded calls do for each id, bulkWorkers at a time, within
+// bulkTimeout of a context that outlives the client (so that the answer
+// and the audit entry describe what was done), and returns, in the ids'
+// order, "" for each call that succeeded and why (bulkReason) for each
+// that did not or was not reached in time.
+func (s *Server) eachBounded(ctx context.Context, ids []uuid.UUID, do func(context.Context, uuid.UUID, time.Time) error) []string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bulkTimeout)
 	defer cancel()
 	now := s.now()
@@ -266,7 +287,7 @@ func (s *Server) applyBulk(ctx context.Context, p access.Principal, action strin
 					reasons[i] = "not reached: the bulk action ran out of time"
 					continue
 				}
-				reasons[i] = bulkReason(s.bulkOne(ctx, p, action, ids[i], now))
+				reasons[i] = bulkReason(do(ctx, ids[i], now))
 			}
 		}()
 	}
@@ -275,16 +296,7 @@ func (s *Server) applyBulk(ctx context.Context, p access.Principal, action strin
 	}
 	close(next)
 	wg.Wait()
-	var changed []uuid.UUID
-	for i, r := range reasons {
-		if r == "" {
-			changed = append(changed, ids[i])
-			continue
-		}
-		out.Skipped = append(out.Skipped, BulkSkipped{ID: ids[i], Reason: r})
-	}
-	out.Changed = len(changed)
-	return changed
+	return reasons
 }
 
 // bulkOne applies action to one job, unaudited (the call's one entry says

@@ -36,62 +36,73 @@ const (
 	MaxRunGroups = 1_000
 )
 
-// searchRuns pages through the runs of the caller's jobs (an
-// administrator's: everyone's, or one owner's with ?owner=) across jobs,
-// newest first. Filters that the index cannot serve (q, type, label) are
-// applied over a bounded walk (store.DefaultRunWalk runs a page): a short
-// or empty page may then still have a next one.
-func (s *Server) searchRuns(c *echo.Context) error {
+// runSearch reads a run search's filters from the query: owner (an
+// administrator's), status when withStatus, type, job, label, since,
+// until, q, limit and cursor. It returns the search and the page size.
+func (s *Server) runSearch(c *echo.Context, withStatus bool) (store.RunSearch, int, error) {
 	f := store.RunSearch{Owner: access.Caller(c).Owner(), Now: s.clock()}
 	if owner, named, err := queryOwner(c); err != nil {
-		return err
+		return f, 0, err
 	} else if named {
 		f.Owner = owner
 	}
-	if v := c.QueryParam("status"); v != "" {
+	if v := c.QueryParam("status"); v != "" && withStatus {
 		f.Status = job.RunStatus(v)
 		if !validRunStatus(f.Status) {
 			names := make([]string, len(store.RunStatuses))
 			for i, st := range store.RunStatuses {
 				names[i] = string(st)
 			}
-			return apierr.Invalid("status", "must be one of "+strings.Join(names, ", "))
+			return f, 0, apierr.Invalid("status", "must be one of "+strings.Join(names, ", "))
 		}
 	}
 	if v := c.QueryParam("type"); v != "" {
 		f.Type = job.Type(v)
 		if _, ok := jobtype.Lookup(f.Type); !ok {
-			return apierr.Invalid("type", "must be one of "+strings.Join(jobtype.Names(), ", "))
+			return f, 0, apierr.Invalid("type", "must be one of "+strings.Join(jobtype.Names(), ", "))
 		}
 	}
 	if v := c.QueryParam("job"); v != "" {
 		id, err := uuid.Parse(v)
 		if err != nil {
-			return apierr.Invalid("job", "must be a job id (a UUID)")
+			return f, 0, apierr.Invalid("job", "must be a job id (a UUID)")
 		}
 		f.JobID = id
 	}
 	var err error
 	if f.Labels, err = labelFilter(c.QueryParams()["label"]); err != nil {
-		return err
+		return f, 0, err
 	}
 	if f.Since, f.Until, err = runWindow(c); err != nil {
-		return err
+		return f, 0, err
 	}
 	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
-		return apierr.Invalid("until", "must be after since")
+		return f, 0, apierr.Invalid("until", "must be after since")
 	}
 	if f.Error = strings.TrimSpace(c.QueryParam("q")); utf8.RuneCountInString(f.Error) > MaxRunQuery {
-		return apierr.Invalid("q", "is at most 200 characters")
+		return f, 0, apierr.Invalid("q", "is at most 200 characters")
 	}
 	limit, err := pageSize(c)
 	if err != nil {
-		return err
+		return f, 0, err
 	}
 	if v := c.QueryParam("cursor"); v != "" {
 		if f.Before, err = parseRunSearchCursor(v); err != nil {
-			return apierr.Invalid("cursor", "is not a cursor this API returned")
+			return f, 0, apierr.Invalid("cursor", "is not a cursor this API returned")
 		}
+	}
+	return f, limit, nil
+}
+
+// searchRuns pages through the runs of the caller's jobs (an
+// administrator's: everyone's, or one owner's with ?owner=) across jobs,
+// newest first. Filters that the index cannot serve (q, type, label) are
+// applied over a bounded walk (store.DefaultRunWalk runs a page): a short
+// or empty page may then still have a next one.
+func (s *Server) searchRuns(c *echo.Context) error {
+	f, limit, err := s.runSearch(c, true)
+	if err != nil {
+		return err
 	}
 	f.Limit = limit + 1
 	runs, resume, err := s.store.SearchRuns(c.Request().Context(), f)

@@ -1,0 +1,12 @@
+-- Dead letters (GET /api/v1/dead-letters): the occurrences whose last attempt
+-- ended permanently_failed (its retries ran out, or it was dead-lettered
+-- after TOCK_MAX_DELIVERIES deliveries without an outcome) and that nobody has
+-- replayed or purged since. dead_letter records which of the two ended it;
+-- NULL while it is one. Adding a nullable column rewrites nothing. Run
+-- retention drops dead letters with their day's runs.
+ALTER TABLE job_runs ADD COLUMN dead_letter text CHECK (dead_letter IN ('replayed', 'purged'));
+-- A dead letter is named by its run's id. Only permanently failed runs enter
+-- this index, so it stays small. Created on the partitioned table, so every
+-- day partition has it; building it reads every run once and holds writes
+-- to job_runs meanwhile, as job_runs_search did.
+CREATE INDEX job_runs_dead ON job_runs (id) WHERE status = 'permanently_failed';
