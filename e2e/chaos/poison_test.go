@@ -164,4 +164,40 @@ WHEN (NEW.job_id = '%s' AND (NEW.error IS NULL OR NEW.error NOT LIKE 'dead-lette
 	// copy the reconciler re-added meanwhile.
 	require.GreaterOrEqual(t, refused, poisonMaxDeliveries, "the refused outcome is logged on each delivery")
 	t.Logf("Poison: finish_refused logged %d times", refused)
+
+	// It is a dead letter; with Postgres taking its outcomes again, a
+	// replay runs it once more, as attempt 2, and it leaves the list.
+	var letters struct {
+		DeadLetters []struct {
+			ID    string `json:"id"`
+			JobID string `json:"job_id"`
+			Error string `json:"error"`
+		} `json:"dead_letters"`
+	}
+	code, err = api.Do(ctx, http.MethodGet, "/api/v1/dead-letters", nil, &letters)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code)
+	require.Len(t, letters.DeadLetters, 1)
+	require.Equal(t, poison.ID.String(), letters.DeadLetters[0].JobID)
+	require.Contains(t, letters.DeadLetters[0].Error, want)
+	_, err = fx.db.Exec(ctx, `DROP TRIGGER refuse_poison ON job_runs`)
+	require.NoError(t, err)
+	code, err = api.Do(ctx, http.MethodPost, "/api/v1/dead-letters/"+letters.DeadLetters[0].ID+"/replay", nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, code)
+	require.True(t, cluster.WaitUntil(30*time.Second, 100*time.Millisecond, func() bool {
+		pj, err = api.GetJob(ctx, poison.ID.String())
+		return err == nil && pj.Status == "completed"
+	}), "the replayed dead letter did not complete: %+v, %v", pj, err)
+	var second int
+	for _, d := range cluster.ForJob(fx.target.Deliveries(), poison.ID.String()) {
+		if d.Attempt == 2 {
+			second++
+		}
+	}
+	require.Equal(t, 1, second, "the replay ran once, as attempt 2")
+	code, err = api.Do(ctx, http.MethodGet, "/api/v1/dead-letters", nil, &letters)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code)
+	require.Empty(t, letters.DeadLetters, "a replayed dead letter leaves the list")
 }

@@ -34,11 +34,13 @@ type Client struct {
 	agent string
 	retry retryPolicy
 
-	// Jobs, Runs, Users and Keys group the routes by what they act on.
-	Jobs  *JobsService
-	Runs  *RunsService
-	Users *UsersService
-	Keys  *KeysService
+	// Jobs, Runs, DeadLetters, Users and Keys group the routes by what
+	// they act on.
+	Jobs        *JobsService
+	Runs        *RunsService
+	DeadLetters *DeadLettersService
+	Users       *UsersService
+	Keys        *KeysService
 }
 
 // Option changes how New builds a Client.
@@ -78,6 +80,7 @@ func New(baseURL, token string, opts ...Option) *Client {
 	}
 	c.Jobs = &JobsService{c: c}
 	c.Runs = &RunsService{c: c}
+	c.DeadLetters = &DeadLettersService{c: c}
 	c.Users = &UsersService{c: c}
 	c.Keys = &KeysService{c: c}
 	return c
