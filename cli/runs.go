@@ -23,8 +23,14 @@ type runFlags struct {
 }
 
 func (r *runFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&r.f.Status, "status", "", "running, completed, failed, permanently_failed, skipped, aborted or expired")
+	r.registerFilters(cmd)
+}
+
+// registerFilters registers every filter but --status (dead letters have
+// one status).
+func (r *runFlags) registerFilters(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&r.f.Status, "status", "", "running, completed, failed, permanently_failed, skipped, aborted or expired")
 	fl.StringVar(&r.f.Type, "type", "", "job type")
 	fl.StringVar(&r.f.Job, "job", "", "one job's id")
 	fl.StringArrayVar(&r.labels, "label", nil, "key=value the runs' jobs carry (repeatable)")

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -107,10 +108,18 @@ func TestDeadLetters(t *testing.T) {
 		IDs     []string `json:"ids"`
 		Skipped []any    `json:"skipped"`
 	}
+	// The dry run through the CLI, as an operator would.
+	listed := cli(t, c, ann.Token, "dead-letters", "list", "-o", "json")
+	require.Zero(t, listed.code, listed.err)
+	var cliList struct {
+		DeadLetters []letter `json:"dead_letters"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(listed.out), &cliList))
+	require.Len(t, cliList.DeadLetters, 10)
+	dryRun := cli(t, c, ann.Token, "dead-letters", "replay", "--all-matching", "--type", "webhook", "--dry-run", "-o", "json")
+	require.Zero(t, dryRun.code, dryRun.err)
 	var dry result
-	code, err := ann.Do(ctx, http.MethodPost, "/api/v1/dead-letters:replay", map[string]any{"filter": map[string]any{}, "dry_run": true}, &dry)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, code)
+	require.NoError(t, json.Unmarshal([]byte(dryRun.out), &dry))
 	require.Equal(t, 10, dry.Matched)
 	require.Zero(t, dry.Changed)
 	require.Len(t, dry.IDs, 10)
@@ -118,7 +127,7 @@ func TestDeadLetters(t *testing.T) {
 
 	accept.Store(true)
 	var done result
-	code, err = ann.Do(ctx, http.MethodPost, "/api/v1/dead-letters:replay", map[string]any{"filter": map[string]any{}}, &done)
+	code, err := ann.Do(ctx, http.MethodPost, "/api/v1/dead-letters:replay", map[string]any{"filter": map[string]any{}}, &done)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, 10, done.Matched)
@@ -138,11 +147,9 @@ func TestDeadLetters(t *testing.T) {
 	}
 	mu.Unlock()
 
-	var purged result
-	code, err = bob.Do(ctx, http.MethodPost, "/api/v1/dead-letters:purge", map[string]any{"filter": map[string]any{}}, &purged)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, 1, purged.Changed)
+	purged := cli(t, c, bob.Token, "dead-letters", "purge", list(bob)[bobs].ID)
+	require.Zero(t, purged.code, purged.err)
+	require.Contains(t, purged.out, "purged: 1 of 1 dead letters")
 	require.Empty(t, list(bob))
 	runs, err := bob.Runs(ctx, bobs, 10)
 	require.NoError(t, err)
