@@ -233,6 +233,7 @@ const routes = [
   [/^#\/jobs\/([0-9a-f-]{36})\/edit$/, (m) => formPage(m[1])],
   [/^#\/jobs\/([0-9a-f-]{36})$/, (m) => detailPage(m[1])],
   [/^#\/runs(\?.*)?$/, runsPage],
+  [/^#\/dead-letters(\?.*)?$/, deadLettersPage],
   [/^#\/keys(\?.*)?$/, keysPage],
   [/^#\/users(\?.*)?$/, usersPage],
   [/^#\/audit(\?.*)?$/, auditPage],
@@ -555,6 +556,118 @@ async function runsPage() {
   };
   await draw();
   live() && mount(h('div', {class: 'bar'}, h('h1', null, 'Runs')), filters, wrap(table), pagerBox);
+  if (!q.get('cursor')) every(5000, draw);
+}
+
+// ---- dead letters
+
+// deadLettersPage lists the occurrences whose last attempt failed for good,
+// with the run search's filters, and replays or purges the ones selected or
+// every one the filter matches, after a dry run says how many.
+async function deadLettersPage() {
+  const live = alive();
+  const q = query();
+  const admin = isAdmin();
+  const params = new URLSearchParams();
+  for (const k of ['type', 'job', 'q', 'owner', 'cursor']) if (q.get(k)) params.set(k, q.get(k));
+  for (const k of ['since', 'until']) if (q.get(k)) params.set(k, new Date(q.get(k)).toISOString());
+  for (const l of labelParams(q.get('label'))) params.append('label', l);
+  params.set('limit', q.get('limit') || '50');
+
+  const filters = h('form', {class: 'filters', id: 'dead-filters', role: 'search', onsubmit: (ev) => {
+    ev.preventDefault();
+    const f = new URLSearchParams();
+    for (const [k, v] of new FormData(ev.target)) if (v) f.set(k, v);
+    go('#/dead-letters', f);
+  }},
+  h('input', {type: 'search', name: 'q', id: 'd-q', placeholder: 'error text', 'aria-label': 'error text', value: q.get('q') || ''}),
+  h('select', {name: 'type', id: 'd-type', 'aria-label': 'type'}, h('option', {value: ''}, 'any type'),
+    TYPES.map((v) => h('option', {value: v, selected: q.get('type') === v}, v))),
+  h('input', {type: 'search', name: 'label', id: 'd-label', placeholder: 'label: customer=1234', 'aria-label': 'labels', value: q.get('label') || ''}),
+  h('label', {class: 'inline'}, 'From ', h('input', {type: 'datetime-local', name: 'since', id: 'd-since', step: 1, value: q.get('since') || ''})),
+  h('label', {class: 'inline'}, 'to ', h('input', {type: 'datetime-local', name: 'until', id: 'd-until', step: 1, value: q.get('until') || ''})),
+  q.get('job') ? h('input', {type: 'hidden', name: 'job', value: q.get('job')}) : null,
+  admin && q.get('owner') ? h('input', {type: 'hidden', name: 'owner', value: q.get('owner')}) : null,
+  h('button', {type: 'submit', id: 'dead-apply'}, 'Search'));
+
+  // The filter of a bulk action: the page's own, as the body names them.
+  const bodyFilter = () => {
+    const f = {};
+    for (const k of ['type', 'job', 'q', 'owner']) if (q.get(k)) f[k] = q.get(k);
+    for (const k of ['since', 'until']) if (q.get(k)) f[k] = new Date(q.get(k)).toISOString();
+    const labels = labelParams(q.get('label'));
+    if (labels.length) f.label = labels;
+    return f;
+  };
+  const selected = new Set();
+  const msg = h('div', {id: 'dead-msg', 'aria-live': 'polite'});
+  const count = h('span', {id: 'dead-selected'}, 'none selected');
+  const showCount = () => { count.textContent = selected.size ? `${selected.size} selected` : 'none selected'; };
+  const act = async (action, onFilter) => {
+    msg.replaceChildren();
+    const body = onFilter ? {filter: bodyFilter()} : {ids: [...selected]};
+    if (!onFilter && !selected.size) {
+      msg.replaceChildren(h('p', {class: 'hint'}, 'Select dead letters first, or act on all matching.'));
+      return;
+    }
+    const verb = action === 'replay' ? 'Replay' : 'Purge';
+    try {
+      const dry = await api('POST', `/api/v1/dead-letters:${action}`, {...body, dry_run: true});
+      if (!dry.matched) {
+        msg.replaceChildren(h('p', {class: 'hint'}, 'No dead letter matches.'));
+        return;
+      }
+      const what = action === 'replay' ? 'Each runs once more, now, under its idempotency key.'
+        : 'They leave this list; their runs stay in their jobs\' histories.';
+      if (!await confirmDialog(`${verb} ${dry.matched} dead letter${dry.matched === 1 ? '' : 's'}?`,
+        (onFilter ? 'Every dead letter the current filter matches. ' : 'The dead letters you selected. ') + what, `${verb} ${dry.matched}`)) return;
+      const res = await api('POST', `/api/v1/dead-letters:${action}`, body);
+      selected.clear();
+      showCount();
+      msg.replaceChildren(h('p', {class: 'ok', id: 'dead-done'}, `${verb}: ${res.changed} done, ${res.skipped.length} skipped.`),
+        res.skipped.length ? h('ul', {class: 'skipped'}, res.skipped.slice(0, 20).map((x) => h('li', null, h('span', {class: 'id'}, x.id), ' ', x.reason))) : null);
+      await draw();
+    } catch (e) {
+      msg.replaceChildren(errorBox(e));
+    }
+  };
+  const writer = can('jobs:write');
+  const bulkBar = writer ? h('div', {class: 'bulk', id: 'dead-bulk'}, count,
+    h('button', {type: 'button', id: 'dead-replay-selected', onclick: () => act('replay', false)}, 'Replay selected'),
+    h('button', {type: 'button', id: 'dead-purge-selected', onclick: () => act('purge', false)}, 'Purge selected'),
+    h('button', {type: 'button', id: 'dead-replay-all', onclick: () => act('replay', true)}, 'Replay all matching'),
+    h('button', {type: 'button', id: 'dead-purge-all', class: 'danger', onclick: () => act('purge', true)}, 'Purge all matching')) : null;
+
+  const table = h('table', {class: 'runs', id: 'dead-letters'});
+  const pagerBox = h('div');
+  const draw = async () => {
+    const list = await api('GET', '/api/v1/dead-letters?' + params);
+    table.setAttribute('data-query', params.toString());
+    const rows = list.dead_letters.map((r) => h('tr', {class: 'dead', 'data-id': r.id, 'data-job': r.job_id},
+      writer ? h('td', null, h('input', {type: 'checkbox', 'aria-label': 'select ' + (r.job_name || r.job_id), checked: selected.has(r.id),
+        onchange: (ev) => { if (ev.target.checked) selected.add(r.id); else selected.delete(r.id); showCount(); }})) : null,
+      h('td', null, h('a', {href: '#/jobs/' + r.job_id, class: 'job-name'}, r.job_name || r.job_id.slice(0, 8)), h('div', {class: 'id'}, r.job_type || '')),
+      h('td', null, fmtTime(r.scheduled_for)), h('td', null, r.attempt), h('td', null, fmtTime(r.finished_at)),
+      h('td', {class: 'output'}, h('span', {class: 'error-text'}, r.error || '')),
+      writer ? h('td', null, h('button', {type: 'button', class: 'link', onclick: async () => {
+        try {
+          const res = await api('POST', `/api/v1/dead-letters/${r.id}/replay`);
+          msg.replaceChildren(h('p', {class: 'ok'}, `Replaying: attempt ${res.attempt}, due now.`));
+        } catch (e) {
+          msg.replaceChildren(errorBox(e));
+        }
+        await draw();
+      }}, 'Replay')) : null));
+    const heads = [writer ? '' : null, 'Job', 'Scheduled for', 'Last attempt', 'Failed', 'Error', writer ? '' : null].filter((t) => t !== null);
+    morph(table, [h('thead', null, h('tr', null, heads.map((t) => h('th', null, t)))),
+      h('tbody', {'data-morph': 'children'}, rows.length ? rows : h('tr', null, h('td', {colspan: heads.length, class: 'empty'},
+        list.next_cursor ? 'None on this page: the search looked at 5,000 runs. Go on with Next.' : 'No dead letters: every occurrence that failed for good was replayed or purged.')))]);
+    morph(pagerBox, [pager('#/dead-letters', q, list.next_cursor), pageSize(q, 'dead-page-size')]);
+  };
+  await draw();
+  live() && mount(h('div', {class: 'bar'}, h('h1', null, 'Dead letters')),
+    h('p', {class: 'hint'}, 'Occurrences whose last attempt failed for good (retries ran out, or dead-lettered after too many deliveries), until replayed or purged.'),
+    filters, bulkBar, msg, wrap(table), pagerBox);
   if (!q.get('cursor')) every(5000, draw);
 }
 

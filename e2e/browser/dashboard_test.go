@@ -3,6 +3,7 @@ package browser
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -403,6 +404,32 @@ func TestDashboard(t *testing.T) {
 			if !strings.Contains(e, "404") {
 				t.Fatalf("the runs search shows an error without 404: %q", e)
 			}
+		}
+
+		// The retried attempts failed for good too: three dead letters,
+		// purged from their page after its confirmation.
+		var dead int
+		within(t, ctx, 30*time.Second,
+			page(base, "#/dead-letters?label=batch%3Dui"),
+			chromedp.WaitVisible(chromedp.CSS(`#dead-letters tbody tr.dead`)),
+			eval(`document.querySelectorAll('#dead-letters tbody tr.dead').length`, &dead),
+			shot(t, dir, "dead-letters.png"),
+			chromedp.Click(chromedp.CSS("#dead-purge-all")),
+			chromedp.WaitVisible(chromedp.CSS("#confirm-yes")),
+			chromedp.Click(chromedp.CSS("#confirm-yes")),
+			chromedp.WaitVisible(chromedp.CSS("#dead-done")),
+		)
+		if dead != len(ids) {
+			t.Fatalf("the dead-letter page shows %d, want %d", dead, len(ids))
+		}
+		var left struct {
+			DeadLetters []any `json:"dead_letters"`
+		}
+		if code, err := api.Do(t.Context(), http.MethodGet, "/api/v1/dead-letters?label=batch%3Dui", nil, &left); err != nil || code != http.StatusOK {
+			t.Fatalf("list dead letters: %d, %v", code, err)
+		}
+		if len(left.DeadLetters) != 0 {
+			t.Fatalf("%d dead letters left after the purge", len(left.DeadLetters))
 		}
 	})
 
