@@ -129,12 +129,24 @@ WHEN (NEW.job_id = '%s' AND (NEW.error IS NULL OR NEW.error NOT LIKE 'dead-lette
 	rdb := redis.NewClient(opt)
 	t.Cleanup(func() { _ = rdb.Close() })
 	keys := queue.Keys{Prefix: fx.c.RedisPrefix, Shard: 0}
-	dead, err := rdb.XRange(ctx, keys.Dead(), "-", "+").Result()
-	require.NoError(t, err)
-	require.Len(t, dead, 1)
-	require.True(t, strings.Contains(fmt.Sprint(dead[0].Values["f_m"]), poison.ID.String()), "dead entry %v", dead[0].Values)
-	require.Contains(t, dead[0].Values["error"], want)
-	require.Equal(t, fmt.Sprint(poisonMaxDeliveries+1), dead[0].Values["deliveries"])
+	// The leader drains the dead stream into Postgres (dead_entries) at
+	// each reconcile (every second here): Redis keeps none of it.
+	var deadLeft int64
+	require.True(t, cluster.WaitUntil(20*time.Second, 100*time.Millisecond, func() bool {
+		deadLeft, err = rdb.XLen(ctx, keys.Dead()).Result()
+		return err == nil && deadLeft == 0
+	}), "%d entries left in the dead stream, %v", deadLeft, err)
+	var (
+		keptJob         uuid.UUID
+		keptErr, member string
+		keptDeliveries  int
+	)
+	require.NoError(t, fx.db.QueryRow(ctx, `SELECT job_id, error, deliveries, fields->>'m' FROM dead_entries`).
+		Scan(&keptJob, &keptErr, &keptDeliveries, &member))
+	require.Equal(t, poison.ID, keptJob)
+	require.True(t, strings.Contains(member, poison.ID.String()), "kept member %s", member)
+	require.Contains(t, keptErr, want)
+	require.Equal(t, poisonMaxDeliveries+1, keptDeliveries)
 	var pending int64
 	// A copy of the entry the reconciler re-added (an expired lease older
 	// than TOCK_LOST_AFTER) is acknowledged at its next delivery, the

@@ -750,3 +750,55 @@ if v and (tonumber(v) or 0) < tonumber(ARGV[1]) then
 end
 return 0
 `)
+
+// DeadEntry is one entry of the dead stream, as SetAside wrote it: its id
+// there, the original entry's fields (without their f_ prefix), and the
+// error and deliveries it was set aside with.
+type DeadEntry struct {
+	ID         string
+	At         time.Time // when it was set aside: its id's time
+	Fields     map[string]string
+	Error      string
+	Deliveries int
+}
+
+// DeadEntries reads up to n entries of the dead stream, oldest first.
+func (q *Shard) DeadEntries(ctx context.Context, n int64) ([]DeadEntry, error) {
+	msgs, err := q.rdb.XRangeN(ctx, q.keys.Dead(), "-", "+", n).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read the dead stream: %w", err)
+	}
+	out := make([]DeadEntry, 0, len(msgs))
+	for _, m := range msgs {
+		e := DeadEntry{ID: m.ID, Fields: map[string]string{}}
+		if ms, _, ok := strings.Cut(m.ID, "-"); ok {
+			if v, err := strconv.ParseInt(ms, 10, 64); err == nil {
+				e.At = time.UnixMilli(v).UTC()
+			}
+		}
+		for k, v := range m.Values {
+			s := fmt.Sprint(v)
+			switch {
+			case k == "error":
+				e.Error = s
+			case k == "deliveries":
+				e.Deliveries, _ = strconv.Atoi(s)
+			case strings.HasPrefix(k, "f_"):
+				e.Fields[strings.TrimPrefix(k, "f_")] = s
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// DropDead deletes entries from the dead stream, once Postgres holds them.
+func (q *Shard) DropDead(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := q.rdb.XDel(ctx, q.keys.Dead(), ids...).Err(); err != nil {
+		return fmt.Errorf("drop %d dead entries: %w", len(ids), err)
+	}
+	return nil
+}

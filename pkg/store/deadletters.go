@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -98,4 +99,83 @@ func (s *Store) GetDeadLetter(ctx context.Context, owner, id uuid.UUID) (FoundRu
 		return FoundRun{}, fmt.Errorf("get dead letter %s: %w", id, translate(err))
 	}
 	return run, nil
+}
+
+// DeadEntry is an entry of a shard's dead stream, kept in Postgres (see
+// migration 025): Entry is its id in the stream.
+type DeadEntry struct {
+	Shard      int
+	Entry      string
+	SetAsideAt time.Time
+	JobID      uuid.UUID // uuid.Nil when its member does not parse
+	Owner      uuid.UUID
+	Error      string
+	Deliveries int
+	Fields     map[string]string
+}
+
+// saveDeadEntriesSQL inserts the entries given as arrays, once each: a
+// drain that stopped before deleting them from Redis saves them again.
+const saveDeadEntriesSQL = `INSERT INTO dead_entries (shard, entry, set_aside_at, job_id, owner_id, error, deliveries, fields)
+SELECT * FROM unnest($1::smallint[], $2::text[], $3::timestamptz[], $4::uuid[], $5::uuid[], $6::text[], $7::integer[], $8::jsonb[])
+ON CONFLICT (shard, entry) DO NOTHING`
+
+// SaveDeadEntries keeps entries in one statement; an entry already kept is
+// left as it is.
+func (s *Store) SaveDeadEntries(ctx context.Context, entries []DeadEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	n := len(entries)
+	shards, ids, ats := make([]int16, n), make([]string, n), make([]time.Time, n)
+	jobs, owners := make([]*uuid.UUID, n), make([]*uuid.UUID, n)
+	errs, deliveries, fields := make([]string, n), make([]int32, n), make([][]byte, n)
+	for i, e := range entries {
+		shards[i], ids[i], ats[i], errs[i], deliveries[i] = int16(e.Shard), e.Entry, e.SetAsideAt, e.Error, int32(e.Deliveries)
+		if e.JobID != uuid.Nil {
+			jobs[i], owners[i] = &entries[i].JobID, &entries[i].Owner
+		}
+		raw, err := json.Marshal(e.Fields)
+		if err != nil {
+			return fmt.Errorf("save dead entries: %w", err)
+		}
+		fields[i] = raw
+	}
+	if _, err := s.pool.Exec(ctx, saveDeadEntriesSQL, shards, ids, ats, jobs, owners, errs, deliveries, fields); err != nil {
+		return fmt.Errorf("save %d dead entries: %w", n, translate(err))
+	}
+	return nil
+}
+
+// DeadEntries lists the kept dead entries of one shard, oldest first.
+func (s *Store) DeadEntries(ctx context.Context, shard int) ([]DeadEntry, error) {
+	rows, err := s.pool.Query(ctx, `SELECT shard, entry, set_aside_at, coalesce(job_id, '00000000-0000-0000-0000-000000000000'),
+       coalesce(owner_id, '00000000-0000-0000-0000-000000000000'), error, deliveries, fields
+FROM dead_entries WHERE shard = $1 ORDER BY set_aside_at, entry`, int16(shard))
+	if err != nil {
+		return nil, fmt.Errorf("list dead entries: %w", translate(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeadEntry, error) {
+		var e DeadEntry
+		var sh int16
+		var d int32
+		err := r.Scan(&sh, &e.Entry, &e.SetAsideAt, &e.JobID, &e.Owner, &e.Error, &d, &e.Fields)
+		e.Shard, e.Deliveries, e.SetAsideAt = int(sh), int(d), e.SetAsideAt.UTC()
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list dead entries: %w", translate(err))
+	}
+	return out, nil
+}
+
+// RemoveDeadEntriesBefore deletes up to limit kept dead entries set aside
+// before cutoff, and says how many it deleted.
+func (s *Store) RemoveDeadEntriesBefore(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM dead_entries WHERE (shard, entry) IN (
+    SELECT shard, entry FROM dead_entries WHERE set_aside_at < $1 ORDER BY set_aside_at LIMIT $2)`, cutoff, limit)
+	if err != nil {
+		return 0, fmt.Errorf("remove dead entries: %w", translate(err))
+	}
+	return int(tag.RowsAffected()), nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
@@ -280,6 +281,46 @@ func TestReconcile(t *testing.T) {
 		l.reconcile(b.ctx)
 		require.True(t, b.loaded(t, old))
 	})
+}
+
+// TestDrainDead: what workers set aside in a dead stream ends in Postgres
+// and leaves Redis; a drain that saved entries but stopped before deleting
+// them saves nothing twice the next time.
+func TestDrainDead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	j := newJob(b.now.Add(-time.Minute), claimed)
+	b.create(t, j)
+	occ := firstAttempt(j)
+	require.NoError(t, b.q.SetAside(b.ctx, []queue.Message{
+		{ID: "1-1", Occurrence: occ, Deliveries: 11, Err: errors.New("dead-lettered: delivered 11 times"), Raw: map[string]any{"m": occ.Member(), "d": "1"}},
+		{ID: "1-2", Err: errors.New("parse member \"garbage\": want 5 or 7 parts"), Raw: map[string]any{"m": "garbage"}},
+	}))
+	// A drain that saved them and died before deleting them from Redis.
+	entries, err := b.q.DeadEntries(b.ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, entries, 2)
+	kept, _ := keptEntries(0, entries)
+	require.NoError(t, b.st.SaveDeadEntries(b.ctx, kept))
+
+	l, logs := b.leader(func() time.Time { return b.now })
+	l.reconcile(b.ctx)
+
+	left, err := b.rdb.XLen(b.ctx, b.keys.Dead()).Result()
+	require.NoError(t, err)
+	require.Zero(t, left, "the dead stream is drained")
+	got, err := b.st.DeadEntries(b.ctx, 0)
+	require.NoError(t, err)
+	require.Len(t, got, 2, "each entry kept once")
+	require.Equal(t, occ.Member(), got[0].Fields["m"])
+	require.Equal(t, 11, got[0].Deliveries)
+	require.Equal(t, j.ID, got[0].JobID)
+	require.Equal(t, j.Owner, got[0].Owner)
+	require.Contains(t, got[0].Error, "dead-lettered")
+	require.Equal(t, "garbage", got[1].Fields["m"])
+	require.Contains(t, got[1].Error, "want 5 or 7 parts")
+	require.Equal(t, uuid.Nil, got[1].JobID, "a member that does not parse names no job")
+	require.Len(t, logs.FilterMessage("dead_entries_drained").All(), 1)
 }
 
 func TestUpkeep(t *testing.T) {

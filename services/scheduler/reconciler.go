@@ -45,6 +45,7 @@ func (l *Leader) reconcile(ctx context.Context) {
 	} else if err := l.queue.SetOwnerCaps(ctx, caps); err != nil {
 		l.log.Warn("reconcile_owner_caps_failed", zap.Error(err))
 	}
+	l.drainDead(ctx)
 	// A full sweep over every hour partition catches anything the windowed
 	// rounds could not see, such as a claim released after its window passed.
 	l.watermark = time.Time{}

@@ -56,6 +56,17 @@ func (l *Leader) retain(ctx context.Context) {
 				break
 			}
 		}
+		// The drained dead stream is kept as long as the audit log.
+		for range retentionBatches {
+			n, err := l.store.RemoveDeadEntriesBefore(ctx, now.Add(-l.cfg.AuditRetention), l.cfg.RetentionBatch)
+			if err != nil {
+				fail("dead_entries", err)
+				break
+			}
+			if n < l.cfg.RetentionBatch {
+				break
+			}
+		}
 	}
 	// Idempotency keys are replayed for a day, then go.
 	for range retentionBatches {
