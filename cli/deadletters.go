@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -37,43 +38,19 @@ id (the RUN column) is that attempt's run id.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			var runs []tock.Run
-			next := ""
-			if everything {
-				for run, err := range c.DeadLetters.All(ctx, f) {
-					if err != nil {
-						return err
-					}
-					runs = append(runs, run)
-				}
-			} else {
+			return a.printRuns(cmd.Context(), everything, c.DeadLetters.All(cmd.Context(), f), func(ctx context.Context) ([]tock.Run, string, error) {
 				page, err := c.DeadLetters.List(ctx, f)
 				if err != nil {
-					return err
+					return nil, "", err
 				}
-				runs, next = page.DeadLetters, page.NextCursor
-			}
-			if a.output == "json" {
-				return printJSON(a.out, tock.DeadLetterList{DeadLetters: runs, NextCursor: next})
-			}
-			t := a.runTable()
-			for _, run := range runs {
-				runRow(t, run)
-			}
-			if err := t.flush(); err != nil {
-				return err
-			}
-			if next != "" {
-				fmt.Fprintf(a.errOut, "more: --cursor %s, or --all\n", next)
-			}
-			return nil
+				return page.DeadLetters, page.NextCursor, nil
+			}, func(runs []tock.Run, next string) any {
+				return tock.DeadLetterList{DeadLetters: runs, NextCursor: next}
+			})
 		},
 	}
 	r.registerFilters(cmd)
-	cmd.Flags().IntVar(&r.f.Limit, "limit", 0, "page size, 1 to 500 (default 50)")
-	cmd.Flags().StringVar(&r.f.Cursor, "cursor", "", "start at this page (a next_cursor)")
-	cmd.Flags().BoolVar(&everything, "all", false, "follow the pages to the last")
+	r.registerPaging(cmd, &everything)
 	return cmd
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"iter"
 	"strings"
 	"time"
 
@@ -88,44 +89,60 @@ func (a *app) runsListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			var runs []tock.Run
-			next := ""
-			if everything {
-				for run, err := range c.Runs.All(ctx, f) {
-					if err != nil {
-						return err
-					}
-					runs = append(runs, run)
-				}
-			} else {
+			return a.printRuns(cmd.Context(), everything, c.Runs.All(cmd.Context(), f), func(ctx context.Context) ([]tock.Run, string, error) {
 				page, err := c.Runs.List(ctx, f)
 				if err != nil {
-					return err
+					return nil, "", err
 				}
-				runs, next = page.Runs, page.NextCursor
-			}
-			if a.output == "json" {
-				return printJSON(a.out, tock.RunList{Runs: runs, NextCursor: next})
-			}
-			t := a.runTable()
-			for _, run := range runs {
-				runRow(t, run)
-			}
-			if err := t.flush(); err != nil {
-				return err
-			}
-			if next != "" {
-				fmt.Fprintf(a.errOut, "more: --cursor %s, or --all\n", next)
-			}
-			return nil
+				return page.Runs, page.NextCursor, nil
+			}, func(runs []tock.Run, next string) any { return tock.RunList{Runs: runs, NextCursor: next} })
 		},
 	}
 	r.register(cmd)
+	r.registerPaging(cmd, &everything)
+	return cmd
+}
+
+// registerPaging registers --limit, --cursor and --all.
+func (r *runFlags) registerPaging(cmd *cobra.Command, everything *bool) {
 	cmd.Flags().IntVar(&r.f.Limit, "limit", 0, "page size, 1 to 500 (default 50)")
 	cmd.Flags().StringVar(&r.f.Cursor, "cursor", "", "start at this page (a next_cursor)")
-	cmd.Flags().BoolVar(&everything, "all", false, "follow the pages to the last")
-	return cmd
+	cmd.Flags().BoolVar(everything, "all", false, "follow the pages to the last")
+}
+
+// printRuns prints one page of runs (one), or every page (all) when
+// everything is set: in the run table, or as JSON shaped by asJSON.
+func (a *app) printRuns(ctx context.Context, everything bool, all iter.Seq2[tock.Run, error],
+	one func(context.Context) ([]tock.Run, string, error), asJSON func([]tock.Run, string) any) error {
+	var runs []tock.Run
+	next := ""
+	if everything {
+		for run, err := range all {
+			if err != nil {
+				return err
+			}
+			runs = append(runs, run)
+		}
+	} else {
+		var err error
+		if runs, next, err = one(ctx); err != nil {
+			return err
+		}
+	}
+	if a.output == "json" {
+		return printJSON(a.out, asJSON(runs, next))
+	}
+	t := a.runTable()
+	for _, run := range runs {
+		runRow(t, run)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if next != "" {
+		fmt.Fprintf(a.errOut, "more: --cursor %s, or --all\n", next)
+	}
+	return nil
 }
 
 func (a *app) runsTailCmd() *cobra.Command {

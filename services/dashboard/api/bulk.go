@@ -119,25 +119,9 @@ func parseBulk(raw []byte) (*bulkPlan, error) {
 	case req.IDs == nil && req.Filter == nil:
 		return nil, apierr.Invalid("ids", "give the jobs' ids, or a filter")
 	case req.IDs != nil:
-		if len(req.IDs) == 0 {
-			return nil, apierr.Invalid("ids", "must name at least one job")
-		}
-		if len(req.IDs) > MaxBulkJobs {
-			return nil, apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeTooLarge, "ids",
-				fmt.Sprintf("at most %d jobs per bulk action; %d given", MaxBulkJobs, len(req.IDs)))
-		}
-		seen := make(map[uuid.UUID]bool, len(req.IDs))
-		for i, s := range req.IDs {
-			id, err := uuid.Parse(s)
-			if err != nil {
-				return nil, apierr.Invalid(fmt.Sprintf("ids[%d]", i), "is not a job id")
-			}
-			if !seen[id] {
-				seen[id] = true
-				plan.ids = append(plan.ids, id)
-			}
-		}
-		return plan, nil
+		var err error
+		plan.ids, err = bulkIDs(req.IDs, "job", "a job id", "per bulk action")
+		return plan, err
 	}
 	f := &store.JobFilter{}
 	if v := req.Filter.Status; v != "" {
@@ -159,22 +143,9 @@ func parseBulk(raw []byte) (*bulkPlan, error) {
 			f.Name = v
 		}
 	}
-	if len(req.Filter.Label) > 0 && string(req.Filter.Label) != "null" {
-		var labels []string
-		var one string
-		if err := json.Unmarshal(req.Filter.Label, &one); err == nil {
-			labels = []string{one}
-		} else if err := json.Unmarshal(req.Filter.Label, &labels); err != nil {
-			return nil, apierr.Invalid("filter.label", `must be "key=value" or a list of them`)
-		}
-		var err error
-		if f.Labels, err = labelFilter(labels); err != nil {
-			var ae *apierr.Error
-			if errors.As(err, &ae) {
-				return nil, apierr.Invalid("filter.label", ae.Detail.Message)
-			}
-			return nil, err
-		}
+	var err error
+	if f.Labels, err = bodyLabels(req.Filter.Label); err != nil {
+		return nil, err
 	}
 	if v := req.Filter.Owner; v != "" {
 		id, err := uuid.Parse(v)
@@ -185,6 +156,54 @@ func parseBulk(raw []byte) (*bulkPlan, error) {
 	}
 	plan.filter = f
 	return plan, nil
+}
+
+// bulkIDs checks the ids of a bulk body: at least one, at most
+// MaxBulkJobs (413 beyond), each a UUID, duplicates counted once; what
+// names the things ("job"), idName one id ("a job id") and per the call
+// ("per bulk action") in the errors.
+func bulkIDs(raw []string, what, idName, per string) ([]uuid.UUID, error) {
+	if len(raw) == 0 {
+		return nil, apierr.Invalid("ids", "must name at least one "+what)
+	}
+	if len(raw) > MaxBulkJobs {
+		return nil, apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeTooLarge, "ids",
+			fmt.Sprintf("at most %d %ss %s; %d given", MaxBulkJobs, what, per, len(raw)))
+	}
+	ids := make([]uuid.UUID, 0, len(raw))
+	seen := make(map[uuid.UUID]bool, len(raw))
+	for i, s := range raw {
+		id, err := uuid.Parse(s)
+		if err != nil {
+			return nil, apierr.Invalid(fmt.Sprintf("ids[%d]", i), "is not "+idName)
+		}
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// bodyLabels reads a bulk filter's label: absent, one "key=value" or a
+// list of them, errors named filter.label.
+func bodyLabels(raw json.RawMessage) ([]store.Label, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var labels []string
+	var one string
+	if err := json.Unmarshal(raw, &one); err == nil {
+		labels = []string{one}
+	} else if err := json.Unmarshal(raw, &labels); err != nil {
+		return nil, apierr.Invalid("filter.label", `must be "key=value" or a list of them`)
+	}
+	out, err := labelFilter(labels)
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		return nil, apierr.Invalid("filter.label", ae.Detail.Message)
+	}
+	return out, err
 }
 
 // bulkJobs applies one action to many jobs of the caller's: the ids given,

@@ -104,25 +104,9 @@ func parseDead(raw []byte) (*deadPlan, error) {
 	case req.IDs == nil && req.Filter == nil:
 		return nil, apierr.Invalid("ids", "give the dead letters' ids, or a filter")
 	case req.IDs != nil:
-		if len(req.IDs) == 0 {
-			return nil, apierr.Invalid("ids", "must name at least one dead letter")
-		}
-		if len(req.IDs) > MaxBulkJobs {
-			return nil, apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeTooLarge, "ids",
-				fmt.Sprintf("at most %d dead letters per call; %d given", MaxBulkJobs, len(req.IDs)))
-		}
-		seen := make(map[uuid.UUID]bool, len(req.IDs))
-		for i, s := range req.IDs {
-			id, err := uuid.Parse(s)
-			if err != nil {
-				return nil, apierr.Invalid(fmt.Sprintf("ids[%d]", i), "is not a dead letter's id (a UUID)")
-			}
-			if !seen[id] {
-				seen[id] = true
-				plan.ids = append(plan.ids, id)
-			}
-		}
-		return plan, nil
+		var err error
+		plan.ids, err = bulkIDs(req.IDs, "dead letter", "a dead letter's id (a UUID)", "per call")
+		return plan, err
 	}
 	f := &store.RunSearch{Status: job.RunPermanentlyFailed, Dead: true}
 	if v := req.Filter.Type; v != "" {
@@ -138,22 +122,9 @@ func parseDead(raw []byte) (*deadPlan, error) {
 		}
 		f.JobID = id
 	}
-	if len(req.Filter.Label) > 0 && string(req.Filter.Label) != "null" {
-		var labels []string
-		var one string
-		if err := json.Unmarshal(req.Filter.Label, &one); err == nil {
-			labels = []string{one}
-		} else if err := json.Unmarshal(req.Filter.Label, &labels); err != nil {
-			return nil, apierr.Invalid("filter.label", `must be "key=value" or a list of them`)
-		}
-		var err error
-		if f.Labels, err = labelFilter(labels); err != nil {
-			var ae *apierr.Error
-			if errors.As(err, &ae) {
-				return nil, apierr.Invalid("filter.label", ae.Detail.Message)
-			}
-			return nil, err
-		}
+	var err error
+	if f.Labels, err = bodyLabels(req.Filter.Label); err != nil {
+		return nil, err
 	}
 	for _, t := range []struct {
 		field, v string
@@ -202,16 +173,7 @@ func (s *Server) listDeadLetters(c *echo.Context) error {
 		return apierr.Dependency(err)
 	}
 	var out DeadLetterList
-	runs, out.NextCursor = page(runs, limit, func(r store.FoundRun) string {
-		return runSearchCursor(store.RunCursor{ScheduledFor: r.ScheduledFor, Attempt: r.Attempt, JobID: r.JobID})
-	})
-	if out.NextCursor == "" && resume != nil {
-		out.NextCursor = runSearchCursor(*resume)
-	}
-	out.DeadLetters = make([]Run, 0, len(runs))
-	for i := range runs {
-		out.DeadLetters = append(out.DeadLetters, foundRunView(&runs[i]))
-	}
+	out.DeadLetters, out.NextCursor = foundPage(runs, limit, resume)
 	return writeJSON(c, http.StatusOK, out)
 }
 

@@ -111,17 +111,25 @@ func (s *Server) searchRuns(c *echo.Context) error {
 	}
 	runs = s.withRunningFound(c, runs, resume, f)
 	var out RunList
-	runs, out.NextCursor = page(runs, limit, func(r store.FoundRun) string {
+	out.Runs, out.NextCursor = foundPage(runs, limit, resume)
+	return writeJSON(c, http.StatusOK, out)
+}
+
+// foundPage is one page of a run search's limit+1 runs: their views and
+// the next page's cursor, after the last run shown or, when the search
+// stopped short at a bound, where it resumes.
+func foundPage(runs []store.FoundRun, limit int, resume *store.RunCursor) ([]Run, string) {
+	runs, next := page(runs, limit, func(r store.FoundRun) string {
 		return runSearchCursor(store.RunCursor{ScheduledFor: r.ScheduledFor, Attempt: r.Attempt, JobID: r.JobID})
 	})
-	if out.NextCursor == "" && resume != nil {
-		out.NextCursor = runSearchCursor(*resume)
+	if next == "" && resume != nil {
+		next = runSearchCursor(*resume)
 	}
-	out.Runs = make([]Run, 0, len(runs))
+	views := make([]Run, 0, len(runs))
 	for i := range runs {
-		out.Runs = append(out.Runs, foundRunView(&runs[i]))
+		views = append(views, foundRunView(&runs[i]))
 	}
-	return writeJSON(c, http.StatusOK, out)
+	return views, next
 }
 
 // MaxRunningListed bounds the attempts running a run search reads from
