@@ -113,15 +113,11 @@ func parseBulk(raw []byte) (*bulkPlan, error) {
 	if !found {
 		return nil, apierr.Invalid("action", "must be one of "+strings.Join(bulkActions, ", "))
 	}
-	switch {
-	case req.IDs != nil && req.Filter != nil:
-		return nil, apierr.Invalid("filter", "give ids or a filter, not both")
-	case req.IDs == nil && req.Filter == nil:
-		return nil, apierr.Invalid("ids", "give the jobs' ids, or a filter")
-	case req.IDs != nil:
-		var err error
-		plan.ids, err = bulkIDs(req.IDs, "job", "a job id", "per bulk action")
-		return plan, err
+	if ids, given, err := pickIDs(req.IDs, req.Filter != nil, "job", "a job id", "per bulk action"); err != nil {
+		return nil, err
+	} else if given {
+		plan.ids = ids
+		return plan, nil
 	}
 	f := &store.JobFilter{}
 	if v := req.Filter.Status; v != "" {
@@ -147,15 +143,38 @@ func parseBulk(raw []byte) (*bulkPlan, error) {
 	if f.Labels, err = bodyLabels(req.Filter.Label); err != nil {
 		return nil, err
 	}
-	if v := req.Filter.Owner; v != "" {
-		id, err := uuid.Parse(v)
-		if err != nil {
-			return nil, apierr.Invalid("filter.owner", "is not a user id")
-		}
-		plan.owner = id
+	if plan.owner, err = filterOwner(req.Filter.Owner); err != nil {
+		return nil, err
 	}
 	plan.filter = f
 	return plan, nil
+}
+
+// pickIDs checks that a bulk body gives ids or a filter, not both, and
+// reads the ids (bulkIDs) when they are the one given.
+func pickIDs(raw []string, filter bool, what, idName, per string) (ids []uuid.UUID, given bool, err error) {
+	switch {
+	case raw != nil && filter:
+		return nil, false, apierr.Invalid("filter", "give ids or a filter, not both")
+	case raw == nil && !filter:
+		return nil, false, apierr.Invalid("ids", "give the "+what+"s' ids, or a filter")
+	case raw == nil:
+		return nil, false, nil
+	}
+	ids, err = bulkIDs(raw, what, idName, per)
+	return ids, true, err
+}
+
+// filterOwner reads a bulk filter's owner: uuid.Nil when absent.
+func filterOwner(v string) (uuid.UUID, error) {
+	if v == "" {
+		return uuid.Nil, nil
+	}
+	id, err := uuid.Parse(v)
+	if err != nil {
+		return uuid.Nil, apierr.Invalid("filter.owner", "is not a user id")
+	}
+	return id, nil
 }
 
 // bulkIDs checks the ids of a bulk body: at least one, at most

@@ -50,17 +50,10 @@ type DeadLetterList struct {
 	NextCursor  string `json:"next_cursor"`
 }
 
-// DeadLetterResult is the answer of a replay or purge of dead letters: how
-// many were selected, how many changed, and every one that did not, with
-// why. A dry run changes nothing and lists the selected ids instead.
-type DeadLetterResult struct {
-	Action  string        `json:"action"`
-	DryRun  bool          `json:"dry_run"`
-	Matched int           `json:"matched"`
-	Changed int           `json:"changed"`
-	Skipped []BulkSkipped `json:"skipped"`
-	IDs     []uuid.UUID   `json:"ids,omitempty"`
-}
+// DeadLetterResult is the answer of a replay or purge of dead letters, in
+// the shape of a bulk action's: how many were selected, how many changed,
+// and every one that did not, with why; a dry run lists the selected ids.
+type DeadLetterResult = BulkResult
 
 // deadRequest is the body of POST /api/v1/dead-letters:replay and :purge.
 type deadRequest struct {
@@ -98,15 +91,11 @@ func parseDead(raw []byte) (*deadPlan, error) {
 		return nil, err
 	}
 	plan := &deadPlan{dryRun: req.DryRun}
-	switch {
-	case req.IDs != nil && req.Filter != nil:
-		return nil, apierr.Invalid("filter", "give ids or a filter, not both")
-	case req.IDs == nil && req.Filter == nil:
-		return nil, apierr.Invalid("ids", "give the dead letters' ids, or a filter")
-	case req.IDs != nil:
-		var err error
-		plan.ids, err = bulkIDs(req.IDs, "dead letter", "a dead letter's id (a UUID)", "per call")
-		return plan, err
+	if ids, given, err := pickIDs(req.IDs, req.Filter != nil, "dead letter", "a dead letter's id (a UUID)", "per call"); err != nil {
+		return nil, err
+	} else if given {
+		plan.ids = ids
+		return plan, nil
 	}
 	f := &store.RunSearch{Status: job.RunPermanentlyFailed, Dead: true}
 	if v := req.Filter.Type; v != "" {
@@ -145,12 +134,8 @@ func parseDead(raw []byte) (*deadPlan, error) {
 	if f.Error = strings.TrimSpace(req.Filter.Q); utf8.RuneCountInString(f.Error) > MaxRunQuery {
 		return nil, apierr.Invalid("filter.q", "is at most 200 characters")
 	}
-	if v := req.Filter.Owner; v != "" {
-		id, err := uuid.Parse(v)
-		if err != nil {
-			return nil, apierr.Invalid("filter.owner", "is not a user id")
-		}
-		plan.owner = id
+	if plan.owner, err = filterOwner(req.Filter.Owner); err != nil {
+		return nil, err
 	}
 	plan.search = f
 	return plan, nil
