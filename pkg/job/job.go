@@ -123,6 +123,9 @@ type Job struct {
 	Overlap Overlap
 	// Notify is where alerts on the job's failures go; nil sends none.
 	Notify *Notify
+	// Flow is the flow key the job's occurrences go through, and the limits
+	// it sets for it; nil for none.
+	Flow *Flow
 	// Secrets are the credentials of Payload and Notify (see
 	// jobtype.Spot), sealed by package secretbox as one JSON object from
 	// each one's fingerprint to its value; "" when they hold none. Payload
@@ -222,7 +225,15 @@ func (j *Job) Recurring() bool { return len(j.Schedule) > 0 }
 // Occurrence is the first attempt of j's occurrence at at, under j's
 // current generation and priority, routed by its owner and target.
 func (j *Job) Occurrence(at time.Time) Occurrence {
-	return Occurrence{JobID: j.ID, ScheduledFor: at, Attempt: 1, Priority: j.Priority, Generation: j.Generation}.Route(j.Owner, j.Payload)
+	return Occurrence{JobID: j.ID, ScheduledFor: at, Attempt: 1, Priority: j.Priority, Generation: j.Generation}.Route(j.Owner, j.Payload).Through(j.FlowKey())
+}
+
+// FlowKey is the job's flow key, "" for none.
+func (j *Job) FlowKey() string {
+	if j.Flow == nil {
+		return ""
+	}
+	return j.Flow.Key
 }
 
 // Run is one attempt of one occurrence of a job.

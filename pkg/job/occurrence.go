@@ -33,6 +33,10 @@ type Occurrence struct {
 	// Owner (one planned before tock routed them) is never held back.
 	Owner  uuid.UUID
 	Target string
+	// Flow is the occurrence's flow lane (FlowLane of its owner and its
+	// job's flow key), "" for none: it is also held back while that key is
+	// at its own limits.
+	Flow string
 }
 
 // Key is the occurrence's idempotency key, sent to targets as Idempotency-Key.
@@ -53,7 +57,11 @@ func (o Occurrence) Member() string {
 	if o.Owner == uuid.Nil {
 		return m
 	}
-	return m + ":" + OwnerKey(o.Owner) + ":" + o.Target
+	m += ":" + OwnerKey(o.Owner) + ":" + o.Target
+	if o.Flow != "" {
+		m += ":" + o.Flow
+	}
+	return m
 }
 
 // OwnerKey is how an owner is written in members and in the scheduler's
@@ -104,11 +112,21 @@ func (o Occurrence) Route(owner uuid.UUID, payload []byte) Occurrence {
 	return o
 }
 
+// Through routes the occurrence through owner's flow key (none when key is
+// empty).
+func (o Occurrence) Through(key string) Occurrence {
+	o.Flow = ""
+	if key != "" {
+		o.Flow = FlowLane(o.Owner, key)
+	}
+	return o
+}
+
 // ParseMember decodes what Member encoded.
 func ParseMember(m string) (Occurrence, error) {
 	parts := strings.Split(m, ":")
-	if len(parts) != 5 && len(parts) != 7 {
-		return Occurrence{}, fmt.Errorf("parse member %q: want 5 or 7 parts", m)
+	if len(parts) != 5 && len(parts) != 7 && len(parts) != 8 {
+		return Occurrence{}, fmt.Errorf("parse member %q: want 5, 7 or 8 parts", m)
 	}
 	inv, err := strconv.Atoi(parts[0])
 	if err != nil || inv < 0 || inv > MaxPriority-MinPriority {
@@ -134,7 +152,13 @@ func ParseMember(m string) (Occurrence, error) {
 		return Occurrence{}, fmt.Errorf("parse member %q: bad generation", m)
 	}
 	o := Occurrence{JobID: id, ScheduledFor: time.UnixMilli(ms).UTC(), Attempt: attempt, Priority: MaxPriority - inv, Generation: gen}
-	if len(parts) == 7 {
+	if len(parts) == 8 {
+		if !validFlowLane(parts[7]) {
+			return Occurrence{}, fmt.Errorf("parse member %q: bad flow", m)
+		}
+		o.Flow = parts[7]
+	}
+	if len(parts) >= 7 {
 		raw, err := base64.RawURLEncoding.DecodeString(parts[5])
 		if err != nil || len(raw) != 16 {
 			return Occurrence{}, fmt.Errorf("parse member %q: bad owner", m)

@@ -14,3 +14,13 @@ func (q *Shard) Settle(ctx context.Context, ids []string, retries []Entry) error
 
 // LeaseField is an attempt's field in its job's run hash.
 func LeaseField(o job.Occurrence) string { return leaseField(o) }
+
+// SetFlows records flow limits in this one shard.
+func (q *Shard) SetFlows(ctx context.Context, f []FlowLimits) error {
+	return q.alone().SetFlows(ctx, f)
+}
+
+// FlowStates reads flow lanes' states in this one shard.
+func (q *Shard) FlowStates(ctx context.Context, lanes []string) ([]FlowState, error) {
+	return q.alone().FlowStates(ctx, lanes)
+}

@@ -72,6 +72,12 @@ const ReadSize = 256
 // KEYS[6] .. lane, in the same hash tag
 // KEYS[7] released set (Keys.Released): entries whose places were given back
 // before they were settled
+// KEYS[8] flows hash (Keys.Flows): a flow lane's limits; its start log is the
+// list KEYS[8] .. ':log:' .. lane, in the same hash tag
+// KEYS[9] held flow lanes set (Keys.FlowsHeld)
+// KEYS[10] flow wakes sorted set (Keys.FlowWakes): flow lanes to look at
+// again, scored by when (a rate window reopens, a limit was raised, a key
+// was resumed)
 var lanesLua = strings.NewReplacer("__GROUP__", Group, "__READSIZE__", strconv.Itoa(ReadSize)).Replace(`
 local caps = {}
 -- cap returns the most entries a lane may have in the stream: the owner's
@@ -149,15 +155,25 @@ local function waitingLanes()
   end
   return waitingc
 end
+-- isFlow says whether lane is a flow lane.
+local function isFlow(lane) return string.byte(lane, 1) == 102 end
 -- hold puts member m, due at score, in lane's held set.
 local function hold(lane, score, m)
   redis.call('ZADD', KEYS[6] .. lane, score, m)
-  if redis.call('SADD', KEYS[5], lane) == 1 then waitingc = nil end
+  if isFlow(lane) then
+    redis.call('SADD', KEYS[9], lane)
+  elseif redis.call('SADD', KEYS[5], lane) == 1 then
+    waitingc = nil
+  end
   heldc[lane] = true
 end
 -- unmarkHeld takes lane, whose held set is gone, out of the held lanes set.
 local function unmarkHeld(lane)
-  if redis.call('SREM', KEYS[5], lane) == 1 then waitingc = nil end
+  if isFlow(lane) then
+    redis.call('SREM', KEYS[9], lane)
+  elseif redis.call('SREM', KEYS[5], lane) == 1 then
+    waitingc = nil
+  end
   heldc[lane] = false
 end
 local function hasHeld(lane) return isHeld(lane) end
@@ -199,34 +215,102 @@ local function deep(ol)
   local l = limitUnread()
   return used(ol) >= l and unread() >= l
 end
--- lanes returns a member's owner lane and host lane (nil if none); nil for
--- a member without a route.
+-- lanes returns a member's owner lane, host lane (nil if none) and flow
+-- lane (nil if none); nil for a member without a route. A member without a
+-- flow key (the common case) is matched once.
 local function lanes(m)
   local o, h = string.match(m, '^[^:]*:[^:]*:[^:]*:[^:]*:[^:]*:([^:]+):([^:]*)$')
-  if not o then return nil, nil end
-  if h == '' then return 'o:' .. o, nil end
-  return 'o:' .. o, 'h:' .. h
+  local f = nil
+  if not o then
+    o, h, f = string.match(m, '^[^:]*:[^:]*:[^:]*:[^:]*:[^:]*:([^:]+):([^:]*):([^:]+)$')
+    if not o then return nil, nil, nil end
+    f = 'f:' .. f
+  end
+  if h == '' then return 'o:' .. o, nil, f end
+  return 'o:' .. o, 'h:' .. h, f
 end
 local function release(lane) counted(lane, -1) end
--- free gives back the places of an entry of lanes ol and hl.
-local function free(ol, hl)
+-- free gives back the places of an entry of lanes ol, hl and fl.
+local function free(ol, hl, fl)
   release(ol)
   if hl then release(hl) end
+  if fl then release(fl) end
   release('*')
 end
 -- entryLanes returns the lanes of the stream entry with id, and whether the
 -- entry is in the stream.
 local function entryLanes(id)
   local e = redis.call('XRANGE', KEYS[2], id, id)
-  if #e == 0 then return nil, nil, false end
+  if #e == 0 then return nil, nil, nil, false end
   local f = e[1][2]
   for j = 1, #f, 2 do
     if f[j] == 'm' then
-      local ol, hl = lanes(f[j + 1])
-      return ol, hl, true
+      local ol, hl, fl = lanes(f[j + 1])
+      return ol, hl, fl, true
     end
   end
-  return nil, nil, true
+  return nil, nil, nil, true
+end
+-- Flow lanes ("f:<lane id>", job.FlowLane) carry an owner's own limits on
+-- a key: attempts in flight (counted in KEYS[3] like any lane, never
+-- borrowed past), starts per period (a log of the last starts, newest
+-- first, at most the limit's count long), and a pause. Their held sets are
+-- listed in KEYS[9], not KEYS[5]: a key waiting on its own limits is no
+-- reason for others to stop borrowing idle slots.
+local clock = nil
+local function nowMs()
+  if clock == nil then
+    local t = redis.call('TIME')
+    clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return clock
+end
+local flowc = {}
+-- flowConf returns a flow lane's limits: {c = most in flight, n = starts
+-- per ms milliseconds (0: none), p = paused}; none known is no limit (the
+-- scheduler writes what Postgres holds at every loader round).
+local function flowConf(lane)
+  local f = flowc[lane]
+  if f == nil then
+    f = {c = math.huge, n = 0, ms = 0, p = false}
+    local v = redis.call('HGET', KEYS[8], lane)
+    if v then
+      local c, n, ms, p = string.match(v, '^(%d+)|(%d+)|(%d+)|(%d)$')
+      if c then
+        if tonumber(c) > 0 then f.c = tonumber(c) end
+        f.n, f.ms, f.p = tonumber(n), tonumber(ms), p == '1'
+      end
+    end
+    flowc[lane] = f
+  end
+  return f
+end
+-- flowOpen says whether flow lane fl may start a member due at score now;
+-- when its rate is what stops it, it notes when the window reopens.
+local function flowOpen(fl, score)
+  local f = flowConf(fl)
+  if f.p or f.shut or used(fl) >= f.c then return false end
+  if f.n > 0 then
+    local oldest = redis.call('LINDEX', KEYS[8] .. ':log:' .. fl, f.n - 1)
+    local at = math.max(nowMs(), tonumber(score) or 0)
+    if oldest and tonumber(oldest) + f.ms > at then
+      redis.call('ZADD', KEYS[10], tonumber(oldest) + f.ms, fl)
+      f.shut = true -- for the rest of this script: its clock stands still
+      return false
+    end
+  end
+  return true
+end
+-- flowStarted counts a member of flow lane fl, due at score, published.
+local function flowStarted(fl, score)
+  counted(fl, 1)
+  local f = flowConf(fl)
+  if f.n > 0 then
+    local log = KEYS[8] .. ':log:' .. fl
+    redis.call('LPUSH', log, math.max(nowMs(), tonumber(score) or 0))
+    redis.call('LTRIM', log, 0, f.n - 1)
+    redis.call('PEXPIRE', log, f.ms + 1000)
+  end
 end
 -- lastDelivered returns the id of the last entry the workers' group was
 -- given, or nil without the group: every entry after it is unread.
@@ -262,13 +346,13 @@ local function makeWay(ol)
     for j = 1, #f, 2 do
       if f[j] == 'm' then m = f[j + 1] elseif f[j] == 'd' then d = f[j + 1] end
     end
-    local eol, ehl = nil, nil
-    if m and d then eol, ehl = lanes(m) end
+    local eol, ehl, efl = nil, nil, nil
+    if m and d then eol, ehl, efl = lanes(m) end
     if eol and eol ~= ol then
       if deepLanes[eol] == nil then deepLanes[eol] = used(eol) >= __READSIZE__ end
       if deepLanes[eol] then
         redis.call('XDEL', KEYS[2], e[1])
-        free(eol, ehl)
+        free(eol, ehl, efl)
         hold(eol, d, m)
         unreadCount = unread() - 1
         movedAside = true
@@ -277,11 +361,18 @@ local function makeWay(ol)
   end
 end
 -- place publishes member m, due at score, or holds it in the first of its
--- lanes that is at its cap, unless it may borrow. A new member (not
--- fromHeld) of a lane that already has members held goes behind them. It
--- returns true when it published.
+-- lanes that is at its cap, unless it may borrow: its flow lane first (no
+-- borrowing there), then its owner and host lanes. A new member (not
+-- fromHeld) of a lane that already has members held goes behind them; one
+-- that comes out of its flow lane's held set (fromHeld 'f') has passed its
+-- flow's limits already, and its entry says how long it waited there ('t',
+-- in ms). It returns true when it published.
 local function place(m, score, fromHeld)
-  local ol, hl = lanes(m)
+  local ol, hl, fl = lanes(m)
+  if fl and fromHeld ~= 'f' and (isHeld(fl) or not flowOpen(fl, score)) then
+    hold(fl, score, m)
+    return false
+  end
   if ol then
     local full, wait = nil, false
     if used(ol) >= cap(ol) then
@@ -302,6 +393,17 @@ local function place(m, score, fromHeld)
     counted(ol, 1)
     if hl then counted(hl, 1) end
     counted('*', 1)
+  end
+  if fl then
+    flowStarted(fl, score)
+    if fromHeld == 'f' then
+      local waited = nowMs() - (tonumber(score) or 0)
+      if waited > 0 then
+        redis.call('XADD', KEYS[2], '*', 'm', m, 'd', score, 't', waited)
+        if unreadCount ~= nil then unreadCount = unreadCount + 1 end
+        return true
+      end
+    end
   end
   redis.call('XADD', KEYS[2], '*', 'm', m, 'd', score)
   if unreadCount ~= nil then unreadCount = unreadCount + 1 end
@@ -325,14 +427,18 @@ local function unhold(lane, n)
       break
     end
     local ol, hl = lanes(top[1])
-    if used(lane) >= cap(lane) then
+    local from = true
+    if isFlow(lane) then
+      if not flowOpen(lane, top[2]) then break end
+      from = 'f'
+    elseif used(lane) >= cap(lane) then
       if not canBorrow(ol, hl) then break end
     elseif ol == lane and deep(ol) then
       break
     end
     redis.call('ZREM', key, top[1])
     if #top == 2 then unmarkHeld(lane) end
-    if place(top[1], top[2], true) then published = published + 1 end
+    if place(top[1], top[2], from) then published = published + 1 end
   end
   return published
 end
@@ -350,6 +456,37 @@ local function sweepHeld(lanes, n)
     end
   end
   return published
+end
+-- wakeFlows unholds, up to n members in all, the flow lanes whose wake time
+-- has come (a rate window reopened, a limit was raised, a key resumed); a
+-- lane still closed notes its next wake itself. It returns how many it
+-- published.
+local function wakeFlows(n)
+  local published = 0
+  local due = redis.call('ZRANGEBYSCORE', KEYS[10], '-inf', nowMs(), 'LIMIT', 0, 64)
+  if #due == 0 then return 0 end
+  redis.call('ZREM', KEYS[10], unpack(due))
+  for _, lane in ipairs(due) do
+    if published >= n then
+      redis.call('ZADD', KEYS[10], 0, lane)
+    else
+      published = published + unhold(lane, n - published)
+    end
+  end
+  return published
+end
+-- freeAndUnhold gives back the places of the entries of lanes (a list of
+-- {ol, hl, fl}) and hands each place to the oldest member held for it:
+-- the flow lane's, then the host lane's, then the owner lane's.
+local function freeAndUnhold(freed)
+  for _, l in ipairs(freed) do
+    free(l[1], l[2], l[3])
+  end
+  for _, l in ipairs(freed) do
+    if l[3] then unhold(l[3], 1) end
+    if l[2] then unhold(l[2], 1) end
+    unhold(l[1], 1)
+  end
 end
 `)
 
@@ -389,8 +526,12 @@ func (c Caps) PerShard(n int) Caps {
 }
 
 func (k Keys) laneKeys() []string {
-	return []string{k.Due(), k.Ready(), k.Inflight(), k.Caps(), k.HeldLanes(), k.HeldPrefix(), k.Released()}
+	return []string{k.Due(), k.Ready(), k.Inflight(), k.Caps(), k.HeldLanes(), k.HeldPrefix(), k.Released(),
+		k.Flows(), k.FlowsHeld(), k.FlowWakes()}
 }
+
+// laneKeyCount is how many keys laneKeys gives: a script's own keys follow.
+const laneKeyCount = 10
 
 // heldScript counts the members held back in one shard.
 //
@@ -413,7 +554,7 @@ return n
 // when the stream holds more than ARGV[1] entries: a count of that many
 // entries would block Redis for too long.
 //
-// KEYS[1..7] as lanesLua
+// KEYS[1..10] as lanesLua
 // ARGV[1] most entries to count
 // Returns the number of entries counted, or -1 when there were too many
 var recountScript = redis.NewScript(lanesLua + `
@@ -428,12 +569,13 @@ for _, e in ipairs(redis.call('XRANGE', KEYS[2], '-', '+')) do
     local f = e[2]
     for j = 1, #f, 2 do
       if f[j] == 'm' then
-        local ol, hl = lanes(f[j + 1])
+        local ol, hl, fl = lanes(f[j + 1])
         if ol then
           counts[ol] = (counts[ol] or 0) + 1
           counts['*'] = (counts['*'] or 0) + 1
         end
         if hl then counts[hl] = (counts[hl] or 0) + 1 end
+        if fl then counts[fl] = (counts[fl] or 0) + 1 end
         break
       end
     end
@@ -446,6 +588,7 @@ redis.call('DEL', KEYS[3])
 for lane, c in pairs(counts) do redis.call('HSET', KEYS[3], lane, c) end
 forgetCounts()
 for _, lane in ipairs(redis.call('SMEMBERS', KEYS[5])) do sweepHeld({lane}, 1000) end
+for _, lane in ipairs(redis.call('SRANDMEMBER', KEYS[9], 1000)) do sweepHeld({lane}, 1000) end
 flushCounts()
 return n
 `)
@@ -557,18 +700,16 @@ func (r *Queue) InFlight(ctx context.Context, owner uuid.UUID) (inFlight, held i
 // another ran it again) and a recount do not count it again; an entry
 // already settled is left alone.
 //
-// KEYS[1..7] as lanesLua
+// KEYS[1..10] as lanesLua
 // ARGV the entries' ids
 // Returns the number of places given back
 var releaseScript = redis.NewScript(lanesLua + `
 local n = 0
 for i = 1, #ARGV do
-  local ol, hl = entryLanes(ARGV[i])
+  local ol, hl, fl = entryLanes(ARGV[i])
   if ol and redis.call('SADD', KEYS[7], ARGV[i]) == 1 then
     n = n + 1
-    free(ol, hl)
-    if hl then unhold(hl, 1) end
-    unhold(ol, 1)
+    freeAndUnhold({{ol, hl, fl}})
   end
 end
 flushCounts()

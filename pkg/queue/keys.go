@@ -139,6 +139,22 @@ func (k Keys) HeldPrefix() string { return k.key("held:") }
 // because the lane was at its cap: score = due time in unix ms, as in Due.
 func (k Keys) Held(lane string) string { return k.HeldPrefix() + lane }
 
+// Flows is the hash of flow keys' limits, per flow lane ("f:<lane id>", see
+// job.FlowLane): "<concurrency>|<rate count>|<rate period ms>|<paused 0 or
+// 1>", 0 for no limit. A flow lane's start log, the list of its last starts
+// in unix ms for its rate, is Flows() + ":log:" + lane.
+func (k Keys) Flows() string { return k.key("flows") }
+
+// FlowsHeld is the set of flow lanes that have members held back.
+func (k Keys) FlowsHeld() string { return k.key("flows-held") }
+
+// FlowWakes is the sorted set of flow lanes the publisher looks at again,
+// scored by when: a rate window that reopens, a limit raised, a resume.
+func (k Keys) FlowWakes() string { return k.key("flow-wakes") }
+
+// FlowLog is a flow lane's start log.
+func (k Keys) FlowLog(lane string) string { return k.Flows() + ":log:" + lane }
+
 // Workers is the sorted set of worker instances (home shard): member = name,
 // score = the unix ms of its last heartbeat; WorkerSlots holds each one's
 // slots. The scheduler derives the default caps from the live ones' total.

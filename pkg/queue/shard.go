@@ -108,7 +108,7 @@ func (q *Shard) alone() *Queue { return &Queue{rdb: q.rdb, shards: []*Shard{q}} 
 // it settles. It skips that look when a member it published made way (see
 // fair.go), which would only undo it.
 //
-// KEYS[1..6] as lanesLua
+// KEYS[1..10] as lanesLua
 // ARGV[1] most members to move
 // ARGV[2] now in unix ms, or "" to use Redis TIME (the one clock of due-ness)
 // ARGV[3] default cap per owner to record, or "" to keep the recorded one
@@ -119,7 +119,8 @@ func (q *Shard) alone() *Queue { return &Queue{rdb: q.rdb, shards: []*Shard{q}} 
 // ARGV[7] unread limit to record (Caps.Unread), or ""
 // ARGV[8] lead in ms: members due up to this long after now are published
 // too, for the workers to start at their due time; "" or 0 for none
-// Returns {popped, now_ms, next_due_ms or -1, published, held}
+// Returns {popped, now_ms, next_due_ms or -1, published, held, next flow
+// wake ms or -1}
 var publishScript = redis.NewScript(lanesLua + strings.ReplaceAll(strings.ReplaceAll(`
 local now
 if ARGV[2] ~= '' then
@@ -128,6 +129,7 @@ else
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+clock = now -- the flow lanes' clock too
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[4], '*o', ARGV[3]) end
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[4], '*h', ARGV[4]) end
 if ARGV[6] ~= '' then redis.call('HSET', KEYS[4], '*b', ARGV[6]) end
@@ -174,11 +176,16 @@ if not movedAside then
   local sweep = redis.call('SRANDMEMBER', KEYS[5], tonumber(ARGV[5]))
   if published < limit then published = published + sweepHeld(sweep, limit - published) end
 end
+-- Then the flow lanes whose rate window reopened or that were resumed.
+if published < limit then published = published + wakeFlows(limit - published) end
 flushCounts()
 local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local next_due = -1
 if #nxt > 0 then next_due = tonumber(nxt[2]) end
-return {n, now, next_due, published, held}
+local wake = redis.call('ZRANGE', KEYS[10], 0, 0, 'WITHSCORES')
+local next_wake = -1
+if #wake > 0 then next_wake = tonumber(wake[2]) end
+return {n, now, next_due, published, held, next_wake}
 `, "__BACKLOGMS__", strconv.Itoa(int(backlogAfter/time.Millisecond))), "__FRESHMS__", strconv.Itoa(int(freshWindow/time.Millisecond))))
 
 // A backlog is members due more than backlogAfter ago still in the due set;
@@ -202,6 +209,9 @@ type Published struct {
 	Sent, Held int
 	Now        time.Time // Redis's clock at the call
 	Next       time.Time // due time of the earliest member left, zero if none
+	// Wake is when the earliest flow lane held back by its rate may start
+	// again, or was asked to be looked at again; zero if none.
+	Wake time.Time
 }
 
 // Publish moves up to limit due members to the ready stream, holding back
@@ -226,6 +236,9 @@ func (q *Shard) PublishAhead(ctx context.Context, limit int, now time.Time, lead
 	p := Published{Moved: int(res[0]), Now: time.UnixMilli(res[1]).UTC(), Sent: int(res[3]), Held: int(res[4])}
 	if res[2] >= 0 {
 		p.Next = time.UnixMilli(res[2]).UTC()
+	}
+	if len(res) > 5 && res[5] >= 0 {
+		p.Wake = time.UnixMilli(res[5]).UTC()
 	}
 	return p, nil
 }
@@ -266,6 +279,9 @@ type Message struct {
 	ID         string
 	Occurrence job.Occurrence
 	DueAt      time.Time
+	// Throttled is how long the attempt waited behind its flow key's limits
+	// after DueAt before it was published: late by design, not lateness.
+	Throttled time.Duration
 	// Deliveries is how many times the group has handed the entry to a
 	// consumer, this time included: 1 when Read, more when Reclaimed (0 when
 	// it was acknowledged between the claim and the count), less the
@@ -293,6 +309,11 @@ func (q *Shard) decode(x redis.XMessage) Message {
 		return m
 	}
 	m.DueAt = time.UnixMilli(due).UTC()
+	if t, ok := x.Values["t"]; ok {
+		if ms, err := strconv.ParseInt(fmt.Sprint(t), 10, 64); err == nil && ms > 0 {
+			m.Throttled = time.Duration(ms) * time.Millisecond
+		}
+	}
 	return m
 }
 
@@ -525,7 +546,7 @@ func (q *Shard) GiveBack(ctx context.Context, consumer string, msgs []Message) (
 // An entry whose worker gave its place back when its attempt ended
 // (Release, noted in the released set) is only acknowledged and deleted.
 //
-// KEYS[1..7] as lanesLua; KEYS[8] leases set; KEYS[8+k] the run hash of
+// KEYS[1..10] as lanesLua; KEYS[11] leases set; KEYS[12+k] the run hash of
 // ended attempt k
 // ARGV[1] consumer group
 // ARGV[2] number of retries, r
@@ -547,7 +568,7 @@ local now = tonumber(ARGV[last + 2])
 local efirst = last + 3
 local doneKept, fenceTTL = ` + strconv.Itoa(int(DoneKept/time.Millisecond)) + `, ` + strconv.Itoa(int(FenceTTL/time.Millisecond)) + `
 for k = 0, e - 1 do
-  local key = KEYS[9 + k]
+  local key = KEYS[12 + k]
   local a = efirst + 4 * k
   local field, member, sched, mode = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   -- One read of the whole run hash (a few fields) instead of one per field.
@@ -568,7 +589,7 @@ for k = 0, e - 1 do
       h[field] = nil
       redis.call('HDEL', key, field)
     end
-    redis.call('ZREM', KEYS[8], member)
+    redis.call('ZREM', KEYS[11], member)
     if h['hold'] and string.match(h['hold'], '^([^|]*)|') == sched then redis.call('HDEL', key, 'hold') end
     if h['wait'] and string.match(h['wait'], '^([^|]*)|') == sched then redis.call('HDEL', key, 'wait') end
     local leased = false
@@ -594,8 +615,8 @@ for i = ids, #ARGV do
   -- A released entry (the common case) gave its place back already: its
   -- lanes need not be read.
   if redis.call('SREM', KEYS[7], ARGV[i]) == 0 then
-    local ol, hl, present = entryLanes(ARGV[i])
-    if ol and present then freed[#freed + 1] = {ol, hl} end
+    local ol, hl, fl, present = entryLanes(ARGV[i])
+    if ol and present then freed[#freed + 1] = {ol, hl, fl} end
   end
 end
 local deleted = 0
@@ -604,13 +625,7 @@ for i = ids, #ARGV, chunk do
   redis.call('XACK', KEYS[2], ARGV[1], unpack(ARGV, i, j))
   deleted = deleted + redis.call('XDEL', KEYS[2], unpack(ARGV, i, j))
 end
-for _, l in ipairs(freed) do
-  free(l[1], l[2])
-end
-for _, l in ipairs(freed) do
-  if l[2] then unhold(l[2], 1) end
-  unhold(l[1], 1)
-end
+freeAndUnhold(freed)
 flushCounts()
 return deleted
 `)
