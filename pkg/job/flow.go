@@ -24,6 +24,14 @@ type Flow struct {
 	Rate        *Rate  `json:"rate,omitempty"`
 }
 
+// KeyOrNone is f's key, "" for a nil f.
+func (f *Flow) KeyOrNone() string {
+	if f == nil {
+		return ""
+	}
+	return f.Key
+}
+
 // HasLimits reports whether f sets its key's limits.
 func (f *Flow) HasLimits() bool { return f != nil && (f.Concurrency > 0 || f.Rate != nil) }
 

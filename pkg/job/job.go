@@ -229,12 +229,7 @@ func (j *Job) Occurrence(at time.Time) Occurrence {
 }
 
 // FlowKey is the job's flow key, "" for none.
-func (j *Job) FlowKey() string {
-	if j.Flow == nil {
-		return ""
-	}
-	return j.Flow.Key
-}
+func (j *Job) FlowKey() string { return j.Flow.KeyOrNone() }
 
 // Run is one attempt of one occurrence of a job.
 type Run struct {
@@ -250,12 +245,16 @@ type Run struct {
 	StartedAt  time.Time
 	FinishedAt time.Time
 	LeaseUntil time.Time
-	Output     string
-	Error      string
+	// Throttled is how long the attempt waited behind its flow key's
+	// limits after DueAt: late by design, not counted in its lateness.
+	Throttled time.Duration
+	Output    string
+	Error     string
 }
 
-// Lateness is how long after its due time the attempt started.
-func (r *Run) Lateness() time.Duration { return r.StartedAt.Sub(r.DueAt) }
+// Lateness is how long after its due time the attempt started, less what
+// it waited behind its flow key's limits.
+func (r *Run) Lateness() time.Duration { return r.StartedAt.Sub(r.DueAt) - r.Throttled }
 
 // NewID returns a time-ordered UUIDv7, so ids sort by creation and index well.
 func NewID() uuid.UUID { return uuid.Must(uuid.NewV7()) }

@@ -341,6 +341,30 @@ var Fields = []*Field{
 	},
 	notifyField,
 	{
+		Name:       "flow",
+		Omittable:  true,
+		Schema:     `{"type": "object", "additionalProperties": false, "properties": {"key": {"type": "string", "minLength": 1, "maxLength": 200, "description": "Required. Your own name for the flow, such as ` + "`customer-42` or `sms-provider`: 1 to 200 characters without spaces, `/`, control characters or bidirectional formatting characters. Keys are yours alone: another user's key of the same name never limits your jobs." + `"}, "concurrency": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "At most this many attempts of the key's jobs in flight at once, across every worker."}, "rate": {"type": "string", "description": "At most this many starts of the key's jobs in any window of this length: ` + "`<count>/<period>`, such as `50/1s`, `10/s` or `1000/1h` (count 1 to 10,000, period 10ms to 24h)." + `"}}, "description": "The flow key the job's occurrences go through. An occurrence over its key's limits waits, in due order, and is never dropped or failed for it; the wait is recorded as ` + "`throttled_ms` on the run, apart from its lateness. The limits belong to the key: a job that gives them sets them for every job of the key, as `PUT /api/v1/flows/{key}` does; a job that names only the key runs under the key's. `{}` removes the job from its key." + `", "example": {"key": "customer-42", "concurrency": 3, "rate": "50/1s"}}`,
+		ViewSchema: `{"type": "object", "properties": {"key": {"type": "string"}, "concurrency": {"type": "integer"}, "rate": {"type": "string"}}, "description": "The job's flow key, and the limits it set for it when it gave any; absent when none."}`,
+		Default:    `{}`, Example: `{"key": "customer-42", "concurrency": 3, "rate": "50/1s"}`, Other: `{"key": "sms-provider", "rate": "10/1s"}`,
+		parse: func(raw json.RawMessage, _ *parser) (applier, error) {
+			f, err := parseFlow(raw)
+			if err != nil {
+				return nil, err
+			}
+			return func(j *job.Job, a *applyState) error {
+				moved := j.FlowKey() != f.KeyOrNone()
+				j.Flow = f
+				if moved {
+					return rerouted(j, a)
+				}
+				return nil
+			}, nil
+		},
+		show: func(j *job.Job, _ *ViewContext) (any, bool) { return j.Flow, j.Flow != nil },
+		Columns: []Column{jsonColumn("flow", func(j *job.Job) any { return &j.Flow },
+			func(j *job.Job) bool { return j.Flow != nil })},
+	},
+	{
 		Name:       "paused_reason",
 		Omittable:  true,
 		ViewSchema: `{"type": "string", "minLength": 1, "description": "Why tock paused the job itself (repeated permanent failures, or ` + "`owner disabled`" + `); absent otherwise."}`,
@@ -457,6 +481,13 @@ func setPriority(j *job.Job, n int, a *applyState) error {
 		return nil
 	}
 	j.Priority = n
+	return rerouted(j, a)
+}
+
+// rerouted makes an edit that changes what a job's members carry (its
+// priority, its flow key) a new generation: what Redis holds for the job
+// carries the old one.
+func rerouted(j *job.Job, a *applyState) error {
 	if a.mode == Create {
 		return nil
 	}

@@ -215,3 +215,50 @@ func ParseDelay(s string) (time.Duration, error) {
 func ValidatePayload(t job.Type, raw json.RawMessage, lim Limits) (json.RawMessage, error) {
 	return jobtype.Validate(t, raw, lim.MaxPayloadBytes, lim.Targets)
 }
+
+// parseFlow reads a job's flow: nil for {} or null.
+func parseFlow(raw json.RawMessage) (*job.Flow, error) {
+	type flowIn struct {
+		Key         string `json:"key"`
+		Concurrency int    `json:"concurrency"`
+		Rate        string `json:"rate"`
+	}
+	var in flowIn
+	if err := decodeValue("flow", raw, &in); err != nil {
+		return nil, err
+	}
+	if in == (flowIn{}) {
+		return nil, nil
+	}
+	if err := ValidFlowKey("flow.key", in.Key); err != nil {
+		return nil, err
+	}
+	f := &job.Flow{Key: in.Key}
+	if in.Concurrency != 0 {
+		if in.Concurrency < 1 || in.Concurrency > job.MaxFlowConcurrency {
+			return nil, invalid("flow.concurrency", "must be from 1 to %d", job.MaxFlowConcurrency)
+		}
+		f.Concurrency = in.Concurrency
+	}
+	if in.Rate != "" {
+		r, err := job.ParseRate(in.Rate)
+		if err != nil {
+			return nil, invalid("flow.rate", "%s", err.Error())
+		}
+		f.Rate = &r
+	}
+	return f, nil
+}
+
+// ValidFlowKey checks a flow key given as field: 1 to job.MaxFlowKeyLen
+// characters, no spaces, '/' (it names a path segment), control or
+// bidirectional formatting characters.
+func ValidFlowKey(field, k string) error {
+	if k == "" || utf8.RuneCountInString(k) > job.MaxFlowKeyLen || !utf8.ValidString(k) {
+		return invalid(field, "must be 1 to %d characters", job.MaxFlowKeyLen)
+	}
+	if !Showable(k) || strings.IndexFunc(k, func(r rune) bool { return unicode.IsSpace(r) || r == '/' }) >= 0 {
+		return invalid(field, "must not hold spaces, '/', control characters or bidirectional formatting characters")
+	}
+	return nil
+}

@@ -16,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -81,6 +82,16 @@ func AfterCommit(ctx context.Context) (context.Context, context.CancelFunc) {
 func (l *Jobs) Create(ctx context.Context, jobs []*job.Job, now time.Time, c store.Create) error {
 	horizon := now.Add(l.horizon)
 	var soon []*job.Job
+	flows := false
+	for _, j := range jobs {
+		if j.Flow != nil {
+			// Every job of a flow key lives in the key's shard.
+			if lane := job.FlowLane(j.Owner, j.Flow.Key); !l.queue.InFlowShard(j.ID, lane) {
+				j.ID = l.queue.NewJobID(lane)
+			}
+			flows = true
+		}
+	}
 	for _, j := range jobs {
 		if !j.Recurring() && j.RunAt.Before(horizon) {
 			j.DueAt = time.Time{} // stored claimed: enqueued below
@@ -92,6 +103,12 @@ func (l *Jobs) Create(ctx context.Context, jobs []*job.Job, now time.Time, c sto
 	}
 	if err := l.store.CreateJobs(ctx, jobs, c); err != nil {
 		return err
+	}
+	if flows && !l.setFlows(ctx, jobs) {
+		// Their limits are not in Redis yet: the loader, which writes them
+		// first, hands these jobs over instead.
+		l.releaseClaims(ctx, soon, nil)
+		return nil
 	}
 	if len(soon) > 0 {
 		l.enqueueClaimed(ctx, soon)
@@ -117,6 +134,15 @@ func (l *Jobs) enqueueClaimed(ctx context.Context, jobs []*job.Job) {
 	if err == nil {
 		return
 	}
+	l.releaseClaims(ctx, jobs, err)
+}
+
+// releaseClaims hands claimed one-off jobs that could not be put in Redis
+// (why: err, nil for their flow keys' limits) back to the loader.
+func (l *Jobs) releaseClaims(ctx context.Context, jobs []*job.Job, err error) {
+	if len(jobs) == 0 {
+		return
+	}
 	ids := make([]uuid.UUID, len(jobs))
 	for i, j := range jobs {
 		ids[i] = j.ID
@@ -127,6 +153,52 @@ func (l *Jobs) enqueueClaimed(ctx context.Context, jobs []*job.Job) {
 		return
 	}
 	l.log.Warn("enqueue_failed_claims_released", zap.Int("jobs", len(jobs)), zap.Error(err))
+}
+
+// setFlows writes the limits of the flow keys jobs name, as Postgres now
+// holds them, to Redis, so that the jobs meet them from their first
+// attempt. It reports whether that worked; the leader's next loader round
+// writes them anyway.
+func (l *Jobs) setFlows(ctx context.Context, jobs []*job.Job) bool {
+	ctx, cancel := AfterCommit(ctx)
+	defer cancel()
+	keys := map[uuid.UUID][]string{}
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		if j.Flow == nil {
+			continue
+		}
+		if lane := job.FlowLane(j.Owner, j.Flow.Key); !seen[lane] {
+			seen[lane] = true
+			keys[j.Owner] = append(keys[j.Owner], j.Flow.Key)
+		}
+	}
+	var limits []queue.FlowLimits
+	for owner, ks := range keys {
+		flows, err := l.store.FlowLimits(ctx, owner, ks)
+		if err != nil {
+			l.log.Warn("flow_limits_failed", zap.Error(err))
+			return false
+		}
+		limits = append(limits, FlowLimits(flows)...)
+	}
+	if err := l.queue.SetFlows(ctx, limits); err != nil {
+		l.log.Warn("flow_limits_failed", zap.Error(err))
+		return false
+	}
+	return true
+}
+
+// FlowLimits are flows as the queue's scripts read them.
+func FlowLimits(flows []*store.Flow) []queue.FlowLimits {
+	out := make([]queue.FlowLimits, len(flows))
+	for i, f := range flows {
+		out[i] = queue.FlowLimits{Lane: f.Lane(), Concurrency: f.Concurrency, Paused: f.Paused}
+		if f.Rate != nil {
+			out[i].Rate = *f.Rate
+		}
+	}
+	return out
 }
 
 // load hands a job's occurrences due within the horizon to Redis right away,
@@ -154,10 +226,23 @@ func (l *Jobs) load(ctx context.Context, id uuid.UUID, now time.Time) {
 func (l *Jobs) Edit(ctx context.Context, owner, id uuid.UUID, now time.Time, e store.Edit, u store.Update) (*job.Job, error) {
 	f := l.fencer(now)
 	u.Running, u.Fence = l.running, f.fence
-	before, after, err := l.store.UpdateJob(ctx, owner, id, now, e, u)
+	edit := func(j *job.Job, started bool) error {
+		if err := e(j, started); err != nil {
+			return err
+		}
+		if j.Flow != nil && !l.queue.InFlowShard(j.ID, job.FlowLane(j.Owner, j.Flow.Key)) {
+			return fmt.Errorf("%w: with %d Redis shards, flow key %q lives in another shard than this job; create a new job for it",
+				job.ErrConflict, len(l.queue.Shards()), j.Flow.Key)
+		}
+		return nil
+	}
+	before, after, err := l.store.UpdateJob(ctx, owner, id, now, edit, u)
 	if err != nil {
 		f.lift(ctx)
 		return nil, err
+	}
+	if after.Flow != nil && !reflect.DeepEqual(before.Flow, after.Flow) {
+		l.setFlows(ctx, []*job.Job{after})
 	}
 	if !before.Recurring() && before.Generation != after.Generation && !before.RunAt.IsZero() {
 		l.removeStale(ctx, before.Occurrence(before.RunAt))

@@ -294,6 +294,10 @@ type Message struct {
 	Raw map[string]any
 }
 
+// Released is when the attempt was free to start: its due time, plus what
+// it waited behind its flow key's limits. Its lateness is measured from it.
+func (m Message) Released() time.Time { return m.DueAt.Add(m.Throttled) }
+
 func (q *Shard) decode(x redis.XMessage) Message {
 	m := Message{Shard: q.keys.Shard, ID: x.ID, Raw: x.Values}
 	member, _ := x.Values["m"].(string)

@@ -81,7 +81,8 @@ func (s *Store) PurgeDeadLetters(ctx context.Context, owner uuid.UUID, ids []uui
 // getDeadLetterSQL reads one dead letter of owner $2 (any owner's for
 // AnyOwner) by its run id $1, with its job's name and type.
 const getDeadLetterSQL = `SELECT w.job_id, w.scheduled_for, w.attempt, w.status, w.id, w.owner_id, w.due_at, w.started_at,
-       w.lease_until, w.finished_at, coalesce(w.output, ''), coalesce(w.error, ''), coalesce(j.name, ''), coalesce(j.type, '')
+       w.lease_until, w.finished_at, coalesce(w.output, ''), coalesce(w.error, ''), coalesce(j.name, ''), coalesce(j.type, ''),
+       coalesce(w.throttled_ms, 0)
 FROM job_runs w
 LEFT JOIN LATERAL (SELECT name, type FROM jobs WHERE id = w.job_id) j ON true
 WHERE w.id = $1 AND w.status = 'permanently_failed'

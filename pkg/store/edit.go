@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/google/uuid"
@@ -34,6 +35,9 @@ type Update struct {
 	// Fence fences the job at its new generation before an edit that moves
 	// it to one commits (see Fencer); nil fences nothing.
 	Fence Fencer
+	// MaxFlowKeys bounds the flow keys the owner may hold, as
+	// Create.MaxFlowKeys does, when the edit names a new one.
+	MaxFlowKeys int
 }
 
 // UpdateJob applies edit to a job of owner and writes it back in one
@@ -90,6 +94,11 @@ func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 			}
 			if err := replaceLabels(ctx, tx, b, after); err != nil {
 				return err
+			}
+			if after.Flow != nil && !reflect.DeepEqual(b.Flow, after.Flow) {
+				if err := claimFlows(ctx, tx, []*job.Job{after}, now, u.MaxFlowKeys); err != nil {
+					return err
+				}
 			}
 			before = b
 			return record(ctx, tx, u.Audit, now, TargetJob, id, jobspec.Changed(b, after))

@@ -76,7 +76,7 @@ func (s *Store) FinishRunsPlan(ctx context.Context, results []Result, now time.T
 		// A utility statement takes no bound parameters: the arguments of
 		// EXECUTE are written into its text, as Postgres prints them.
 		types := []string{"uuid[]", "timestamptz[]", "smallint[]", "text[]", "timestamptz[]", "text[]", "text[]",
-			"uuid[]", "uuid[]", "timestamptz[]", "timestamptz[]", "timestamptz"}
+			"uuid[]", "uuid[]", "timestamptz[]", "timestamptz[]", "timestamptz", "integer[]"}
 		lits := make([]string, len(args))
 		for i, a := range args {
 			if err := tx.QueryRow(ctx, "SELECT quote_literal($1::"+types[i]+"::text)", a).Scan(&lits[i]); err != nil {

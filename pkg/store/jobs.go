@@ -144,6 +144,9 @@ type Create struct {
 	// them at once should that dashboard die in between (OrphanedClaims).
 	// Zero records nothing.
 	ClaimedBy int32
+	// MaxFlowKeys bounds the flow keys an owner may hold (claimFlows); 0
+	// for no bound.
+	MaxFlowKeys int
 }
 
 // QuotaError refuses jobs that would take their owner past Create.MaxActive.
@@ -194,6 +197,9 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 			}
 		}
 		if err := claimKeys(ctx, tx, jobs); err != nil {
+			return err
+		}
+		if err := claimFlows(ctx, tx, jobs, jobs[0].CreatedAt, c.MaxFlowKeys); err != nil {
 			return err
 		}
 		for _, j := range jobs {

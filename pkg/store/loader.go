@@ -33,14 +33,14 @@ func WindowHours(since, until time.Time) []int16 {
 // claimDueSQL locks the earliest unclaimed due jobs of the window. It filters
 // on due_hour = ANY($1), so Postgres prunes to the window's hour partitions
 // (TestClaimDue/PrunesToWindowPartitions shows the plan).
-const claimDueSQL = `SELECT id, due_hour, due_at, owner_id, priority, generation, occurrences, schedule, per_hour, ` + targetURLSQL + ` FROM jobs
+const claimDueSQL = `SELECT id, due_hour, due_at, owner_id, priority, generation, occurrences, schedule, per_hour, ` + routeSQL + ` FROM jobs
 WHERE due_hour = ANY($1) AND due_at >= $2 AND due_at < $3 AND status = 'scheduled'
 ORDER BY due_at
 LIMIT $4
 FOR UPDATE SKIP LOCKED`
 
 // claimJobSQL locks one job for loading right away (after a create or edit).
-const claimJobSQL = `SELECT id, due_hour, due_at, owner_id, priority, generation, occurrences, schedule, per_hour, ` + targetURLSQL + ` FROM jobs
+const claimJobSQL = `SELECT id, due_hour, due_at, owner_id, priority, generation, occurrences, schedule, per_hour, ` + routeSQL + ` FROM jobs
 WHERE id = $1 AND due_at < $2 AND status = 'scheduled'
 FOR UPDATE`
 
@@ -63,6 +63,20 @@ ON CONFLICT (job_id, scheduled_for, attempt) DO NOTHING`
 // targetURLSQL reads the user-given URL of a job's payload in SQL, as
 // job.TargetURL does in Go: "url" (webhook, ping) or "webhook_url" (slack).
 const targetURLSQL = `coalesce(payload->>'url', payload->>'webhook_url')`
+
+// routeSQL reads what routes a job's occurrences through fair dispatch
+// besides its owner: its target URL (targetURLSQL) and its flow key.
+const routeSQL = targetURLSQL + `, flow->>'key'`
+
+// routed routes o, whose Owner is set, by a target URL and a flow key read
+// with routeSQL.
+func routed(o job.Occurrence, target, flow *string) job.Occurrence {
+	o.Target = targetKey(target)
+	if flow != nil {
+		o = o.Through(*flow)
+	}
+	return o
+}
 
 // targetKey is job.TargetKey of a URL read with targetURLSQL.
 func targetKey(url *string) string {
@@ -132,6 +146,7 @@ type claimRow struct {
 	schedule    []byte
 	perHour     *int32
 	target      *string
+	flow        *string
 }
 
 // ClaimDue claims up to w.Limit jobs due in the window and passes their
@@ -203,7 +218,7 @@ func (s *Store) plan(ctx context.Context, tx pgx.Tx, rows pgx.Rows, w Window,
 	enqueue func(context.Context, []job.Occurrence) error) (Claimed, error) {
 	claimed, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (claimRow, error) {
 		var c claimRow
-		err := r.Scan(&c.id, &c.hour, &c.dueAt, &c.owner, &c.priority, &c.generation, &c.occurrences, &c.schedule, &c.perHour, &c.target)
+		err := r.Scan(&c.id, &c.hour, &c.dueAt, &c.owner, &c.priority, &c.generation, &c.occurrences, &c.schedule, &c.perHour, &c.target, &c.flow)
 		c.dueAt = c.dueAt.UTC()
 		return c, err
 	})
@@ -220,8 +235,8 @@ func (s *Store) plan(ctx context.Context, tx pgx.Tx, rows pgx.Rows, w Window,
 	out := Claimed{Jobs: n}
 	roundEnd := time.Now().Add(roundTime)
 	for _, c := range claimed {
-		base := job.Occurrence{JobID: c.id, Attempt: 1, Priority: int(c.priority), Generation: int(c.generation),
-			Owner: c.owner, Target: targetKey(c.target)}
+		base := routed(job.Occurrence{JobID: c.id, Attempt: 1, Priority: int(c.priority), Generation: int(c.generation),
+			Owner: c.owner}, c.target, c.flow)
 		if len(c.schedule) == 0 {
 			ids, oldHours, newHours = append(ids, c.id), append(oldHours, c.hour), append(newHours, -1)
 			dues, lasts, counts, rates = append(dues, nil), append(lasts, nil), append(counts, c.occurrences+1), append(rates, nil)

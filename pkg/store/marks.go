@@ -37,7 +37,7 @@ func (s *Store) ProcessNumber(ctx context.Context) (int32, error) {
 // started, after the cursor ($2, $3) in (run_at, id) order. It walks
 // jobs_idle_claimed, which holds only the scheduled jobs of jobs_idle: what
 // is claimed and not yet run.
-const orphanedClaimsSQL = `SELECT j.id, j.run_at, 1, j.priority, j.generation, j.owner_id, ` + targetURLSQL + ` FROM jobs_idle j
+const orphanedClaimsSQL = `SELECT j.id, j.run_at, 1, j.priority, j.generation, j.owner_id, ` + routeSQL + ` FROM jobs_idle j
 WHERE j.status = 'scheduled' AND j.run_at IS NOT NULL AND (j.run_at, j.id) > ($2, $3) AND j.claimed_by = ANY($1)
   AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = j.id AND r.scheduled_for = j.run_at)
 ORDER BY j.run_at, j.id

@@ -14,7 +14,7 @@ import (
 
 // claimedOneOffsSQL pages through claimed one-off jobs whose first attempt never
 // started, in (run_at, id) order, whatever their due time.
-const claimedOneOffsSQL = `SELECT j.id, j.run_at, 1, j.priority, j.generation, j.owner_id, ` + targetURLSQL + ` FROM jobs_idle j
+const claimedOneOffsSQL = `SELECT j.id, j.run_at, 1, j.priority, j.generation, j.owner_id, ` + routeSQL + ` FROM jobs_idle j
 WHERE j.status = 'scheduled' AND j.run_at IS NOT NULL AND j.run_at < $1 AND (j.run_at, j.id) > ($2, $3)
   AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = j.id AND r.scheduled_for = j.run_at)
 ORDER BY j.run_at, j.id
@@ -34,7 +34,7 @@ func (s *Store) ClaimedNotStarted(ctx context.Context, before time.Time, after j
 
 // lostRetriesSQL finds failed attempts whose next attempt has no row: the retry
 // lives only in Redis until it starts, so a Redis that lost its data lost it.
-const lostRetriesSQL = `SELECT r.job_id, r.scheduled_for, r.attempt + 1, j.priority, j.generation, j.owner_id, ` + targetURLSQL + `
+const lostRetriesSQL = `SELECT r.job_id, r.scheduled_for, r.attempt + 1, j.priority, j.generation, j.owner_id, ` + routeSQL + `
 FROM job_runs r JOIN jobs j ON j.id = r.job_id
 WHERE r.status = 'failed' AND j.status = 'scheduled'
   AND NOT EXISTS (SELECT 1 FROM job_runs n

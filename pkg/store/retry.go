@@ -12,7 +12,7 @@ import (
 )
 
 const (
-	lockJobForRetrySQL = `SELECT status, generation, priority, schedule IS NOT NULL, owner_id, ` + targetURLSQL + ` FROM jobs
+	lockJobForRetrySQL = `SELECT status, generation, priority, schedule IS NOT NULL, owner_id, ` + routeSQL + ` FROM jobs
 WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2) FOR UPDATE`
 	// latestRunSQL finds the occurrence to retry: the one given, or else the
 	// latest that ended permanently_failed.
@@ -47,12 +47,13 @@ func (s *Store) RetryOccurrence(ctx context.Context, owner, id uuid.UUID, schedu
 			status    job.Status
 			recurring bool
 			target    *string
+			flow      *string
 		)
 		occ = job.Occurrence{JobID: id}
-		if err := tx.QueryRow(ctx, lockJobForRetrySQL, id, owner).Scan(&status, &occ.Generation, &occ.Priority, &recurring, &occ.Owner, &target); err != nil {
+		if err := tx.QueryRow(ctx, lockJobForRetrySQL, id, owner).Scan(&status, &occ.Generation, &occ.Priority, &recurring, &occ.Owner, &target, &flow); err != nil {
 			return translate(err)
 		}
-		occ.Target = targetKey(target)
+		occ = routed(occ, target, flow)
 		switch {
 		case recurring && status != job.StatusScheduled:
 			return fmt.Errorf("%w: a %s recurring job cannot run; resume it first", job.ErrConflict, status)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -49,8 +50,11 @@ type Result struct {
 	// DueAt is when the attempt was due, StartedAt when it started (its
 	// lateness is the difference), FinishedAt when it ended.
 	DueAt, StartedAt, FinishedAt time.Time
-	Output                       string
-	Error                        string
+	// Throttled is how long the attempt waited behind its flow key's limits
+	// after DueAt: late by design, kept apart from its lateness.
+	Throttled time.Duration
+	Output    string
+	Error     string
 	// TrimHistory asks to keep only the job's newest job.KeptSuccesses
 	// completed runs (job.HistoryFailures): older ones are deleted as this
 	// outcome is recorded.
@@ -83,17 +87,17 @@ type Result struct {
 // reads it again.
 const finishRunsSQL = `WITH res AS (
     SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::smallint[], $4::run_status[], $5::timestamptz[], $6::text[],
-                         $7::text[], $8::uuid[], $9::uuid[], $10::timestamptz[], $11::timestamptz[])
-        AS r(job_id, scheduled_for, attempt, status, finished_at, output, error, id, owner_id, due_at, started_at)
+                         $7::text[], $8::uuid[], $9::uuid[], $10::timestamptz[], $11::timestamptz[], $13::integer[])
+        AS r(job_id, scheduled_for, attempt, status, finished_at, output, error, id, owner_id, due_at, started_at, throttled_ms)
 ), done AS (
     INSERT INTO job_runs AS jr (job_id, scheduled_for, attempt, status, id, owner_id, due_at, started_at, lease_until,
-                                finished_at, output, error)
+                                finished_at, output, error, throttled_ms)
     SELECT job_id, scheduled_for, attempt, status, id, owner_id, due_at, started_at, finished_at,
-           finished_at, nullif(output, ''), nullif(error, '')
+           finished_at, nullif(output, ''), nullif(error, ''), nullif(throttled_ms, 0)
     FROM res
     ON CONFLICT (job_id, scheduled_for, attempt) DO UPDATE SET status = EXCLUDED.status, id = EXCLUDED.id,
         started_at = EXCLUDED.started_at, lease_until = EXCLUDED.lease_until, finished_at = EXCLUDED.finished_at,
-        output = EXCLUDED.output, error = EXCLUDED.error
+        output = EXCLUDED.output, error = EXCLUDED.error, throttled_ms = EXCLUDED.throttled_ms
     WHERE jr.status = 'running'
     RETURNING jr.job_id, jr.scheduled_for, jr.status
 ), ending AS (
@@ -191,8 +195,9 @@ func finishArgs(results []Result, now time.Time) (args []any, trim []uuid.UUID, 
 	jobIDs, sched, attempts := make([]uuid.UUID, n), make([]time.Time, n), make([]int16, n)
 	statuses, finished, outputs, errs := make([]string, n), make([]time.Time, n), make([]string, n), make([]string, n)
 	ids, owners := make([]uuid.UUID, n), make([]uuid.UUID, n)
-	dues, started := make([]time.Time, n), make([]time.Time, n)
+	dues, started, throttled := make([]time.Time, n), make([]time.Time, n), make([]int32, n)
 	for i, r := range results {
+		throttled[i] = int32(min(r.Throttled.Milliseconds(), math.MaxInt32))
 		jobIDs[i], sched[i], attempts[i] = r.Occurrence.JobID, r.Occurrence.ScheduledFor, int16(r.Occurrence.Attempt)
 		statuses[i], finished[i], outputs[i], errs[i] = string(r.Status), r.FinishedAt, storable(r.Output), storable(r.Error)
 		ids[i], owners[i] = r.ID, r.Owner
@@ -207,7 +212,7 @@ func finishArgs(results []Result, now time.Time) (args []any, trim []uuid.UUID, 
 			ending++
 		}
 	}
-	return []any{jobIDs, sched, attempts, statuses, finished, outputs, errs, ids, owners, dues, started, now}, trim, ending
+	return []any{jobIDs, sched, attempts, statuses, finished, outputs, errs, ids, owners, dues, started, now, throttled}, trim, ending
 }
 
 // endsJob says whether r's outcome should end its job: the occurrence
@@ -332,7 +337,7 @@ type RunCursor struct {
 }
 
 const listRunsSQL = `SELECT job_id, scheduled_for, attempt, status, id, owner_id, due_at, started_at, lease_until,
-       finished_at, coalesce(output, ''), coalesce(error, '')
+       finished_at, coalesce(output, ''), coalesce(error, ''), coalesce(throttled_ms, 0)
 FROM job_runs
 WHERE job_id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2)
   AND ($3::timestamptz IS NULL OR (scheduled_for, attempt) < ($3, $4))
@@ -354,9 +359,10 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]job.Run, error) {
 		var run job.Run
 		var a int16
 		var finished *time.Time
+		var throttled int32
 		err := r.Scan(&run.JobID, &run.ScheduledFor, &a, &run.Status, &run.ID, &run.Owner, &run.DueAt,
-			&run.StartedAt, &run.LeaseUntil, &finished, &run.Output, &run.Error)
-		run.Attempt = int(a)
+			&run.StartedAt, &run.LeaseUntil, &finished, &run.Output, &run.Error, &throttled)
+		run.Attempt, run.Throttled = int(a), time.Duration(throttled)*time.Millisecond
 		run.ScheduledFor, run.DueAt, run.StartedAt, run.LeaseUntil = run.ScheduledFor.UTC(), run.DueAt.UTC(), run.StartedAt.UTC(), run.LeaseUntil.UTC()
 		if finished != nil {
 			run.FinishedAt = finished.UTC()

@@ -81,7 +81,7 @@ const (
 )
 
 const (
-	runSearchColumns = `job_id, scheduled_for, attempt, status, id, owner_id, due_at, started_at, lease_until, finished_at, output, error, dead_letter`
+	runSearchColumns = `job_id, scheduled_for, attempt, status, id, owner_id, due_at, started_at, lease_until, finished_at, output, error, dead_letter, throttled_ms`
 	// deadLetterSQL is true of a run w that is a dead letter, given that it
 	// is permanently_failed: not replayed or purged, and no later attempt of
 	// its occurrence (one retried before dead_letter was recorded).
@@ -157,7 +157,8 @@ func searchRunsSQL(w runWalk, st job.RunStatus) string {
 		walk, status = runWalkSQL(w, "", "$7"), `w.status = '`+string(st)+`' AND `
 	}
 	return `SELECT p.job_id, p.scheduled_for, p.attempt, p.status, p.id, p.owner_id, p.due_at, p.started_at, p.lease_until,
-       p.finished_at, coalesce(p.output, ''), coalesce(p.error, ''), coalesce(j.name, ''), coalesce(j.type, '')
+       p.finished_at, coalesce(p.output, ''), coalesce(p.error, ''), coalesce(j.name, ''), coalesce(j.type, ''),
+       coalesce(p.throttled_ms, 0)
 FROM (
     SELECT w.* FROM (` + walk + `) w
     WHERE ` + status + `($8 = '' OR strpos(lower(w.error), lower($8)) > 0)
@@ -353,9 +354,10 @@ func scanFoundRun(r pgx.CollectableRow) (FoundRun, error) {
 	var run FoundRun
 	var a int16
 	var finished *time.Time
+	var throttled int32
 	err := r.Scan(&run.JobID, &run.ScheduledFor, &a, &run.Status, &run.ID, &run.Owner, &run.DueAt,
-		&run.StartedAt, &run.LeaseUntil, &finished, &run.Output, &run.Error, &run.JobName, &run.JobType)
-	run.Attempt = int(a)
+		&run.StartedAt, &run.LeaseUntil, &finished, &run.Output, &run.Error, &run.JobName, &run.JobType, &throttled)
+	run.Attempt, run.Throttled = int(a), time.Duration(throttled)*time.Millisecond
 	run.ScheduledFor, run.DueAt, run.StartedAt, run.LeaseUntil = run.ScheduledFor.UTC(), run.DueAt.UTC(), run.StartedAt.UTC(), run.LeaseUntil.UTC()
 	if finished != nil {
 		run.FinishedAt = finished.UTC()

@@ -210,7 +210,7 @@ func (s *Store) Warm(ctx context.Context, n int) error {
 		_, err = tx.Exec(ctx, fetchSQL, []string{}, []time.Time{}, []int16{}, time.Now())
 		if err == nil {
 			_, err = tx.Exec(ctx, finishRunsSQL, []string{}, []time.Time{}, []int16{}, []string{}, []time.Time{}, []string{}, []string{},
-				[]string{}, []string{}, []time.Time{}, []time.Time{}, time.Now())
+				[]string{}, []string{}, []time.Time{}, []time.Time{}, time.Now(), []int32{})
 		}
 		_ = tx.Rollback(ctx)
 		if err != nil {

@@ -62,8 +62,8 @@ GROUP BY 1, 2 ORDER BY 1, 2`
 // latenessSQL is the median and 99th percentile lateness of the attempts
 // started in [$1 - 1 hour, $1), per minute.
 const latenessSQL = `SELECT date_trunc('minute', started_at) AS minute,
-       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - due_at) * 1000),
-       percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - due_at) * 1000),
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - due_at - coalesce(throttled_ms, 0) * interval '1 millisecond') * 1000),
+       percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - due_at - coalesce(throttled_ms, 0) * interval '1 millisecond') * 1000),
        count(*)
 FROM job_runs
 WHERE started_at >= $1::timestamptz - interval '1 hour' AND started_at < $1 AND scheduled_for >= $2

@@ -353,6 +353,54 @@ type FieldChange struct {
 	Old json.RawMessage `json:"old"`
 }
 
+// Flow is the API's Flow schema.
+type Flow struct {
+	// At most this many attempts in flight at once; absent for no limit.
+	Concurrency int       `json:"concurrency,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+
+	// Attempts of the key in flight now: running, or handed to a worker to
+	// start.
+	InFlight int64 `json:"in_flight"`
+
+	// The flow key.
+	Key string `json:"key"`
+
+	// Whether the key holds back everything that comes due.
+	Paused bool `json:"paused"`
+
+	// At most this many starts in any window of this length,
+	// `<count>/<period>`; absent for no limit.
+	Rate      string    `json:"rate,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+
+	// Due occurrences of the key held back by its limits or its pause.
+	Waiting int64 `json:"waiting"`
+}
+
+// FlowList is the API's FlowList schema.
+type FlowList struct {
+	Flows []Flow `json:"flows"`
+
+	// Pass as `cursor` for the next page; empty on the last.
+	NextCursor string `json:"next_cursor"`
+}
+
+// FlowRequest is the API's FlowRequest schema.
+type FlowRequest struct {
+	// At most this many attempts in flight at once, across every worker;
+	// absent for no limit.
+	Concurrency int `json:"concurrency,omitempty"`
+
+	// Hold back everything that comes due; false by default.
+	Paused bool `json:"paused,omitempty"`
+
+	// At most this many starts in any window of this length:
+	// `<count>/<period>`, such as `50/1s`, `10/s` or `1000/1h` (count 1 to
+	// 10,000, period 10ms to 24h); absent or empty for no limit.
+	Rate string `json:"rate,omitempty"`
+}
+
 // ItemError is the schema of the items of BatchInvalid.errors.
 type ItemError struct {
 	// The offending field within that job, when there is one.
@@ -373,6 +421,10 @@ type Job struct {
 	// How late an attempt may start before it is recorded `expired` instead
 	// (Go duration text, such as `15m0s`); absent when it never expires.
 	ExpiresAfter string `json:"expires_after,omitempty"`
+
+	// The job's flow key, and the limits it set for it when it gave any;
+	// absent when none.
+	Flow *JobFlow `json:"flow,omitempty"`
 
 	// Which runs are kept. One of `all` or `failures`.
 	History string `json:"history"`
@@ -451,6 +503,14 @@ type JobCounts struct {
 	Total  int64            `json:"total"`
 }
 
+// JobFlow is the schema of Job.flow. The job's flow key, and the limits it
+// set for it when it gave any; absent when none.
+type JobFlow struct {
+	Concurrency int    `json:"concurrency,omitempty"`
+	Key         string `json:"key,omitempty"`
+	Rate        string `json:"rate,omitempty"`
+}
+
 // JobList is the API's JobList schema. One page of jobs, newest first.
 type JobList struct {
 	Jobs []Job `json:"jobs"`
@@ -480,6 +540,15 @@ type JobPatch struct {
 	// delay such as `90s`, `15m` or `2h`, from `1s` to 366 days. Absent, or
 	// `""`: never expires.
 	ExpiresAfter *string `json:"expires_after,omitempty"`
+
+	// The flow key the job's occurrences go through. An occurrence over its
+	// key's limits waits, in due order, and is never dropped or failed for
+	// it; the wait is recorded as `throttled_ms` on the run, apart from its
+	// lateness. The limits belong to the key: a job that gives them sets them
+	// for every job of the key, as `PUT /api/v1/flows/{key}` does; a job that
+	// names only the key runs under the key's. `{}` removes the job from its
+	// key.
+	Flow *JobPatchFlow `json:"flow,omitempty"`
 
 	// Which runs are kept. `all` (default) keeps every run for the retention
 	// period; `failures` keeps the runs that did not complete, and only the
@@ -553,6 +622,30 @@ type JobPatch struct {
 	Timezone *string `json:"timezone,omitempty"`
 }
 
+// JobPatchFlow is the schema of JobPatch.flow. The flow key the job's
+// occurrences go through. An occurrence over its key's limits waits, in due
+// order, and is never dropped or failed for it; the wait is recorded as
+// `throttled_ms` on the run, apart from its lateness. The limits belong to
+// the key: a job that gives them sets them for every job of the key, as `PUT
+// /api/v1/flows/{key}` does; a job that names only the key runs under the
+// key's. `{}` removes the job from its key.
+type JobPatchFlow struct {
+	// At most this many attempts of the key's jobs in flight at once, across
+	// every worker.
+	Concurrency int `json:"concurrency,omitempty"`
+
+	// Required. Your own name for the flow, such as `customer-42` or
+	// `sms-provider`: 1 to 200 characters without spaces, `/`, control
+	// characters or bidirectional formatting characters. Keys are yours
+	// alone: another user's key of the same name never limits your jobs.
+	Key string `json:"key,omitempty"`
+
+	// At most this many starts of the key's jobs in any window of this
+	// length: `<count>/<period>`, such as `50/1s`, `10/s` or `1000/1h` (count
+	// 1 to 10,000, period 10ms to 24h).
+	Rate string `json:"rate,omitempty"`
+}
+
 // JobSpec is the API's JobSpec schema. A new job, its properties from the job
 // fields' one definition (jobspec.Fields). Give exactly one of `run_at`,
 // `delay`, `run_on` (with `timezone`) or `schedule`. A field given empty
@@ -572,6 +665,15 @@ type JobSpec struct {
 	// delay such as `90s`, `15m` or `2h`, from `1s` to 366 days. Absent, or
 	// `""`: never expires.
 	ExpiresAfter string `json:"expires_after,omitempty"`
+
+	// The flow key the job's occurrences go through. An occurrence over its
+	// key's limits waits, in due order, and is never dropped or failed for
+	// it; the wait is recorded as `throttled_ms` on the run, apart from its
+	// lateness. The limits belong to the key: a job that gives them sets them
+	// for every job of the key, as `PUT /api/v1/flows/{key}` does; a job that
+	// names only the key runs under the key's. `{}` removes the job from its
+	// key.
+	Flow *JobSpecFlow `json:"flow,omitempty"`
 
 	// Which runs are kept. `all` (default) keeps every run for the retention
 	// period; `failures` keeps the runs that did not complete, and only the
@@ -658,6 +760,30 @@ type JobSpec struct {
 	// it. One of `webhook`, `ping`, `slack`, `email`, `nats`, `amqp` or
 	// `sqs`.
 	Type string `json:"type"`
+}
+
+// JobSpecFlow is the schema of JobSpec.flow. The flow key the job's
+// occurrences go through. An occurrence over its key's limits waits, in due
+// order, and is never dropped or failed for it; the wait is recorded as
+// `throttled_ms` on the run, apart from its lateness. The limits belong to
+// the key: a job that gives them sets them for every job of the key, as `PUT
+// /api/v1/flows/{key}` does; a job that names only the key runs under the
+// key's. `{}` removes the job from its key.
+type JobSpecFlow struct {
+	// At most this many attempts of the key's jobs in flight at once, across
+	// every worker.
+	Concurrency int `json:"concurrency,omitempty"`
+
+	// Required. Your own name for the flow, such as `customer-42` or
+	// `sms-provider`: 1 to 200 characters without spaces, `/`, control
+	// characters or bidirectional formatting characters. Keys are yours
+	// alone: another user's key of the same name never limits your jobs.
+	Key string `json:"key,omitempty"`
+
+	// At most this many starts of the key's jobs in any window of this
+	// length: `<count>/<period>`, such as `50/1s`, `10/s` or `1000/1h` (count
+	// 1 to 10,000, period 10ms to 24h).
+	Rate string `json:"rate,omitempty"`
 }
 
 // JobType is the API's JobType schema. A job type, with an example payload.
@@ -962,7 +1088,8 @@ type Run struct {
 	// The type of the job it belongs to (see GET /api/v1/job-types).
 	JobType string `json:"job_type"`
 
-	// Milliseconds between when the attempt was due and when it started.
+	// Milliseconds between when the attempt was due and when it started, less
+	// `throttled_ms`.
 	LatenessMS int64 `json:"lateness_ms"`
 
 	// What the target answered: status code, latency and the first 4 KiB.
@@ -980,6 +1107,11 @@ type Run struct {
 	// `error`). One of `running`, `completed`, `failed`,
 	// `permanently_failed`, `skipped`, `aborted` or `expired`.
 	Status string `json:"status"`
+
+	// Milliseconds the attempt waited behind its flow key's limits or pause
+	// after it was due: late by design, and not counted in `lateness_ms`.
+	// Absent when it did not wait.
+	ThrottledMS int64 `json:"throttled_ms,omitempty"`
 }
 
 // RunList is the API's RunList schema. One page of runs, newest occurrence

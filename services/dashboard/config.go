@@ -66,6 +66,7 @@ func readConfig(e *config.Env) (Config, error) {
 			AuthFailuresPerMinute: e.Int("TOCK_LIMIT_AUTH_FAILURES_PER_MINUTE", api.DefaultQuotas.AuthFailuresPerMinute, 0, 10_000_000),
 			AuthFailureBurst:      e.Int("TOCK_LIMIT_AUTH_FAILURE_BURST", api.DefaultQuotas.AuthFailureBurst, 0, 10_000_000),
 			MaxKeys:               e.Int("TOCK_LIMIT_MAX_KEYS", api.DefaultQuotas.MaxKeys, 0, 1_000_000),
+			MaxFlowKeys:           e.Int("TOCK_LIMIT_MAX_FLOW_KEYS", api.DefaultQuotas.MaxFlowKeys, 0, 100_000_000),
 			OnRedisDown:           e.String("TOCK_LIMITS_ON_REDIS_DOWN", rate.Allow),
 		},
 	}

@@ -40,6 +40,9 @@ type Leader struct {
 	// wrote: every shard's marker must hold at least as much, or Redis lost
 	// writes that Postgres committed.
 	mark int64
+	// flowsSynced is when the last flow sync (syncFlows) began; zero
+	// syncs every flow.
+	flowsSynced time.Time
 	// leading is true while this instance holds the loader lock.
 	leading atomic.Bool
 	// stepped is raised when leadership is gained or lost and after each
@@ -85,6 +88,7 @@ func (l *Leader) lead(parent context.Context, lock *redislock.Lock) {
 		return
 	}
 	l.log.Info("leadership_gained")
+	l.flowsSynced = time.Time{} // another leader may have missed a change: all of them
 	l.leading.Store(true)
 	l.stepped.Signal()
 	defer func() {

@@ -29,6 +29,9 @@ func (l *Leader) load(ctx context.Context) {
 	if intact, err := l.queue.Intact(ctx, l.mark); err == nil && !intact {
 		l.rebuild(ctx, start)
 	}
+	// Flow keys' limits first: what this round claims may be published at
+	// once, and must meet its key's limits there.
+	l.syncFlows(ctx)
 	var r round
 	for ctx.Err() == nil {
 		c, err := l.store.ClaimDue(ctx, store.Window{Since: l.watermark, Until: until, Limit: l.cfg.LoadBatch,

@@ -130,6 +130,11 @@ func (l *Leader) requeueMissing(ctx context.Context, occs []job.Occurrence) (int
 func (l *Leader) rebuild(ctx context.Context, now time.Time) {
 	l.log.Info("redis_marker_missing_rebuilding")
 	start := l.clock()
+	// The flow keys' limits went with the data: all of them first.
+	l.flowsSynced = time.Time{}
+	if !l.syncFlows(ctx) {
+		return
+	}
 	// Read first: this leader makes no claim until the rebuild is done, so
 	// what it rebuilds covers every claim up to this mark.
 	mark, err := l.store.LoadMark(ctx)

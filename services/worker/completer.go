@@ -192,7 +192,7 @@ func (c *completer) flush(ctx context.Context, batch []*item) {
 		}
 		switch it.action {
 		case record, deadLetter:
-			res := store.Result{ID: it.run, Occurrence: occ, Owner: it.job.Owner, Status: it.status, DueAt: it.msg.DueAt,
+			res := store.Result{ID: it.run, Occurrence: occ, Owner: it.job.Owner, Status: it.status, DueAt: it.msg.DueAt, Throttled: it.msg.Throttled,
 				StartedAt: it.startedAt, FinishedAt: it.endedAt, Output: it.out.Output, Error: it.out.Error,
 				TrimHistory: it.job.History == job.HistoryFailures,
 				EndsJob:     len(it.job.Schedule) == 0 || it.job.LastAt.Equal(occ.ScheduledFor)}
@@ -454,7 +454,7 @@ func (c *completer) observe(batch []*item, results []store.Result) {
 		c.w.Log.Info("run_finished",
 			zap.String("job_id", it.msg.Occurrence.JobID.String()), zap.String("owner", it.job.Owner.String()),
 			zap.String("type", typ), zap.Int("attempt", it.msg.Occurrence.Attempt), zap.String("status", string(res.Status)),
-			zap.Int64("lateness_ms", it.startedAt.Sub(it.msg.DueAt).Milliseconds()), zap.Int64("duration_ms", dur.Milliseconds()),
+			zap.Int64("lateness_ms", it.startedAt.Sub(it.msg.Released()).Milliseconds()), zap.Int64("duration_ms", dur.Milliseconds()),
 			zap.Int("status_code", it.out.StatusCode))
 	}
 }

@@ -123,7 +123,7 @@ func (r *runners) execute(ctx context.Context, it *item) {
 	if now := w.Clock(); now.After(it.startedAt) {
 		it.startedAt = now
 	}
-	w.Metrics.Lateness.Observe(max(it.startedAt.Sub(it.msg.DueAt).Seconds(), 0))
+	w.Metrics.Lateness.Observe(max(it.startedAt.Sub(it.msg.Released()).Seconds(), 0))
 	tctx, cancel := context.WithTimeout(actx, aj.Timeout)
 	switch {
 	case actx.Err() != nil:

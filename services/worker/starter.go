@@ -341,7 +341,7 @@ func (s *starter) place(it *item, answer int, now time.Time) bool {
 	}
 	// Every attempt started counts, a skipped misfire too: its lateness is
 	// what made it one. A clock skewed behind Redis's counts as on time.
-	s.w.Metrics.Lateness.Observe(max(now.Sub(it.msg.DueAt).Seconds(), 0))
+	s.w.Metrics.Lateness.Observe(max(now.Sub(it.msg.Released()).Seconds(), 0))
 	if s.w.Tracer != nil {
 		_, span := s.w.startAttempt(context.Background(), it, now)
 		endAttempt(span, it.status, 0, now)

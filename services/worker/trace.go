@@ -36,7 +36,7 @@ func (w *Worker) startAttempt(ctx context.Context, it *item, start time.Time) (c
 			telemetry.JobType.String(string(it.job.Type)),
 			telemetry.OwnerID.String(it.job.Owner.String()),
 			telemetry.ScheduledFor.String(occ.ScheduledFor.Format(time.RFC3339Nano)),
-			telemetry.LatenessMS.Int64(start.Sub(it.msg.DueAt).Milliseconds()),
+			telemetry.LatenessMS.Int64(start.Sub(it.msg.Released()).Milliseconds()),
 		),
 	}
 	created := telemetry.ParseTraceParent(it.job.TraceParent)

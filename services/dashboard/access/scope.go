@@ -110,6 +110,12 @@ func neededScope(method, path string) Scopes {
 		return canJobsWrite
 	case path == "/api/v1/runs", path == "/api/v1/runs:stats", path == "/api/v1/jobs/:id/runs":
 		return canRunsRead
+	case strings.HasPrefix(path, "/api/v1/flows"):
+		// Flow keys are the limits of jobs: read and set with them.
+		if read {
+			return canJobsRead
+		}
+		return canJobsWrite
 	case strings.HasPrefix(path, "/api/v1/dead-letters"):
 		// Dead letters are runs to read, and jobs to act on.
 		if read {

@@ -114,7 +114,8 @@ func (s *Server) createBatch(c *echo.Context) error {
 	if err := s.allowJobs(c, len(jobs)); err != nil {
 		return err
 	}
-	create := store.Create{Audit: access.Caller(c).Audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), Rates: s.rates(owner)}
+	create := store.Create{Audit: access.Caller(c).Audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), Rates: s.rates(owner),
+		MaxFlowKeys: s.quotas.MaxFlowKeys}
 	if err := s.createJobs(c, jobs, now, create); err != nil {
 		return createError(err)
 	}

@@ -118,7 +118,7 @@ func (s *Server) edit(c *echo.Context, id uuid.UUID, now time.Time, action strin
 	after, err := s.jobs.Edit(c.Request().Context(), access.Caller(c).Owner(), id, now, func(j *job.Job, started bool) error {
 		refused = e(j, started)
 		return refused
-	}, store.Update{Audit: access.Caller(c).Audit(action), Rates: s.ownerRates(c)})
+	}, store.Update{Audit: access.Caller(c).Audit(action), Rates: s.ownerRates(c), MaxFlowKeys: s.quotas.MaxFlowKeys})
 	if err != nil {
 		return editError(err, refused)
 	}
@@ -132,9 +132,12 @@ func (s *Server) edit(c *echo.Context, id uuid.UUID, now time.Time, action strin
 func editError(err, refused error) error {
 	var fe *job.FieldError
 	var re *store.RateError
+	var ke *store.FlowKeysError
 	switch {
 	case errors.As(err, &fe):
 		return err
+	case errors.As(err, &ke):
+		return flowKeysError(ke)
 	case errors.As(err, &re):
 		return rateError(re)
 	case errors.Is(err, job.ErrConflict):

@@ -92,7 +92,8 @@ func (s *Server) create(c *echo.Context, req *jobspec.Request, owner *store.User
 	if err := s.allowJobs(c, 1); err != nil {
 		return err
 	}
-	create := store.Create{Audit: access.Caller(c).Audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), Rates: s.rates(owner)}
+	create := store.Create{Audit: access.Caller(c).Audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), Rates: s.rates(owner),
+		MaxFlowKeys: s.quotas.MaxFlowKeys}
 	done, roomy := s.active.reserve(c.Request().Context(), owner.ID, 1, create.MaxActive)
 	if roomy {
 		create.MaxActive = 0 // far below the cap: see activeCounts
@@ -152,7 +153,10 @@ func createError(err error) error {
 	var qe *store.QuotaError
 	var re *store.RateError
 	var ke *store.KeyTakenError
+	var fe *store.FlowKeysError
 	switch {
+	case errors.As(err, &fe):
+		return flowKeysError(fe)
 	case errors.As(err, &ke):
 		return apierr.New(http.StatusConflict, apierr.CodeConflict, "key",
 			fmt.Sprintf("key %q is held by another of your jobs that can still run; PUT /api/v1/jobs/by-key/{key} replaces it", ke.Key))

@@ -54,6 +54,9 @@ type Quotas struct {
 	// MaxKeys caps a user's live API keys (neither revoked nor expired);
 	// 0 means no cap.
 	MaxKeys int
+	// MaxFlowKeys caps the flow keys a user may hold (store.Flow); 0 means
+	// no cap.
+	MaxFlowKeys int
 	// OnRedisDown is what the limits do while Redis cannot be asked:
 	// rate.Allow (let requests through) or rate.Deny (503).
 	OnRedisDown string
@@ -69,6 +72,7 @@ var DefaultQuotas = Quotas{
 	JobsPerMinute: 6000,
 	JobBurst:      max(MaxBatchJobs, MaxBulkJobs),
 	MaxActiveJobs: 100000,
+	MaxFlowKeys:   store.DefaultMaxFlowKeys,
 	// Ten every-second jobs, or six hundred every-minute ones (at six or
 	// more seconds of the minute: see OccurrencesPerSecond).
 	OccurrencesPerMinute: 600,

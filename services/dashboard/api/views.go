@@ -94,6 +94,9 @@ type Run struct {
 	Error      string `json:"error"`
 	// LatenessMS is how long after its due time the attempt started.
 	LatenessMS int64 `json:"lateness_ms"`
+	// ThrottledMS is how long the attempt waited behind its flow key's
+	// limits (late by design, not in LatenessMS); absent when it did not.
+	ThrottledMS int64 `json:"throttled_ms,omitempty"`
 	// JobName and JobType are those of the run's job, so that a list of
 	// runs across jobs says what each one ran.
 	JobName string   `json:"job_name"`
@@ -112,6 +115,7 @@ func runView(r *job.Run) Run {
 		Output:       r.Output,
 		Error:        r.Error,
 		LatenessMS:   r.Lateness().Milliseconds(),
+		ThrottledMS:  r.Throttled.Milliseconds(),
 	}
 }
 
