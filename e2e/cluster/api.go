@@ -88,4 +88,5 @@ type Run struct {
 	Output       string     `json:"output"`
 	Error        string     `json:"error"`
 	LatenessMS   int64      `json:"lateness_ms"`
+	ThrottledMS  int64      `json:"throttled_ms"`
 }
