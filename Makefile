@@ -59,6 +59,7 @@ fuzz:
 	cd services/dashboard && go test -run='^$$' -fuzz='^FuzzDeadLetterRequest$$' -fuzztime=$(FUZZTIME) ./api/
 	cd pkg && go test -run='^$$' -fuzz='^FuzzLabels$$' -fuzztime=$(FUZZTIME) ./jobspec/
 	cd pkg && go test -run='^$$' -fuzz='^FuzzNotify$$' -fuzztime=$(FUZZTIME) ./jobspec/
+	cd pkg && go test -run='^$$' -fuzz='^FuzzFlow$$' -fuzztime=$(FUZZTIME) ./jobspec/
 
 ## browser: the dashboard's pages in headless Chromium (/usr/bin/chromium) on the real services; TOCK_SCREENSHOTS_DIR keeps the PNGs
 browser:

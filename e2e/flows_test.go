@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tockhq/tock/e2e/cluster"
+	tock "github.com/tockhq/tock/sdk/go"
 )
 
 // flowTarget counts, per path, the calls in flight at once (at the target),
@@ -99,7 +100,7 @@ func p99(ds []time.Duration) time.Duration {
 func TestFlowKeys(t *testing.T) {
 	c := start(t, cluster.Options{Schedulers: 2, Workers: 2})
 	ctx := t.Context()
-	api, _, err := c.API().User(ctx, "flows", map[string]any{"max_active_jobs": 100000})
+	api, token, err := c.API().User(ctx, "flows", map[string]any{"max_active_jobs": 100000})
 	require.NoError(t, err)
 
 	t.Run("ConcurrencyHoldsAtTheTargetAndAnotherKeyIsNotHeldUp", func(t *testing.T) {
@@ -197,10 +198,15 @@ func TestFlowKeys(t *testing.T) {
 		}), "a paused key holds its due jobs: %+v", flow)
 		cluster.SleepUntil(ctx, due.Add(300*time.Millisecond))
 		require.Zero(t, target.calls("/paused"))
-		code, err = api.Do(ctx, "POST", "/api/v1/flows/reports/resume", nil, &flow)
+		// Resumed with the command line; the SDK sees it.
+		resumed := cli(t, c, token, "flows", "resume", "reports", "-o", "json")
+		require.Zero(t, resumed.code, resumed.err)
+		require.Contains(t, resumed.out, `"paused": false`)
+		sdk := tock.New(c.APIURL, token)
+		got, err := sdk.Flows.Get(ctx, "reports")
 		require.NoError(t, err)
-		require.Equal(t, http.StatusOK, code)
-		require.False(t, flow.Paused)
+		require.False(t, got.Paused)
+		require.Equal(t, 2, got.Concurrency)
 		require.True(t, cluster.WaitUntil(10*time.Second, 50*time.Millisecond, func() bool { return target.calls("/paused") >= 10 }),
 			"a resume lets them out")
 		id := firstJobOf(t, api, "paused-0")
@@ -224,6 +230,16 @@ func TestFlowKeys(t *testing.T) {
 		code, err = api.Do(ctx, "GET", "/api/v1/flows/nope", nil, nil)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusNotFound, code)
+		listed := cli(t, c, token, "flows", "list")
+		require.Zero(t, listed.code, listed.err)
+		require.Contains(t, listed.out, "reports")
+		_, err = sdk.Flows.Put(ctx, "reports", tock.FlowRequest{Rate: "5/1s"})
+		require.NoError(t, err)
+		require.NoError(t, sdk.Flows.Delete(ctx, "reports"))
+		_, err = sdk.Flows.Get(ctx, "reports")
+		var apiErr *tock.Error
+		require.ErrorAs(t, err, &apiErr)
+		require.Equal(t, http.StatusNotFound, apiErr.Status)
 	})
 
 	t.Run("AWorkerKilledAtTheLimitGivesItsSlotsBack", func(t *testing.T) {

@@ -234,6 +234,7 @@ const routes = [
   [/^#\/jobs\/([0-9a-f-]{36})$/, (m) => detailPage(m[1])],
   [/^#\/runs(\?.*)?$/, runsPage],
   [/^#\/dead-letters(\?.*)?$/, deadLettersPage],
+  [/^#\/flows(\?.*)?$/, flowsPage],
   [/^#\/keys(\?.*)?$/, keysPage],
   [/^#\/users(\?.*)?$/, usersPage],
   [/^#\/audit(\?.*)?$/, auditPage],
@@ -669,6 +670,52 @@ async function deadLettersPage() {
     h('p', {class: 'hint'}, 'Occurrences whose last attempt failed for good (retries ran out, or dead-lettered after too many deliveries), until replayed or purged.'),
     filters, bulkBar, msg, wrap(table), pagerBox);
   if (!q.get('cursor')) every(5000, draw);
+}
+
+// ---- flow keys
+
+// flowsPage lists the caller's flow keys with their limits and what each
+// has in flight and waiting, refreshed every 2 s, and pauses or resumes
+// one.
+async function flowsPage() {
+  const live = alive();
+  const q = query();
+  const params = new URLSearchParams();
+  if (q.get('cursor')) params.set('cursor', q.get('cursor'));
+  params.set('limit', q.get('limit') || '50');
+  const writer = can('jobs:write');
+  const msg = h('div', {id: 'flows-msg', 'aria-live': 'polite'});
+  const table = h('table', {class: 'runs', id: 'flows'});
+  const pagerBox = h('div');
+  const draw = async () => {
+    const list = await api('GET', '/api/v1/flows?' + params);
+    const rows = list.flows.map((f) => h('tr', {class: 'flow', 'data-key': f.key},
+      h('td', {class: 'job-name'}, f.key),
+      h('td', null, f.concurrency ? String(f.concurrency) : '—'),
+      h('td', null, f.rate || '—'),
+      h('td', {class: 'in-flight'}, String(f.in_flight)),
+      h('td', {class: 'waiting'}, String(f.waiting)),
+      h('td', {class: 'state'}, f.paused ? h('span', {class: 'badge paused'}, 'paused') : 'running'),
+      writer ? h('td', null, h('button', {type: 'button', class: 'link', id: 'flow-toggle-' + f.key, onclick: async () => {
+        try {
+          await api('POST', `/api/v1/flows/${encodeURIComponent(f.key)}/${f.paused ? 'resume' : 'pause'}`);
+          msg.replaceChildren(h('p', {class: 'ok'}, `${f.key}: ${f.paused ? 'resumed' : 'paused'}.`));
+        } catch (e) {
+          msg.replaceChildren(errorBox(e));
+        }
+        await draw();
+      }}, f.paused ? 'Resume' : 'Pause')) : null));
+    const heads = ['Key', 'Concurrency', 'Rate', 'In flight', 'Waiting', 'State', writer ? '' : null].filter((t) => t !== null);
+    morph(table, [h('thead', null, h('tr', null, heads.map((t) => h('th', null, t)))),
+      h('tbody', {'data-morph': 'children'}, rows.length ? rows : h('tr', null, h('td', {colspan: heads.length, class: 'empty'},
+        'No flow keys yet: a job with "flow": {"key": …} or PUT /api/v1/flows/{key} makes one.')))]);
+    morph(pagerBox, [pager('#/flows', q, list.next_cursor), pageSize(q, 'flows-page-size')]);
+  };
+  await draw();
+  live() && mount(h('div', {class: 'bar'}, h('h1', null, 'Flow keys')),
+    h('p', {class: 'hint'}, 'Your own limits shared by every job that names the key: attempts in flight, starts per period, and a pause. What waits comes out in due order.'),
+    msg, wrap(table), pagerBox);
+  if (!q.get('cursor')) every(2000, draw);
 }
 
 // ---- job detail

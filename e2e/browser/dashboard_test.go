@@ -433,6 +433,34 @@ func TestDashboard(t *testing.T) {
 		}
 	})
 
+	t.Run("PauseAndResumeAFlowKey", func(t *testing.T) {
+		if code, err := api.Do(t.Context(), http.MethodPut, "/api/v1/flows/ui-customer", map[string]any{"concurrency": 3, "rate": "50/1s"}, nil); err != nil || code != http.StatusCreated {
+			t.Fatalf("put flow: %d, %v", code, err)
+		}
+		var state string
+		within(t, ctx, 30*time.Second,
+			page(base, "#/flows"),
+			chromedp.WaitVisible(chromedp.CSS(`#flows tbody tr.flow[data-key="ui-customer"]`)),
+			shot(t, dir, "flows.png"),
+			chromedp.Click(chromedp.CSS(`#flow-toggle-ui-customer`)),
+			chromedp.WaitVisible(chromedp.CSS(`#flows tr.flow[data-key="ui-customer"] .badge.paused`)),
+			eval(`document.querySelector('#flows tr.flow[data-key="ui-customer"] .state').textContent`, &state),
+		)
+		if state != "paused" {
+			t.Fatalf("the flow key shows %q after Pause", state)
+		}
+		var flow struct {
+			Paused bool `json:"paused"`
+		}
+		if code, err := api.Do(t.Context(), http.MethodGet, "/api/v1/flows/ui-customer", nil, &flow); err != nil || code != http.StatusOK || !flow.Paused {
+			t.Fatalf("get flow: %d, %v, %+v", code, err, flow)
+		}
+		within(t, ctx, 30*time.Second,
+			chromedp.Click(chromedp.CSS(`#flow-toggle-ui-customer`)),
+			chromedp.WaitNotPresent(chromedp.CSS(`#flows tr.flow[data-key="ui-customer"] .badge.paused`)),
+		)
+	})
+
 	t.Run("CreateAndRevokeAKey", func(t *testing.T) {
 		var key string
 		within(t, ctx, 20*time.Second,

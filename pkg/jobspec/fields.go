@@ -347,7 +347,7 @@ var Fields = []*Field{
 		ViewSchema: `{"type": "object", "properties": {"key": {"type": "string"}, "concurrency": {"type": "integer"}, "rate": {"type": "string"}}, "description": "The job's flow key, and the limits it set for it when it gave any; absent when none."}`,
 		Default:    `{}`, Example: `{"key": "customer-42", "concurrency": 3, "rate": "50/1s"}`, Other: `{"key": "sms-provider", "rate": "10/1s"}`,
 		parse: func(raw json.RawMessage, _ *parser) (applier, error) {
-			f, err := parseFlow(raw)
+			f, err := ParseFlow(raw)
 			if err != nil {
 				return nil, err
 			}

@@ -123,3 +123,41 @@ func TestNotifyValidation(t *testing.T) {
 		t.Fatalf("got %+v, %v", n, err)
 	}
 }
+
+// FuzzFlow: any flow either passes, and then names a key of 1 to 200
+// showable characters without spaces or '/', with limits in their bounds
+// whose rate reads back as itself, or is refused on a flow field.
+func FuzzFlow(f *testing.F) {
+	for _, seed := range []string{`{"key":"customer-42","concurrency":3,"rate":"50/1s"}`, `{"key":"sms","rate":"10/s"}`,
+		`{}`, `null`, `{"key":""}`, `{"key":"a b"}`, `{"key":"k","rate":"0/1s"}`, `{"key":"k","concurrency":-1}`,
+		`{"key":"k","rate":"5/25h"}`, `{"key":"k","colour":1}`, `{"key":"a/b"}`, `{"key":"\u202e"}`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := jobspec.ParseFlow(data)
+		if err != nil {
+			requireFieldError(t, err, "flow")
+			return
+		}
+		if got == nil {
+			return
+		}
+		k := got.Key
+		if k == "" || utf8.RuneCountInString(k) > job.MaxFlowKeyLen || !utf8.ValidString(k) || !jobspec.Showable(k) ||
+			strings.ContainsFunc(k, func(r rune) bool { return unicode.IsSpace(r) || r == '/' }) {
+			t.Fatalf("key %q accepted", k)
+		}
+		if got.Concurrency < 0 || got.Concurrency > job.MaxFlowConcurrency {
+			t.Fatalf("concurrency %d accepted", got.Concurrency)
+		}
+		if r := got.Rate; r != nil {
+			if r.Count < 1 || r.Count > job.MaxRateCount || r.Period < job.MinRatePeriod || r.Period > job.MaxRatePeriod {
+				t.Fatalf("rate %+v accepted", *r)
+			}
+			back, err := job.ParseRate(r.String())
+			if err != nil || back != *r {
+				t.Fatalf("rate %+v reads back as %+v, %v", *r, back, err)
+			}
+		}
+	})
+}

@@ -216,8 +216,8 @@ func ValidatePayload(t job.Type, raw json.RawMessage, lim Limits) (json.RawMessa
 	return jobtype.Validate(t, raw, lim.MaxPayloadBytes, lim.Targets)
 }
 
-// parseFlow reads a job's flow: nil for {} or null.
-func parseFlow(raw json.RawMessage) (*job.Flow, error) {
+// ParseFlow reads a job's flow: nil for {} or null.
+func ParseFlow(raw json.RawMessage) (*job.Flow, error) {
 	type flowIn struct {
 		Key         string `json:"key"`
 		Concurrency int    `json:"concurrency"`

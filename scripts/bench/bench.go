@@ -229,6 +229,8 @@ type jobSpec struct {
 	Type    string `json:"type"`
 	RunAt   string `json:"run_at"`
 	Payload any    `json:"payload"`
+	// Flow is the job's flow key and limits (-burst-flow-keys); nil for none.
+	Flow map[string]any `json:"flow,omitempty"`
 }
 
 type webhookPayload struct {

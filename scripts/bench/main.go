@@ -29,6 +29,9 @@ type config struct {
 	workers    int
 	schedulers int
 	burst      int
+	// burstFlowKeys spreads the burst over flow keys, each with
+	// burstFlowConcurrency (0: no keys).
+	burstFlowKeys, burstFlowConcurrency int
 	// burstSpread spreads the burst's due times evenly over this long; 0
 	// makes them one instant.
 	burstSpread time.Duration
@@ -132,6 +135,8 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.workers, "workers", 2, "worker processes")
 	fs.IntVar(&c.schedulers, "schedulers", 1, "scheduler processes")
 	fs.IntVar(&c.burst, "burst", 100_000, "webhook jobs due at one instant")
+	fs.IntVar(&c.burstFlowKeys, "burst-flow-keys", 0, "spread the burst's jobs over this many flow keys (0: none)")
+	fs.IntVar(&c.burstFlowConcurrency, "burst-flow-concurrency", 5, "each burst flow key's concurrency")
 	fs.DurationVar(&c.burstSpread, "burst-spread", 0, "spread the burst's due times evenly over this long (the 1M test: 1,000,000 due within 60s); 0 is one instant")
 	fs.IntVar(&c.steadyRate, "steady-rate", 1000, "steady jobs due per second")
 	fs.DurationVar(&c.steadyFor, "steady-for", 60*time.Second, "how long the steady load lasts")

@@ -173,7 +173,12 @@ func (b *bench) burst(ctx context.Context) error {
 	specs := make([]jobSpec, n)
 	for i := range specs {
 		specs[i] = b.spec("burst", i, at.Add(time.Duration(i)*spread/time.Duration(n)))
+		if k := b.cfg.burstFlowKeys; k > 0 {
+			// Job i on key i mod k: each key's jobs spread over the burst.
+			specs[i].Flow = map[string]any{"key": fmt.Sprintf("bench-%d", i%k), "concurrency": b.cfg.burstFlowConcurrency}
+		}
 	}
+	b.res.BurstFlowKeys = b.cfg.burstFlowKeys
 	bodies, err := batchBodies(specs, b.cfg.bulkBatch)
 	if err != nil {
 		return err

@@ -33,6 +33,7 @@ type results struct {
 	BurstLatenessMaxMS float64 `json:"burst_lateness_max_ms"`
 	BurstEarlyStarts   int     `json:"burst_early_starts"`
 	BurstJobs          int     `json:"burst_jobs"`
+	BurstFlowKeys      int     `json:"burst_flow_keys,omitempty"`
 	BurstLost          int     `json:"burst_lost"`
 	BurstDuplicates    int     `json:"burst_duplicates"`
 	BurstLeadS         float64 `json:"burst_lead_s"`

@@ -39,6 +39,7 @@ type Client struct {
 	Jobs        *JobsService
 	Runs        *RunsService
 	DeadLetters *DeadLettersService
+	Flows       *FlowsService
 	Users       *UsersService
 	Keys        *KeysService
 }
@@ -81,6 +82,7 @@ func New(baseURL, token string, opts ...Option) *Client {
 	c.Jobs = &JobsService{c: c}
 	c.Runs = &RunsService{c: c}
 	c.DeadLetters = &DeadLettersService{c: c}
+	c.Flows = &FlowsService{c: c}
 	c.Users = &UsersService{c: c}
 	c.Keys = &KeysService{c: c}
 	return c
