@@ -100,8 +100,9 @@ func p99(ds []time.Duration) time.Duration {
 func TestFlowKeys(t *testing.T) {
 	c := start(t, cluster.Options{Schedulers: 2, Workers: 2})
 	ctx := t.Context()
-	api, token, err := c.API().User(ctx, "flows", map[string]any{"max_active_jobs": 100000})
+	api, _, err := c.API().User(ctx, "flows", map[string]any{"max_active_jobs": 100000})
 	require.NoError(t, err)
+	token := api.Token
 
 	t.Run("ConcurrencyHoldsAtTheTargetAndAnotherKeyIsNotHeldUp", func(t *testing.T) {
 		target := newFlowTarget(20 * time.Millisecond)

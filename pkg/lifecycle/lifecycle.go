@@ -227,10 +227,11 @@ func (l *Jobs) Edit(ctx context.Context, owner, id uuid.UUID, now time.Time, e s
 	f := l.fencer(now)
 	u.Running, u.Fence = l.running, f.fence
 	edit := func(j *job.Job, started bool) error {
+		was := j.FlowKey()
 		if err := e(j, started); err != nil {
 			return err
 		}
-		if j.Flow != nil && !l.queue.InFlowShard(j.ID, job.FlowLane(j.Owner, j.Flow.Key)) {
+		if j.Flow != nil && j.Flow.Key != was && !l.queue.InFlowShard(j.ID, job.FlowLane(j.Owner, j.Flow.Key)) {
 			return fmt.Errorf("%w: with %d Redis shards, flow key %q lives in another shard than this job; create a new job for it",
 				job.ErrConflict, len(l.queue.Shards()), j.Flow.Key)
 		}

@@ -285,29 +285,50 @@ local function flowConf(lane)
   end
   return f
 end
--- flowOpen says whether flow lane fl may start a member due at score now;
--- when its rate is what stops it, it notes when the window reopens.
+-- flowLead is how far ahead of its start a member may be published (the
+-- publish script's lead; 0 elsewhere): a member whose key's rate lets it
+-- start within it is published with that start, which its worker waits
+-- for, so that the starts keep the rate to the millisecond whatever the
+-- time a read takes.
+local flowLead = 0
+-- flowOpen says whether flow lane fl may start a member due at score now,
+-- and when it starts: its due time, now, or the moment its key's rate lets
+-- it, if that comes within flowLead. When the rate stops it, it notes when
+-- to look again.
 local function flowOpen(fl, score)
   local f = flowConf(fl)
   if f.p or f.shut or used(fl) >= f.c then return false end
+  local at = math.max(nowMs(), tonumber(score) or 0)
   if f.n > 0 then
     local oldest = redis.call('LINDEX', KEYS[8] .. ':log:' .. fl, f.n - 1)
-    local at = math.max(nowMs(), tonumber(score) or 0)
-    if oldest and tonumber(oldest) + f.ms > at then
-      redis.call('ZADD', KEYS[10], tonumber(oldest) + f.ms, fl)
-      f.shut = true -- for the rest of this script: its clock stands still
-      return false
+    if oldest then
+      local free = tonumber(oldest) + f.ms
+      if free > at then
+        if free > nowMs() + flowLead then
+          redis.call('ZADD', KEYS[10], free - flowLead, fl)
+          f.shut = true -- for the rest of this script: its clock stands still
+          return false
+        end
+        at = free
+      end
     end
   end
-  return true
+  return true, at
 end
--- flowStarted counts a member of flow lane fl, due at score, published.
-local function flowStarted(fl, score)
+-- flowRoom is how many more members flow lane fl may have in flight now,
+-- at most 64 (a lane without a concurrency: 64).
+local function flowRoom(fl)
+  local f = flowConf(fl)
+  if f.c == math.huge then return 64 end
+  return math.max(math.min(f.c - used(fl), 64), 1)
+end
+-- flowStarted counts a member of flow lane fl, starting at at, published.
+local function flowStarted(fl, at)
   counted(fl, 1)
   local f = flowConf(fl)
   if f.n > 0 then
     local log = KEYS[8] .. ':log:' .. fl
-    redis.call('LPUSH', log, math.max(nowMs(), tonumber(score) or 0))
+    redis.call('LPUSH', log, at)
     redis.call('LTRIM', log, 0, f.n - 1)
     redis.call('PEXPIRE', log, f.ms + 1000)
   end
@@ -353,6 +374,9 @@ local function makeWay(ol)
       if deepLanes[eol] then
         redis.call('XDEL', KEYS[2], e[1])
         free(eol, ehl, efl)
+        -- The key's room goes to its next waiting member, at the end of
+        -- this call (wakeFlows).
+        if efl then redis.call('ZADD', KEYS[10], 0, efl) end
         hold(eol, d, m)
         unreadCount = unread() - 1
         movedAside = true
@@ -367,11 +391,18 @@ end
 -- that comes out of its flow lane's held set (fromHeld 'f') has passed its
 -- flow's limits already, and its entry says how long it waited there ('t',
 -- in ms). It returns true when it published.
-local function place(m, score, fromHeld)
+local function place(m, score, fromHeld, at)
   local ol, hl, fl = lanes(m)
-  if fl and fromHeld ~= 'f' and (isHeld(fl) or not flowOpen(fl, score)) then
-    hold(fl, score, m)
-    return false
+  if fl and fromHeld ~= 'f' then
+    -- A new member goes behind its key's waiting ones; one back from an
+    -- owner's or host's held set passed its key once already, and takes
+    -- the key's room if it has some (else nothing would fill that room).
+    local open = false
+    if fromHeld or not isHeld(fl) then open, at = flowOpen(fl, score) end
+    if not open then
+      hold(fl, score, m)
+      return false
+    end
   end
   if ol then
     local full, wait = nil, false
@@ -395,14 +426,13 @@ local function place(m, score, fromHeld)
     counted('*', 1)
   end
   if fl then
-    flowStarted(fl, score)
-    if fromHeld == 'f' then
-      local waited = nowMs() - (tonumber(score) or 0)
-      if waited > 0 then
-        redis.call('XADD', KEYS[2], '*', 'm', m, 'd', score, 't', waited)
-        if unreadCount ~= nil then unreadCount = unreadCount + 1 end
-        return true
-      end
+    at = at or math.max(nowMs(), tonumber(score) or 0)
+    flowStarted(fl, at)
+    local waited = at - (tonumber(score) or 0)
+    if waited > 0 then
+      redis.call('XADD', KEYS[2], '*', 'm', m, 'd', score, 't', waited)
+      if unreadCount ~= nil then unreadCount = unreadCount + 1 end
+      return true
     end
   end
   redis.call('XADD', KEYS[2], '*', 'm', m, 'd', score)
@@ -427,9 +457,11 @@ local function unhold(lane, n)
       break
     end
     local ol, hl = lanes(top[1])
-    local from = true
+    local from, at = true, nil
     if isFlow(lane) then
-      if not flowOpen(lane, top[2]) then break end
+      local open
+      open, at = flowOpen(lane, top[2])
+      if not open then break end
       from = 'f'
     elseif used(lane) >= cap(lane) then
       if not canBorrow(ol, hl) then break end
@@ -438,7 +470,7 @@ local function unhold(lane, n)
     end
     redis.call('ZREM', key, top[1])
     if #top == 2 then unmarkHeld(lane) end
-    if place(top[1], top[2], from) then published = published + 1 end
+    if place(top[1], top[2], from, at) then published = published + 1 end
   end
   return published
 end
@@ -467,10 +499,14 @@ local function wakeFlows(n)
   if #due == 0 then return 0 end
   redis.call('ZREM', KEYS[10], unpack(due))
   for _, lane in ipairs(due) do
-    if published >= n then
+    local budget = n - published
+    if budget <= 0 then
       redis.call('ZADD', KEYS[10], 0, lane)
     else
-      published = published + unhold(lane, n - published)
+      local got = unhold(lane, budget)
+      published = published + got
+      -- Out of budget with members left: the next call goes on.
+      if got >= budget and isHeld(lane) then redis.call('ZADD', KEYS[10], 0, lane) end
     end
   end
   return published
@@ -483,7 +519,9 @@ local function freeAndUnhold(freed)
     free(l[1], l[2], l[3])
   end
   for _, l in ipairs(freed) do
-    if l[3] then unhold(l[3], 1) end
+    -- All the room the key has: a member it let out earlier may have been
+    -- held by its owner or host since, leaving room nobody took.
+    if l[3] then unhold(l[3], flowRoom(l[3])) end
     if l[2] then unhold(l[2], 1) end
     unhold(l[1], 1)
   end

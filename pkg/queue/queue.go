@@ -184,6 +184,9 @@ func routeLanes(o job.Occurrence) []string {
 	if o.Target != "" {
 		lanes = append(lanes, TargetLane(o.Target))
 	}
+	if o.Flow != "" {
+		lanes = append(lanes, FlowLane(o.Flow))
+	}
 	return lanes
 }
 
@@ -258,17 +261,19 @@ func (r *Queue) Stats(ctx context.Context) (Stats, error) {
 		due, ready *redis.IntCmd
 		pending    *redis.XPendingCmd
 		held       *redis.Cmd
+		flowsHeld  *redis.Cmd
 	}
 	all := make([]cmds, len(r.shards))
 	for i, q := range r.shards {
 		all[i] = cmds{pipe.ZCard(ctx, q.keys.Due()), pipe.XLen(ctx, q.keys.Ready()), pipe.XPending(ctx, q.keys.Ready(), Group),
-			heldScript.Eval(ctx, pipe, []string{q.keys.HeldLanes(), q.keys.HeldPrefix()})}
+			heldScript.Eval(ctx, pipe, []string{q.keys.HeldLanes(), q.keys.HeldPrefix()}),
+			heldScript.Eval(ctx, pipe, []string{q.keys.FlowsHeld(), q.keys.HeldPrefix()})}
 	}
 	_, _ = pipe.Exec(ctx)
 	// Every command's error, not only the first: a shard with no group yet
 	// (NOGROUP) must not hide another master that did not answer.
 	for _, c := range all {
-		for _, err := range []error{c.due.Err(), c.ready.Err(), c.pending.Err(), c.held.Err()} {
+		for _, err := range []error{c.due.Err(), c.ready.Err(), c.pending.Err(), c.held.Err(), c.flowsHeld.Err()} {
 			if err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, errNoGroup) {
 				return Stats{}, fmt.Errorf("queue stats: %w", err)
 			}
@@ -279,7 +284,8 @@ func (r *Queue) Stats(ctx context.Context) (Stats, error) {
 		st.Due += c.due.Val()
 		st.Ready += c.ready.Val()
 		held, _ := c.held.Int64()
-		st.Held += held
+		flowsHeld, _ := c.flowsHeld.Int64()
+		st.Held += held + flowsHeld
 		if p := c.pending.Val(); p != nil {
 			st.Pending += p.Count
 		}

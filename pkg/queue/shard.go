@@ -130,6 +130,7 @@ else
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 clock = now -- the flow lanes' clock too
+flowLead = tonumber(ARGV[8]) or 0
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[4], '*o', ARGV[3]) end
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[4], '*h', ARGV[4]) end
 if ARGV[6] ~= '' then redis.call('HSET', KEYS[4], '*b', ARGV[6]) end

@@ -90,6 +90,13 @@ func (p *Publisher) Run(ctx context.Context) {
 					wait = max(d, 0)
 				}
 			}
+			// A flow key's rate window that reopens (the script gave the
+			// time, lead included) is looked at then, not at the next tick.
+			if !res.Wake.IsZero() {
+				if d := res.Wake.Sub(res.Now); d < wait {
+					wait = max(d, 0)
+				}
+			}
 			if res.Moved > 0 && p.lead > 0 {
 				wait = max(wait, p.lead/2)
 			}

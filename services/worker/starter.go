@@ -256,11 +256,12 @@ func (s *starter) lease(ctx context.Context, items []*item) []*item {
 		starts := make([]queue.Start, len(its))
 		for i, it := range its {
 			occ := it.msg.Occurrence
-			// Published ahead of its due time (TOCK_PUBLISH_LEAD), an
-			// attempt starts at it: the runner waits until then.
+			// Published ahead of its due time (TOCK_PUBLISH_LEAD), or of
+			// the start its flow key's rate gave it, an attempt starts at
+			// it: the runner waits until then.
 			at := now
-			if it.msg.DueAt.After(at) {
-				at = it.msg.DueAt
+			if r := it.msg.Released(); r.After(at) {
+				at = r
 			}
 			it.startedAt, it.run = at, job.NewID()
 			it.leaseUntil = at.Add(it.job.Timeout + s.w.LeaseMargin)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/google/uuid"
@@ -78,7 +79,10 @@ func flowOwner(c *echo.Context) (uuid.UUID, error) {
 
 // flowKey reads the {key} path parameter.
 func flowKey(c *echo.Context) (string, error) {
-	k := c.Param("key")
+	k, err := url.PathUnescape(c.Param("key"))
+	if err != nil {
+		return "", apierr.Invalid("key", "is not a valid path segment")
+	}
 	if err := jobspec.ValidFlowKey("key", k); err != nil {
 		return "", err
 	}
@@ -122,7 +126,7 @@ func (s *Server) listFlows(c *echo.Context) error {
 	after := ""
 	if v := c.QueryParam("cursor"); v != "" {
 		b, err := cursorEncoding.DecodeString(v)
-		if err != nil {
+		if err != nil || jobspec.ValidFlowKey("cursor", string(b)) != nil {
 			return apierr.Invalid("cursor", "is not a cursor this list gave")
 		}
 		after = string(b)
@@ -197,7 +201,7 @@ func (s *Server) putFlow(c *echo.Context) error {
 }
 
 // pauseFlow and resumeFlow hold back, or let out, a key's occurrences,
-// keeping its limits; a key not known yet is created paused or not.
+// keeping its limits; 404 for a key the owner does not hold.
 func (s *Server) pauseFlow(c *echo.Context) error  { return s.setFlowPaused(c, true) }
 func (s *Server) resumeFlow(c *echo.Context) error { return s.setFlowPaused(c, false) }
 
@@ -258,16 +262,20 @@ func (s *Server) deleteFlow(c *echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	err = s.store.DeleteFlow(ctx, owner, key, s.now(), access.Caller(c).Audit(store.ActionFlowDelete))
-	if errors.Is(err, job.ErrNotFound) {
-		return errFlowNotFound
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, job.ErrNotFound) {
 		return apierr.Dependency(err)
 	}
+	// Forgotten in Redis even when the row is gone already: a DELETE
+	// repeated after Redis refused the first one finishes it.
 	if s.queue != nil {
 		rctx, cancel := lifecycle.AfterCommit(ctx)
 		defer cancel()
-		_ = s.queue.ForgetFlows(rctx, job.FlowLane(owner, key))
+		if ferr := s.queue.ForgetFlows(rctx, job.FlowLane(owner, key)); ferr != nil && err == nil {
+			return apierr.Dependency(ferr)
+		}
+	}
+	if err != nil {
+		return errFlowNotFound
 	}
 	return c.NoContent(http.StatusNoContent)
 }
