@@ -84,7 +84,7 @@ func ParseRate(s string) (Rate, error) {
 	}
 	d, err := time.ParseDuration(period)
 	if err != nil || d < MinRatePeriod || d > MaxRatePeriod {
-		return Rate{}, fmt.Errorf("period must be a duration from %s to %s, such as \"1s\"", MinRatePeriod, MaxRatePeriod)
+		return Rate{}, fmt.Errorf("period must be a duration from 10ms to 24h, such as \"1s\"")
 	}
 	return Rate{Count: n, Period: d}, nil
 }

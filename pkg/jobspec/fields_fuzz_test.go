@@ -130,7 +130,7 @@ func TestNotifyValidation(t *testing.T) {
 func FuzzFlow(f *testing.F) {
 	for _, seed := range []string{`{"key":"customer-42","concurrency":3,"rate":"50/1s"}`, `{"key":"sms","rate":"10/s"}`,
 		`{}`, `null`, `{"key":""}`, `{"key":"a b"}`, `{"key":"k","rate":"0/1s"}`, `{"key":"k","concurrency":-1}`,
-		`{"key":"k","rate":"5/25h"}`, `{"key":"k","colour":1}`, `{"key":"a/b"}`, `{"key":"\u202e"}`} {
+		`{"key":"k","rate":"5/25h"}`, `{"key":"k","concurrency":0}`, `{"key":"k","colour":1}`, `{"key":"a/b"}`, `{"key":"\u202e"}`} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -160,4 +160,22 @@ func FuzzFlow(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestFlowValidation(t *testing.T) {
+	for body, field := range map[string]string{
+		`{"key":"k","concurrency":0}`: "flow.concurrency", `{"key":"k","concurrency":100001}`: "flow.concurrency",
+		`{"key":"k","rate":"0/1s"}`: "flow.rate", `{"key":"k","rate":"5/1ms"}`: "flow.rate", `{"concurrency":3}`: "flow.key",
+		`{"key":"a b"}`: "flow.key", `{"key":"a/b"}`: "flow.key", `{"key":"k","colour":1}`: "flow",
+	} {
+		_, err := jobspec.ParseFlow([]byte(body))
+		if err == nil {
+			t.Fatalf("%s accepted", body)
+		}
+		requireFieldError(t, err, field)
+	}
+	f, err := jobspec.ParseFlow([]byte(`{"key":"customer-42","concurrency":3,"rate":"50/1s"}`))
+	if err != nil || f.Key != "customer-42" || f.Concurrency != 3 || f.Rate.String() != "50/1s" {
+		t.Fatalf("got %+v, %v", f, err)
+	}
 }

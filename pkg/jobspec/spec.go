@@ -220,7 +220,7 @@ func ValidatePayload(t job.Type, raw json.RawMessage, lim Limits) (json.RawMessa
 func ParseFlow(raw json.RawMessage) (*job.Flow, error) {
 	type flowIn struct {
 		Key         string `json:"key"`
-		Concurrency int    `json:"concurrency"`
+		Concurrency *int   `json:"concurrency"`
 		Rate        string `json:"rate"`
 	}
 	var in flowIn
@@ -234,11 +234,11 @@ func ParseFlow(raw json.RawMessage) (*job.Flow, error) {
 		return nil, err
 	}
 	f := &job.Flow{Key: in.Key}
-	if in.Concurrency != 0 {
-		if in.Concurrency < 1 || in.Concurrency > job.MaxFlowConcurrency {
+	if c := in.Concurrency; c != nil {
+		if *c < 1 || *c > job.MaxFlowConcurrency {
 			return nil, invalid("flow.concurrency", "must be from 1 to %d", job.MaxFlowConcurrency)
 		}
-		f.Concurrency = in.Concurrency
+		f.Concurrency = *c
 	}
 	if in.Rate != "" {
 		r, err := job.ParseRate(in.Rate)
