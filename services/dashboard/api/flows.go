@@ -145,22 +145,38 @@ func (s *Server) listFlows(c *echo.Context) error {
 	return writeJSON(c, http.StatusOK, page)
 }
 
-// getFlow shows one flow key.
-func (s *Server) getFlow(c *echo.Context) error {
+// namedFlow reads the owner and the {key} of a request on one flow key.
+func namedFlow(c *echo.Context) (uuid.UUID, string, error) {
 	owner, err := flowOwner(c)
 	if err != nil {
-		return err
+		return uuid.Nil, "", err
 	}
 	key, err := flowKey(c)
+	return owner, key, err
+}
+
+// heldFlow reads the flow key a request names: 404 when its owner holds
+// none of that name.
+func (s *Server) heldFlow(c *echo.Context) (*store.Flow, error) {
+	owner, key, err := namedFlow(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	f, err := s.store.GetFlow(c.Request().Context(), owner, key)
 	if errors.Is(err, job.ErrNotFound) {
-		return errFlowNotFound
+		return nil, errFlowNotFound
 	}
 	if err != nil {
-		return apierr.Dependency(err)
+		return nil, apierr.Dependency(err)
+	}
+	return f, nil
+}
+
+// getFlow shows one flow key.
+func (s *Server) getFlow(c *echo.Context) error {
+	f, err := s.heldFlow(c)
+	if err != nil {
+		return err
 	}
 	return writeJSON(c, http.StatusOK, s.flowViews(c.Request().Context(), []*store.Flow{f})[0])
 }
@@ -168,11 +184,7 @@ func (s *Server) getFlow(c *echo.Context) error {
 // putFlow sets a flow key's limits and pause as a whole: 201 when it
 // creates the key, 200 otherwise.
 func (s *Server) putFlow(c *echo.Context) error {
-	owner, err := flowOwner(c)
-	if err != nil {
-		return err
-	}
-	key, err := flowKey(c)
+	owner, key, err := namedFlow(c)
 	if err != nil {
 		return err
 	}
@@ -206,20 +218,9 @@ func (s *Server) pauseFlow(c *echo.Context) error  { return s.setFlowPaused(c, t
 func (s *Server) resumeFlow(c *echo.Context) error { return s.setFlowPaused(c, false) }
 
 func (s *Server) setFlowPaused(c *echo.Context, paused bool) error {
-	owner, err := flowOwner(c)
+	f, err := s.heldFlow(c)
 	if err != nil {
 		return err
-	}
-	key, err := flowKey(c)
-	if err != nil {
-		return err
-	}
-	f, err := s.store.GetFlow(c.Request().Context(), owner, key)
-	if errors.Is(err, job.ErrNotFound) {
-		return errFlowNotFound
-	}
-	if err != nil {
-		return apierr.Dependency(err)
 	}
 	f.Paused = paused
 	return s.storeFlow(c, *f)
@@ -252,11 +253,7 @@ func (s *Server) storeFlow(c *echo.Context, f store.Flow) error {
 // deleteFlow forgets a flow key's limits: its jobs run unlimited, and what
 // waits comes out. A job that names the key creates it again, bare.
 func (s *Server) deleteFlow(c *echo.Context) error {
-	owner, err := flowOwner(c)
-	if err != nil {
-		return err
-	}
-	key, err := flowKey(c)
+	owner, key, err := namedFlow(c)
 	if err != nil {
 		return err
 	}
