@@ -67,6 +67,8 @@ func TestCreateBatch(t *testing.T) {
 
 	t.Run("PutsJobsDueSoonInTheDueSet", func(t *testing.T) {
 		t.Parallel()
+		// A bundle of its own: the others' batches share b's due set.
+		b := setup(t)
 		soon := specs(3, b.now.Add(30*time.Second))
 		later := specs(2, b.now.Add(time.Hour))
 		rec := b.do(t, http.MethodPost, batchPath, map[string]any{"jobs": append(soon, later...)})
