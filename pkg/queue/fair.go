@@ -18,8 +18,8 @@ import (
 // ("h:<target>"; none for a job that calls no user-given host). The ready
 // stream holds, per lane, at most the lane's cap of entries, read or not: a
 // due member whose lane is full is held back in that lane's held set instead
-// of being published, and comes out, oldest first, as soon as an entry of the
-// lane is settled. So an owner whose targets hang, or a host that is down,
+// of being published, and comes out, highest priority and then oldest first,
+// as soon as an entry of the lane is settled. So an owner whose targets hang, or a host that is down,
 // can occupy no more than its cap of the workers' slots, and another owner's
 // due member goes to the stream at once, ahead of everything held.
 //
@@ -157,9 +157,24 @@ local function waitingLanes()
 end
 -- isFlow says whether lane is a flow lane.
 local function isFlow(lane) return string.byte(lane, 1) == 102 end
+-- A held set is ordered by priority, then due time: under a backlog the
+-- higher priority comes out first, whatever its due time. Its score is
+-- the rank of the member's priority (its first five digits, the inverted
+-- priority, clamped to the 2,048 ranks of priorities -1024..1023) times
+-- 2^42, plus the due ms (2^42 ms reach 2109): exact in a double, whose
+-- integers go to 2^53. heldDue reads the due time back.
+local heldSpan = 4398046511104
+local function heldScore(score, m)
+  local rank = (tonumber(string.sub(m, 1, 5)) or 32767) - 32767 + 1023
+  if rank < 0 then rank = 0 elseif rank > 2047 then rank = 2047 end
+  return string.format('%.0f', rank * heldSpan + (tonumber(score) or 0))
+end
+local function heldDue(s)
+  return string.format('%.0f', tonumber(s) % heldSpan)
+end
 -- hold puts member m, due at score, in lane's held set.
 local function hold(lane, score, m)
-  redis.call('ZADD', KEYS[6] .. lane, score, m)
+  redis.call('ZADD', KEYS[6] .. lane, heldScore(score, m), m)
   if isFlow(lane) then
     redis.call('SADD', KEYS[9], lane)
   elseif redis.call('SADD', KEYS[5], lane) == 1 then
@@ -439,9 +454,10 @@ local function place(m, score, fromHeld, at)
   if unreadCount ~= nil then unreadCount = unreadCount + 1 end
   return true
 end
--- unhold takes up to n of a lane's held members, oldest first, while the
--- lane has room or may borrow, and places each: published, or held under
--- its other lane if that one is full. It returns how many it published.
+-- unhold takes up to n of a lane's held members, highest priority and then
+-- oldest first (heldScore), while the lane has room or may borrow, and
+-- places each: published, or held under its other lane if that one is
+-- full. It returns how many it published.
 --
 -- A lane without a held set is left at once (the common case: one lookup
 -- per lane and script). The held lanes set loses the lane as its held set
@@ -457,10 +473,11 @@ local function unhold(lane, n)
       break
     end
     local ol, hl = lanes(top[1])
+    local due = heldDue(top[2])
     local from, at = true, nil
     if isFlow(lane) then
       local open
-      open, at = flowOpen(lane, top[2])
+      open, at = flowOpen(lane, due)
       if not open then break end
       from = 'f'
     elseif used(lane) >= cap(lane) then
@@ -470,7 +487,7 @@ local function unhold(lane, n)
     end
     redis.call('ZREM', key, top[1])
     if #top == 2 then unmarkHeld(lane) end
-    if place(top[1], top[2], from, at) then published = published + 1 end
+    if place(top[1], due, from, at) then published = published + 1 end
   end
   return published
 end

@@ -84,6 +84,50 @@ func TestFairDispatch(t *testing.T) {
 		})
 	})
 
+	t.Run("UnderABacklogTheHigherPriorityComesOutFirst", func(t *testing.T) {
+		t.Parallel()
+		onBothRedis(t, func(t *testing.T, b *bundle) {
+			require.NoError(t, b.q.EnsureGroup(b.ctx))
+			// A's cap is 2: two run, the others wait. Ones of higher
+			// priority due later come out first (MaxPriority ranks as
+			// 1023, still above 10), MinPriority last though due first.
+			var occs []job.Occurrence
+			for i := range 5 {
+				occs = append(occs, routed(ownerA, "0000000a", base.Add(-time.Duration(100-i)*time.Millisecond)))
+			}
+			high := routed(ownerA, "0000000a", base.Add(-20*time.Millisecond))
+			high.Priority = 10
+			highest := routed(ownerA, "0000000a", base.Add(-10*time.Millisecond))
+			highest.Priority = job.MaxPriority
+			low := routed(ownerA, "0000000a", base.Add(-200*time.Millisecond))
+			low.Priority = job.MinPriority
+			b.enqueue(t, occs...)
+			p, err := b.q.Publish(b.ctx, 100, base.Add(-30*time.Millisecond), queue.Caps{Owner: 2, Host: 100})
+			require.NoError(t, err)
+			require.Equal(t, 2, p.Sent)
+			b.enqueue(t, high, highest, low)
+			_, err = b.q.Publish(b.ctx, 100, base, queue.Caps{Owner: 2, Host: 100})
+			require.NoError(t, err)
+			held, err := b.rdb.ZRange(b.ctx, b.keys.Held(laneA), 0, -1).Result()
+			require.NoError(t, err)
+			require.Equal(t, memberOf(highest, high, occs[2], occs[3], occs[4], low), held)
+
+			// Each settle frees one place, which the best held member takes.
+			var got []job.Occurrence
+			for range 8 {
+				msgs, err := b.q.Read(b.ctx, "w1", 10, noBlock)
+				require.NoError(t, err)
+				for _, m := range msgs {
+					got = append(got, m.Occurrence)
+					require.Equal(t, m.Occurrence.ScheduledFor, m.DueAt, "the due time comes back out of the held score")
+					require.NoError(t, b.q.Settle(b.ctx, []string{m.ID}, nil))
+				}
+			}
+			want := []job.Occurrence{occs[0], occs[1], highest, high, occs[2], occs[3], occs[4], low}
+			require.Equal(t, memberOf(want...), memberOf(got...))
+		})
+	})
+
 	t.Run("AnOwnerAloneBorrowsIdleSlots", func(t *testing.T) {
 		t.Parallel()
 		onBothRedis(t, func(t *testing.T, b *bundle) {
