@@ -60,6 +60,7 @@ fuzz:
 	cd pkg && go test -run='^$$' -fuzz='^FuzzLabels$$' -fuzztime=$(FUZZTIME) ./jobspec/
 	cd pkg && go test -run='^$$' -fuzz='^FuzzNotify$$' -fuzztime=$(FUZZTIME) ./jobspec/
 	cd pkg && go test -run='^$$' -fuzz='^FuzzFlow$$' -fuzztime=$(FUZZTIME) ./jobspec/
+	cd pkg && go test -run='^$$' -fuzz='^FuzzDebounce$$' -fuzztime=$(FUZZTIME) ./jobspec/
 
 ## browser: the dashboard's pages in headless Chromium (/usr/bin/chromium) on the real services; TOCK_SCREENSHOTS_DIR keeps the PNGs
 browser:

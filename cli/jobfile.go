@@ -162,7 +162,7 @@ type jobFlags struct {
 	cron, rrule, every, at, tz               string
 	runAt, delay, runOn                      string
 	timeout, retention, history, expires, ov string
-	key                                      string
+	key, debounce, debounceWindow            string
 	priority, maxRetries                     int
 	labels                                   []string
 }
@@ -175,6 +175,8 @@ func (f *jobFlags) register(cmd *cobra.Command, create bool) {
 	if create {
 		fl.StringVar(&f.typ, "type", "", "job type: webhook, ping, slack, email, nats, amqp or sqs")
 		fl.StringVar(&f.key, "key", "", "your own unique name for the job")
+		fl.StringVar(&f.debounce, "debounce", "", "one-off: debounce key; a create while a job with it has not started folds into that job")
+		fl.StringVar(&f.debounceWindow, "debounce-window", "", "with --debounce: run this long after the last create (3s)")
 	}
 	fl.StringVar(&f.payload, "payload", "", "payload as JSON")
 	fl.StringVar(&f.url, "target", "", "shorthand for the payload's url (webhook, ping)")
@@ -226,6 +228,20 @@ func (f *jobFlags) fields(cmd *cobra.Command, stdin io.Reader) (map[string]any, 
 	set("history", "history", f.history)
 	set("expires-after", "expires_after", f.expires)
 	set("overlap", "overlap", f.ov)
+	if cmd.Flags().Changed("debounce") || cmd.Flags().Changed("debounce-window") {
+		d, _ := m["debounce"].(map[string]any)
+		if d == nil {
+			d = map[string]any{}
+		}
+		set := func(flag, field, v string) {
+			if cmd.Flags().Changed(flag) {
+				d[field] = v
+			}
+		}
+		set("debounce", "key", f.debounce)
+		set("debounce-window", "window", f.debounceWindow)
+		m["debounce"] = d
+	}
 	if cmd.Flags().Changed("payload") {
 		var p any
 		if err := json.Unmarshal([]byte(f.payload), &p); err != nil {

@@ -121,7 +121,8 @@ func (a *app) jobsCreateCmd() *cobra.Command {
 		Use:   "create [-f job.yaml] [flags]",
 		Short: "Create a job from a file and/or flags",
 		Example: `  tock jobs create --name health --type ping --target https://example.com/health --cron '*/5 * * * *'
-  tock jobs create -f job.yaml --label team=ops`,
+  tock jobs create -f job.yaml --label team=ops
+  tock jobs create --name order-7 --type webhook --target https://example.com/orders --payload '{"body": {"state": "paid"}}' --debounce order-7 --debounce-window 3s`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			m, err := f.fields(cmd, a.in)

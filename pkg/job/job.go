@@ -126,6 +126,9 @@ type Job struct {
 	// Flow is the flow key the job's occurrences go through, and the limits
 	// it sets for it; nil for none.
 	Flow *Flow
+	// Debounce is the key that folds a burst of creates of one-off jobs
+	// into this one, and its window; nil for none.
+	Debounce *Debounce
 	// Secrets are the credentials of Payload and Notify (see
 	// jobtype.Spot), sealed by package secretbox as one JSON object from
 	// each one's fingerprint to its value; "" when they hold none. Payload

@@ -365,6 +365,26 @@ var Fields = []*Field{
 			func(j *job.Job) bool { return j.Flow != nil })},
 	},
 	{
+		Name:       "debounce",
+		Omittable:  true,
+		Schema:     `{"type": "object", "additionalProperties": false, "properties": {"key": {"type": "string", "minLength": 1, "maxLength": 200, "description": "Required. Your own name for what the burst is about, such as ` + "`order-7`: 1 to 200 characters without spaces, `/`, control characters or bidirectional formatting characters. Keys are yours alone." + `"}, "window": {"type": "string", "description": "Required. How long after the last create the job runs, when the create gives no timing of its own: a Go duration from 10ms to 24h, such as ` + "`3s`." + `"}}, "description": "One-off jobs only. A create whose key another one-off job of yours holds that has not started yet (scheduled or paused) creates nothing: that job takes this create's payload and its due time (now plus the window, or the create's own ` + "`run_at`, `delay` or `run_on`), keeps its id, moves to a new generation, and is answered with 200. So a burst of creates makes one delivery, carrying the last payload. Once the job has started, the next create with the key makes a new job (201). `{}` in a PATCH takes the job out of its key." + `", "example": {"key": "order-7", "window": "3s"}}`,
+		ViewSchema: `{"type": "object", "properties": {"key": {"type": "string"}, "window": {"type": "string"}}, "description": "The job's debounce key and window; absent when none."}`,
+		Default:    `{}`, Example: `{"key": "order-7", "window": "3s"}`, Other: `{"key": "order-8", "window": "10s"}`,
+		parse: func(raw json.RawMessage, _ *parser) (applier, error) {
+			d, err := ParseDebounce(raw)
+			if err != nil {
+				return nil, err
+			}
+			return func(j *job.Job, _ *applyState) error {
+				j.Debounce = d
+				return nil
+			}, nil
+		},
+		show: func(j *job.Job, _ *ViewContext) (any, bool) { return j.Debounce, j.Debounce != nil },
+		Columns: []Column{jsonColumn("debounce", func(j *job.Job) any { return &j.Debounce },
+			func(j *job.Job) bool { return j.Debounce != nil })},
+	},
+	{
 		Name:       "paused_reason",
 		Omittable:  true,
 		ViewSchema: `{"type": "string", "minLength": 1, "description": "Why tock paused the job itself (repeated permanent failures, or ` + "`owner disabled`" + `); absent otherwise."}`,

@@ -179,3 +179,52 @@ func TestFlowValidation(t *testing.T) {
 		t.Fatalf("got %+v, %v", f, err)
 	}
 }
+
+func FuzzDebounce(f *testing.F) {
+	for _, seed := range []string{`{"key":"order-7","window":"3s"}`, `{"key":"k","window":"10ms"}`, `{"key":"k","window":"24h"}`,
+		`{}`, `null`, `{"key":""}`, `{"key":"a b","window":"1s"}`, `{"key":"k"}`, `{"key":"k","window":"1ns"}`,
+		`{"key":"k","window":"25h"}`, `{"key":"k","window":"-1s"}`, `{"key":"k","window":3}`, `{"window":"1s"}`, `{"key":"k","window":"1s","x":1}`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := jobspec.ParseDebounce(data)
+		if err != nil {
+			requireFieldError(t, err, "debounce")
+			return
+		}
+		if got == nil {
+			return
+		}
+		k := got.Key
+		if k == "" || utf8.RuneCountInString(k) > job.MaxDebounceKeyLen || !utf8.ValidString(k) || !jobspec.Showable(k) ||
+			strings.ContainsFunc(k, func(r rune) bool { return unicode.IsSpace(r) || r == '/' }) {
+			t.Fatalf("key %q accepted", k)
+		}
+		if got.Window < job.MinDebounceWindow || got.Window > job.MaxDebounceWindow {
+			t.Fatalf("window %s accepted", got.Window)
+		}
+		// What the jobs.debounce column keeps reads back the same.
+		raw, err := json.Marshal(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back job.Debounce
+		if err := json.Unmarshal(raw, &back); err != nil || back != *got {
+			t.Fatalf("%s reads back as %+v, %v", raw, back, err)
+		}
+	})
+}
+
+func TestDebounceValidation(t *testing.T) {
+	for body, field := range map[string]string{
+		`{"key":"k"}`: "debounce.window", `{"key":"k","window":"5ms"}`: "debounce.window", `{"key":"k","window":"25h"}`: "debounce.window",
+		`{"key":"k","window":"soon"}`: "debounce.window", `{"window":"1s"}`: "debounce.key", `{"key":"a/b","window":"1s"}`: "debounce.key",
+		`{"key":"k","window":"1s","colour":1}`: "debounce", `"k"`: "debounce",
+	} {
+		_, err := jobspec.ParseDebounce([]byte(body))
+		if err == nil {
+			t.Fatalf("%s accepted", body)
+		}
+		requireFieldError(t, err, field)
+	}
+}

@@ -314,6 +314,9 @@ func (c *Change) Apply(j *job.Job, started bool) error {
 	if j.Overlap != "" && !j.Recurring() {
 		return invalid("overlap", "applies to recurring jobs only")
 	}
+	if j.Debounce != nil && j.Recurring() {
+		return invalid("debounce", "applies to one-off jobs only")
+	}
 	if a.timingChanged && c.mode != Create && j.DueAt.IsZero() {
 		return fmt.Errorf("%w: nothing left to run", job.ErrInvalid)
 	}
@@ -350,4 +353,42 @@ func (r *Request) With(name string, value any) (*Request, error) {
 	}
 	out.fields = append(out.fields, member{name, raw})
 	return out, nil
+}
+
+// debounceFields are what a debounced create brings to the pending job
+// that holds its key: its payload (and so its credentials), its timing and
+// its debounce.
+var debounceFields = []string{"payload", "run_at", "delay", "run_on", "timezone", "debounce"}
+
+// Debounced returns the debounce a create or replace gives (nil for none)
+// and the request it runs as: one that gives no timing of its own runs the
+// window after its create (a delay of the window).
+func (r *Request) Debounced() (*Request, *job.Debounce, error) {
+	raw, ok := r.get("debounce")
+	if !ok {
+		return r, nil, nil
+	}
+	d, err := ParseDebounce(raw)
+	if err != nil || d == nil {
+		return r, nil, err
+	}
+	for _, name := range []string{"run_at", "delay", "run_on", "schedule"} {
+		if r.Has(name) {
+			return r, d, nil
+		}
+	}
+	out, err := r.With("delay", d.Window.String())
+	return out, d, err
+}
+
+// DebouncePatch is the patch that folds the debounced create r into the
+// pending job that holds its key: r's payload, timing and debounce.
+func (r *Request) DebouncePatch() *Request {
+	out := &Request{mode: Patch}
+	for _, m := range r.fields {
+		if slices.Contains(debounceFields, m.name) {
+			out.fields = append(out.fields, m)
+		}
+	}
+	return out
 }

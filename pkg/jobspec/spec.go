@@ -262,3 +262,29 @@ func ValidFlowKey(field, k string) error {
 	}
 	return nil
 }
+
+// ParseDebounce reads a job's debounce: nil for {} or null.
+func ParseDebounce(raw json.RawMessage) (*job.Debounce, error) {
+	type debounceIn struct {
+		Key    string `json:"key"`
+		Window string `json:"window"`
+	}
+	var in debounceIn
+	if err := decodeValue("debounce", raw, &in); err != nil {
+		return nil, err
+	}
+	if in == (debounceIn{}) {
+		return nil, nil
+	}
+	if err := ValidFlowKey("debounce.key", in.Key); err != nil {
+		return nil, err
+	}
+	if in.Window == "" {
+		return nil, invalid("debounce.window", "is required")
+	}
+	w, err := time.ParseDuration(strings.TrimSpace(in.Window))
+	if err != nil || w < job.MinDebounceWindow || w > job.MaxDebounceWindow {
+		return nil, invalid("debounce.window", "must be a duration from %s to %s, such as \"3s\"", job.MinDebounceWindow, job.MaxDebounceWindow)
+	}
+	return &job.Debounce{Key: in.Key, Window: w}, nil
+}

@@ -18,12 +18,15 @@ const (
 	// targeting the batch, with the count and the ids of its jobs.
 	ActionJobCreateBatch = "job.create_batch"
 	ActionJobUpdate      = "job.update"
-	ActionJobPause       = "job.pause"
-	ActionJobResume      = "job.resume"
-	ActionJobCancel      = "job.cancel"
-	ActionJobTrigger     = "job.trigger"
-	ActionJobRetry       = "job.retry"
-	ActionJobAbort       = "job.abort"
+	// ActionJobDebounce is a create folded into the pending job that holds
+	// its debounce key: its payload and due time changed.
+	ActionJobDebounce = "job.debounce"
+	ActionJobPause    = "job.pause"
+	ActionJobResume   = "job.resume"
+	ActionJobCancel   = "job.cancel"
+	ActionJobTrigger  = "job.trigger"
+	ActionJobRetry    = "job.retry"
+	ActionJobAbort    = "job.abort"
 	// ActionJobPurge removes a finished job and its runs before its
 	// retention ends (DELETE ?purge=true).
 	ActionJobPurge = "job.purge"

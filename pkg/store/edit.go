@@ -100,6 +100,11 @@ func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 					return err
 				}
 			}
+			if k := after.DebounceKey(); k != "" && k != b.DebounceKey() {
+				if err := claimDebounces(ctx, tx, []*job.Job{after}, nil); err != nil {
+					return err
+				}
+			}
 			before = b
 			return record(ctx, tx, u.Audit, now, TargetJob, id, jobspec.Changed(b, after))
 		})

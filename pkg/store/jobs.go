@@ -94,6 +94,84 @@ func claimKeys(ctx context.Context, tx pgx.Tx, jobs []*job.Job) error {
 	return nil
 }
 
+// claimDebounceSQL gives each (owner, debounce key) to its new job, unless
+// the job that holds it can still run and is not one the caller saw start
+// ($4).
+const claimDebounceSQL = `INSERT INTO debounces (owner_id, key, job_id)
+SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[])
+ON CONFLICT (owner_id, key) DO UPDATE SET job_id = EXCLUDED.job_id
+WHERE debounces.job_id = ANY($4::uuid[])
+   OR NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = debounces.job_id AND j.status IN ('scheduled', 'paused'))
+RETURNING key`
+
+// DebounceTakenError refuses a debounced job whose key a pending job holds
+// (one created meanwhile): the caller folds it into that job instead.
+type DebounceTakenError struct{ Key string }
+
+func (e *DebounceTakenError) Error() string {
+	return fmt.Sprintf("debounce key %q is held by a pending job", e.Key)
+}
+
+// Is makes a DebounceTakenError a job.ErrConflict.
+func (e *DebounceTakenError) Is(target error) bool { return target == job.ErrConflict }
+
+// claimDebounces takes the debounce keys of the debounced jobs among jobs,
+// taking them over from a finished job or one of displace, or refuses them
+// all with a *DebounceTakenError. Two jobs of one request with one key are
+// refused too: the caller folds them one into the other.
+func claimDebounces(ctx context.Context, tx pgx.Tx, jobs []*job.Job, displace []uuid.UUID) error {
+	var owners, ids []uuid.UUID
+	var keys []string
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		if j.Debounce == nil {
+			continue
+		}
+		k := j.Owner.String() + "/" + j.Debounce.Key
+		if seen[k] {
+			return &DebounceTakenError{Key: j.Debounce.Key}
+		}
+		seen[k] = true
+		owners, keys, ids = append(owners, j.Owner), append(keys, j.Debounce.Key), append(ids, j.ID)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	if displace == nil {
+		displace = []uuid.UUID{}
+	}
+	rows, err := tx.Query(ctx, claimDebounceSQL, owners, keys, ids, displace)
+	if err != nil {
+		return fmt.Errorf("claim debounce keys: %w", translate(err))
+	}
+	claimed, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("claim debounce keys: %w", translate(err))
+	}
+	if len(claimed) < len(keys) {
+		got := map[string]bool{}
+		for _, k := range claimed {
+			got[k] = true
+		}
+		for _, k := range keys {
+			if !got[k] {
+				return &DebounceTakenError{Key: k}
+			}
+		}
+	}
+	return nil
+}
+
+// JobByDebounceKey returns the job of owner's that last took debounce key
+// key, finished or not; none is job.ErrNotFound.
+func (s *Store) JobByDebounceKey(ctx context.Context, owner uuid.UUID, key string) (*job.Job, error) {
+	var id uuid.UUID
+	if err := s.pool.QueryRow(ctx, `SELECT job_id FROM debounces WHERE owner_id = $1 AND key = $2`, owner, key).Scan(&id); err != nil {
+		return nil, fmt.Errorf("job by debounce key: %w", translate(err))
+	}
+	return s.GetJob(ctx, owner, id)
+}
+
 // jobByKeySQL finds the job that last took an owner's key.
 const jobByKeySQL = `SELECT job_id FROM job_keys WHERE owner_id = $1 AND key = $2`
 
@@ -147,6 +225,10 @@ type Create struct {
 	// MaxFlowKeys bounds the flow keys an owner may hold (claimFlows); 0
 	// for no bound.
 	MaxFlowKeys int
+	// Displace names jobs that hold a debounce key but have started, as
+	// the caller found: a new job with the key takes it from them (see
+	// claimDebounces).
+	Displace []uuid.UUID
 }
 
 // QuotaError refuses jobs that would take their owner past Create.MaxActive.
@@ -200,6 +282,9 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 			return err
 		}
 		if err := claimFlows(ctx, tx, jobs, jobs[0].CreatedAt, c.MaxFlowKeys); err != nil {
+			return err
+		}
+		if err := claimDebounces(ctx, tx, jobs, c.Displace); err != nil {
 			return err
 		}
 		for _, j := range jobs {

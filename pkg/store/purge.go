@@ -15,7 +15,7 @@ const (
 	lockJobForPurgeSQL = `SELECT status, owner_id FROM jobs
 WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2) FOR UPDATE`
 	purgeJobSQL = `WITH gone AS (
-    DELETE FROM jobs WHERE id = $1 RETURNING id, owner_id, labels, key
+    DELETE FROM jobs WHERE id = $1 RETURNING id, owner_id, labels, key, debounce
 ` + goneWithJobsSQL + `
 SELECT (SELECT count(*) FROM runs)`
 )

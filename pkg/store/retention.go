@@ -10,12 +10,15 @@ import (
 const finishedStatuses = `('completed', 'permanently_failed', 'cancelled', 'expired')`
 
 // goneWithJobsSQL continues a WITH whose CTE gone deleted jobs (returning
-// id, owner_id, labels and key): it deletes their runs (CTE runs, one row
-// each, for counting), their job_keys row and their job_labels rows.
+// id, owner_id, labels, key and debounce): it deletes their runs (CTE runs,
+// one row each, for counting), their job_keys and debounces rows and their
+// job_labels rows.
 const goneWithJobsSQL = `), runs AS (
     DELETE FROM job_runs WHERE job_id = ANY(ARRAY(SELECT id FROM gone)) RETURNING 1
 ), keys AS (
     DELETE FROM job_keys k USING gone g WHERE k.owner_id = g.owner_id AND k.key = g.key AND k.job_id = g.id
+), debounced AS (
+    DELETE FROM debounces d USING gone g WHERE d.owner_id = g.owner_id AND d.key = g.debounce->>'key' AND d.job_id = g.id
 ), labels AS (
     DELETE FROM job_labels l USING gone g, jsonb_each_text(g.labels) e
     WHERE l.owner_id = g.owner_id AND l.key = e.key AND l.value = e.value AND l.job_id = g.id
@@ -40,7 +43,7 @@ const removeFinishedSQL = `WITH due AS (
     WHERE j.id IN (SELECT id FROM due) AND j.status IN ` + finishedStatuses + `
       AND CASE WHEN j.retention_ms IS NULL THEN j.updated_at < $1
                ELSE tock_purge_at(j.updated_at, j.retention_ms) < $3 END
-    RETURNING j.id, j.owner_id, j.labels, j.key
+    RETURNING j.id, j.owner_id, j.labels, j.key, j.debounce
 ` + goneWithJobsSQL + `
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM runs)`
 

@@ -66,7 +66,10 @@ func (f JobFilter) query() url.Values {
 }
 
 // Create creates a job (POST /api/v1/jobs). It carries an Idempotency-Key,
-// random unless given with IdempotencyKey, the same on every retry.
+// random unless given with IdempotencyKey, the same on every retry. A
+// one-off job with a Debounce whose key a job of the owner's that has not
+// started holds creates nothing: Create returns that job, which took the
+// spec's payload and timing.
 func (s *JobsService) Create(ctx context.Context, spec JobSpec, opts ...CallOption) (*Job, error) {
 	var j Job
 	if err := s.c.do(ctx, call{method: http.MethodPost, path: "/api/v1/jobs", body: spec, create: true}, &j, opts...); err != nil {

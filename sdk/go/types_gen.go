@@ -31,11 +31,11 @@ type AbortedAttempt struct {
 
 // AuditEntry is the API's AuditEntry schema. One change made through the API.
 type AuditEntry struct {
-	// One of `job.create`, `job.create_batch`, `job.update`, `job.pause`,
-	// `job.resume`, `job.cancel`, `job.trigger`, `job.retry`, `job.abort`,
-	// `job.purge`, `job.bulk`, `user.create`, `user.update`, `user.disable`,
-	// `user.enable`, `user.erase`, `key.create`, `key.revoke`,
-	// `user.rotate_signing_secret` or `dead_letters`.
+	// One of `job.create`, `job.create_batch`, `job.update`, `job.debounce`,
+	// `job.pause`, `job.resume`, `job.cancel`, `job.trigger`, `job.retry`,
+	// `job.abort`, `job.purge`, `job.bulk`, `user.create`, `user.update`,
+	// `user.disable`, `user.enable`, `user.erase`, `key.create`,
+	// `key.revoke`, `user.rotate_signing_secret` or `dead_letters`.
 	Action string `json:"action"`
 
 	// The user who made it.
@@ -68,12 +68,19 @@ type AuditList struct {
 	NextCursor string `json:"next_cursor"`
 }
 
-// BatchCreated is the API's BatchCreated schema. Every job was created.
+// BatchCreated is the API's BatchCreated schema. Every job was created, or,
+// for a job with a `debounce`, folded into the pending job that holds its
+// key.
 type BatchCreated struct {
 	// How many jobs were created.
 	Created int `json:"created"`
 
-	// The new jobs' ids, in the order the jobs were given.
+	// How many of the jobs were folded into the pending job that holds their
+	// debounce key instead of being created; absent when none.
+	Debounced int `json:"debounced,omitempty"`
+
+	// Each job's id, in the order the jobs were given: the new job's, or for
+	// a debounced one the job it was folded into.
 	IDs []string `json:"ids"`
 }
 
@@ -418,6 +425,9 @@ type Job struct {
 	// When the job was created.
 	CreatedAt time.Time `json:"created_at"`
 
+	// The job's debounce key and window; absent when none.
+	Debounce *JobDebounce `json:"debounce,omitempty"`
+
 	// How late an attempt may start before it is recorded `expired` instead
 	// (Go duration text, such as `15m0s`); absent when it never expires.
 	ExpiresAfter string `json:"expires_after,omitempty"`
@@ -503,6 +513,13 @@ type JobCounts struct {
 	Total  int64            `json:"total"`
 }
 
+// JobDebounce is the schema of Job.debounce. The job's debounce key and
+// window; absent when none.
+type JobDebounce struct {
+	Key    string `json:"key,omitempty"`
+	Window string `json:"window,omitempty"`
+}
+
 // JobFlow is the schema of Job.flow. The job's flow key, and the limits it
 // set for it when it gave any; absent when none.
 type JobFlow struct {
@@ -527,6 +544,16 @@ type JobList struct {
 // has started can no longer move in time (409). `type` and `key` never
 // change. Unknown fields are refused.
 type JobPatch struct {
+	// One-off jobs only. A create whose key another one-off job of yours
+	// holds that has not started yet (scheduled or paused) creates nothing:
+	// that job takes this create's payload and its due time (now plus the
+	// window, or the create's own `run_at`, `delay` or `run_on`), keeps its
+	// id, moves to a new generation, and is answered with 200. So a burst of
+	// creates makes one delivery, carrying the last payload. Once the job has
+	// started, the next create with the key makes a new job (201). `{}` in a
+	// PATCH takes the job out of its key.
+	Debounce *JobPatchDebounce `json:"debounce,omitempty"`
+
 	// One-off: run this long from now, a Go duration optionally preceded by
 	// whole days (`0s`, `90s`, `2h30m`, `15d`, `1d12h`); at most 3660 days.
 	// `0s` runs at once. A replace of a one-off job that gives a delay keeps
@@ -622,6 +649,27 @@ type JobPatch struct {
 	Timezone *string `json:"timezone,omitempty"`
 }
 
+// JobPatchDebounce is the schema of JobPatch.debounce. One-off jobs only. A
+// create whose key another one-off job of yours holds that has not started
+// yet (scheduled or paused) creates nothing: that job takes this create's
+// payload and its due time (now plus the window, or the create's own
+// `run_at`, `delay` or `run_on`), keeps its id, moves to a new generation,
+// and is answered with 200. So a burst of creates makes one delivery,
+// carrying the last payload. Once the job has started, the next create with
+// the key makes a new job (201). `{}` in a PATCH takes the job out of its
+// key.
+type JobPatchDebounce struct {
+	// Required. Your own name for what the burst is about, such as `order-7`:
+	// 1 to 200 characters without spaces, `/`, control characters or
+	// bidirectional formatting characters. Keys are yours alone.
+	Key string `json:"key,omitempty"`
+
+	// Required. How long after the last create the job runs, when the create
+	// gives no timing of its own: a Go duration from 10ms to 24h, such as
+	// `3s`.
+	Window string `json:"window,omitempty"`
+}
+
 // JobPatchFlow is the schema of JobPatch.flow. The flow key the job's
 // occurrences go through. An occurrence over its key's limits waits, in due
 // order, and is never dropped or failed for it; the wait is recorded as
@@ -652,6 +700,16 @@ type JobPatchFlow struct {
 // (`""`, `{}`, or `{"on": []}` for notify) takes its default. Credentials
 // (see `payload` and `notify`) are write-only. Unknown fields are refused.
 type JobSpec struct {
+	// One-off jobs only. A create whose key another one-off job of yours
+	// holds that has not started yet (scheduled or paused) creates nothing:
+	// that job takes this create's payload and its due time (now plus the
+	// window, or the create's own `run_at`, `delay` or `run_on`), keeps its
+	// id, moves to a new generation, and is answered with 200. So a burst of
+	// creates makes one delivery, carrying the last payload. Once the job has
+	// started, the next create with the key makes a new job (201). `{}` in a
+	// PATCH takes the job out of its key.
+	Debounce *JobSpecDebounce `json:"debounce,omitempty"`
+
 	// One-off: run this long from now, a Go duration optionally preceded by
 	// whole days (`0s`, `90s`, `2h30m`, `15d`, `1d12h`); at most 3660 days.
 	// `0s` runs at once. A replace of a one-off job that gives a delay keeps
@@ -760,6 +818,27 @@ type JobSpec struct {
 	// it. One of `webhook`, `ping`, `slack`, `email`, `nats`, `amqp` or
 	// `sqs`.
 	Type string `json:"type"`
+}
+
+// JobSpecDebounce is the schema of JobSpec.debounce. One-off jobs only. A
+// create whose key another one-off job of yours holds that has not started
+// yet (scheduled or paused) creates nothing: that job takes this create's
+// payload and its due time (now plus the window, or the create's own
+// `run_at`, `delay` or `run_on`), keeps its id, moves to a new generation,
+// and is answered with 200. So a burst of creates makes one delivery,
+// carrying the last payload. Once the job has started, the next create with
+// the key makes a new job (201). `{}` in a PATCH takes the job out of its
+// key.
+type JobSpecDebounce struct {
+	// Required. Your own name for what the burst is about, such as `order-7`:
+	// 1 to 200 characters without spaces, `/`, control characters or
+	// bidirectional formatting characters. Keys are yours alone.
+	Key string `json:"key,omitempty"`
+
+	// Required. How long after the last create the job runs, when the create
+	// gives no timing of its own: a Go duration from 10ms to 24h, such as
+	// `3s`.
+	Window string `json:"window,omitempty"`
 }
 
 // JobSpecFlow is the schema of JobSpec.flow. The flow key the job's

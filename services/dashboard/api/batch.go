@@ -51,6 +51,9 @@ type batchRequest struct {
 type BatchCreated struct {
 	Created int         `json:"created"`
 	IDs     []uuid.UUID `json:"ids"`
+	// Debounced counts the jobs folded into the pending job that holds
+	// their debounce key (whose id they list) instead of being created.
+	Debounced int `json:"debounced,omitempty"`
 }
 
 // ItemError is what is wrong with one job of a bulk create.
@@ -97,9 +100,10 @@ func (s *Server) createBatch(c *echo.Context) error {
 	}
 	now := s.clock()
 	jobs := make([]*job.Job, len(req.Jobs))
+	reqs := make([]*jobspec.Request, len(req.Jobs))
 	var problems []ItemError
 	if err := s.evaluate(c, hasSchedule(req.Jobs), func() error {
-		problems = s.buildBatch(c, req.Jobs, owner.ID, now, jobs)
+		problems = s.buildBatch(c, req.Jobs, owner.ID, now, jobs, reqs)
 		return c.Request().Context().Err()
 	}); err != nil {
 		return err
@@ -114,13 +118,35 @@ func (s *Server) createBatch(c *echo.Context) error {
 	if err := s.allowJobs(c, len(jobs)); err != nil {
 		return err
 	}
-	create := store.Create{Audit: access.Caller(c).Audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), Rates: s.rates(owner),
-		MaxFlowKeys: s.quotas.MaxFlowKeys}
-	if err := s.createJobs(c, jobs, now, create); err != nil {
-		return createError(err)
+	// The debounced jobs go one by one after the others, each folding into
+	// the pending job that holds its key (a job of this batch too).
+	var plain []*job.Job
+	for _, j := range jobs {
+		if j.Debounce == nil {
+			plain = append(plain, j)
+		}
 	}
-	out := BatchCreated{Created: len(jobs), IDs: make([]uuid.UUID, len(jobs))}
+	if len(plain) > 0 {
+		create := store.Create{Audit: access.Caller(c).Audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), Rates: s.rates(owner),
+			MaxFlowKeys: s.quotas.MaxFlowKeys}
+		if err := s.createJobs(c, plain, now, create); err != nil {
+			return createError(err)
+		}
+	}
+	out := BatchCreated{Created: len(plain), IDs: make([]uuid.UUID, len(jobs))}
 	for i, j := range jobs {
+		if j.Debounce != nil {
+			got, folded, err := s.debounce(c, reqs[i], j, owner, now)
+			if err != nil {
+				return err
+			}
+			if folded {
+				out.Debounced++
+			} else {
+				out.Created++
+			}
+			j = got
+		}
 		out.IDs[i] = j.ID
 	}
 	return writeJSON(c, http.StatusCreated, out)
@@ -131,13 +157,17 @@ func (s *Server) createBatch(c *echo.Context) error {
 // create, and the batch as a whole batchUnits and batchTime: a batch of
 // rules that each pass, but together would hold a core for seconds, is
 // refused job by job once it runs out.
-func (s *Server) buildBatch(c *echo.Context, raws []json.RawMessage, owner uuid.UUID, now time.Time, jobs []*job.Job) []ItemError {
+func (s *Server) buildBatch(c *echo.Context, raws []json.RawMessage, owner uuid.UUID, now time.Time, jobs []*job.Job, reqs []*jobspec.Request) []ItemError {
 	var problems []ItemError
 	ctx := c.Request().Context()
 	total := schedule.NewBudget(ctx, batchUnits, batchTime)
 	for i, raw := range raws {
 		req, err := decodeBatchJob(raw)
 		if err == nil {
+			req, _, err = req.Debounced()
+		}
+		if err == nil {
+			reqs[i] = req
 			units := min(schedule.RequestUnits, total.Left())
 			b := schedule.NewBudget(ctx, units, min(schedule.RequestTime, total.Remaining()))
 			jobs[i], err = req.Build(b, owner, now, s.limits)

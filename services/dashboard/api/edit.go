@@ -133,9 +133,12 @@ func editError(err, refused error) error {
 	var fe *job.FieldError
 	var re *store.RateError
 	var ke *store.FlowKeysError
+	var de *store.DebounceTakenError
 	switch {
 	case errors.As(err, &fe):
 		return err
+	case errors.As(err, &de):
+		return debounceTakenError(de)
 	case errors.As(err, &ke):
 		return flowKeysError(ke)
 	case errors.As(err, &re):

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -78,6 +79,10 @@ func (s *Server) decodeJob(c *echo.Context, mode jobspec.Mode) (*jobspec.Request
 // create builds the job req describes for owner, creates it and answers
 // 201; or, for a dry run, answers 200 with the job it would create.
 func (s *Server) create(c *echo.Context, req *jobspec.Request, owner *store.User, dry bool) error {
+	req, debounce, err := req.Debounced()
+	if err != nil {
+		return err
+	}
 	now := s.clock()
 	var j *job.Job
 	if err := s.evaluate(c, req.Schedules(), func() (err error) {
@@ -86,14 +91,26 @@ func (s *Server) create(c *echo.Context, req *jobspec.Request, owner *store.User
 	}); err != nil {
 		return err
 	}
+	if debounce != nil {
+		return s.debounced(c, req, j, owner, now, dry)
+	}
 	if dry {
 		return writeJSON(c, http.StatusOK, DryRun{DryRun: true, Action: ActionCreate, Changes: []jobspec.FieldChange{}, Job: s.jobView(j, now)})
 	}
 	if err := s.allowJobs(c, 1); err != nil {
 		return err
 	}
+	if err := s.insert(c, j, owner, now, nil); err != nil {
+		return createError(err)
+	}
+	return writeJSON(c, http.StatusCreated, s.jobView(j, now))
+}
+
+// insert creates the new job j of owner's, taking its debounce key over
+// from the started jobs of displace.
+func (s *Server) insert(c *echo.Context, j *job.Job, owner *store.User, now time.Time, displace []uuid.UUID) error {
 	create := store.Create{Audit: access.Caller(c).Audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), Rates: s.rates(owner),
-		MaxFlowKeys: s.quotas.MaxFlowKeys}
+		MaxFlowKeys: s.quotas.MaxFlowKeys, Displace: displace}
 	done, roomy := s.active.reserve(c.Request().Context(), owner.ID, 1, create.MaxActive)
 	if roomy {
 		create.MaxActive = 0 // far below the cap: see activeCounts
@@ -102,10 +119,7 @@ func (s *Server) create(c *echo.Context, req *jobspec.Request, owner *store.User
 	if roomy {
 		done(err == nil)
 	}
-	if err != nil {
-		return createError(err)
-	}
-	return writeJSON(c, http.StatusCreated, s.jobView(j, now))
+	return err
 }
 
 // requestBudget bounds the schedule work of one request: compiling, checking
@@ -154,9 +168,12 @@ func createError(err error) error {
 	var re *store.RateError
 	var ke *store.KeyTakenError
 	var fe *store.FlowKeysError
+	var de *store.DebounceTakenError
 	switch {
 	case errors.As(err, &fe):
 		return flowKeysError(fe)
+	case errors.As(err, &de):
+		return debounceTakenError(de)
 	case errors.As(err, &ke):
 		return apierr.New(http.StatusConflict, apierr.CodeConflict, "key",
 			fmt.Sprintf("key %q is held by another of your jobs that can still run; PUT /api/v1/jobs/by-key/{key} replaces it", ke.Key))
