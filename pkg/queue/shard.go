@@ -370,6 +370,36 @@ func (q *Shard) Reclaim(ctx context.Context, consumer string, minIdle time.Durat
 	return q.withCounts(ctx, msgs, "reclaim pending")
 }
 
+// ClaimEnded takes over, for consumer, the entries of up to count attempts
+// whose lease ended before now without their outcome (their worker died, or
+// stalled past its attempt's timeout and the margin): at once, rather than
+// when the entries have been pending a visibility timeout, which may be long
+// after the lease. Until then such an attempt keeps its places in its
+// lanes and its flow key; a key at its concurrency limit would run short
+// all that time. The start script takes the ended lease over as it does
+// for any reclaim. It costs one ZRANGEBYSCORE of the leases set while none
+// has ended.
+func (q *Shard) ClaimEnded(ctx context.Context, consumer string, now time.Time, count int) ([]Message, error) {
+	ended, _, err := q.alone().leased(ctx, now, count)
+	if err != nil || len(ended) == 0 {
+		return nil, err
+	}
+	ids := make([]string, 0, len(ended))
+	for _, l := range ended {
+		if l.Entry != "" {
+			ids = append(ids, l.Entry)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	msgs, err := q.rdb.XClaim(ctx, &redis.XClaimArgs{Stream: q.keys.Ready(), Group: Group, Consumer: consumer, MinIdle: 0, Messages: ids}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("claim ended leases' entries: %w", err)
+	}
+	return q.withCounts(ctx, msgs, "claim ended leases' entries")
+}
+
 // Unread returns up to count of the entries pending to consumer after the
 // entry id after ("" for all), delivered once, that known does not know, oldest first, with
 // their delivery counts, and the id to resume from ("" when none is left).

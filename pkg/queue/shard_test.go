@@ -700,6 +700,40 @@ func TestGiveBack(t *testing.T) {
 	})
 }
 
+func TestClaimEnded(t *testing.T) {
+	t.Parallel()
+	onBothRedis(t, func(t *testing.T, b *bundle) {
+		b.enqueue(t, occ(base.Add(-2*time.Second), 0), occ(base.Add(-time.Second), 0))
+		msgs := b.publishAndRead(t, "w1", 2)
+		// w1 leases both, one until 1 s from now, one until 10 s, then dies.
+		var starts []queue.Start
+		for i, m := range msgs {
+			o := m.Occurrence
+			starts = append(starts, queue.Start{Generation: o.Generation, Lease: queue.Lease{Occurrence: o, Worker: "w1", Run: job.NewID(),
+				StartedAt: base, Until: base.Add(time.Duration(1+9*i) * time.Second), DueAt: m.DueAt, Entry: m.ID, Member: o.Member()}})
+		}
+		ans, err := b.q.Start(b.ctx, starts, base, time.Second)
+		require.NoError(t, err)
+		require.Equal(t, []int{queue.StartRun, queue.StartRun}, ans)
+
+		got, err := b.q.ClaimEnded(b.ctx, "w2", base.Add(500*time.Millisecond), 10)
+		require.NoError(t, err)
+		require.Empty(t, got, "no lease has ended")
+		got, err = b.q.ClaimEnded(b.ctx, "w2", base.Add(2*time.Second), 10)
+		require.NoError(t, err)
+		require.Len(t, got, 1, "the lease that ended, at once, though its entry was read just now")
+		require.Equal(t, msgs[0].ID, got[0].ID)
+		require.Equal(t, 2, got[0].Deliveries)
+		// The start script takes the ended lease over.
+		o := got[0].Occurrence
+		ans, err = b.q.Start(b.ctx, []queue.Start{{Generation: o.Generation, Lease: queue.Lease{Occurrence: o, Worker: "w2", Run: job.NewID(),
+			StartedAt: base.Add(2 * time.Second), Until: base.Add(time.Minute), DueAt: got[0].DueAt, Entry: got[0].ID, Member: o.Member()}}},
+			base.Add(2*time.Second), time.Second)
+		require.NoError(t, err)
+		require.Equal(t, []int{queue.StartRun}, ans)
+	})
+}
+
 func TestSetAside(t *testing.T) {
 	t.Parallel()
 
