@@ -157,14 +157,17 @@ local function waitingLanes()
 end
 -- isFlow says whether lane is a flow lane.
 local function isFlow(lane) return string.byte(lane, 1) == 102 end
--- A held set is ordered by priority, then due time: under a backlog the
--- higher priority comes out first, whatever its due time. Its score is
--- the rank of the member's priority (its first five digits, the inverted
--- priority, clamped to the 2,048 ranks of priorities -1024..1023) times
--- 2^42, plus the due ms (2^42 ms reach 2109): exact in a double, whose
--- integers go to 2^53. heldDue reads the due time back.
+-- An owner's or flow key's held set is ordered by priority, then due
+-- time: under a backlog the higher priority comes out first, whatever its
+-- due time. Its score is the rank of the member's priority (its first five
+-- digits, the inverted priority, clamped to the 2,048 ranks of priorities
+-- -1024..1023) times 2^42, plus the due ms (2^42 ms reach 2109): exact in a
+-- double, whose integers go to 2^53. A host lane's held set, which every
+-- owner calling the host shares, stays in due order, so that one owner's
+-- priority never passes another's jobs. heldDue reads the due time back.
 local heldSpan = 4398046511104
-local function heldScore(score, m)
+local function heldScore(lane, score, m)
+  if string.byte(lane, 1) == 104 then return score end
   local rank = (tonumber(string.sub(m, 1, 5)) or 32767) - 32767 + 1023
   if rank < 0 then rank = 0 elseif rank > 2047 then rank = 2047 end
   return string.format('%.0f', rank * heldSpan + (tonumber(score) or 0))
@@ -174,7 +177,7 @@ local function heldDue(s)
 end
 -- hold puts member m, due at score, in lane's held set.
 local function hold(lane, score, m)
-  redis.call('ZADD', KEYS[6] .. lane, heldScore(score, m), m)
+  redis.call('ZADD', KEYS[6] .. lane, heldScore(lane, score, m), m)
   if isFlow(lane) then
     redis.call('SADD', KEYS[9], lane)
   elseif redis.call('SADD', KEYS[5], lane) == 1 then
@@ -605,11 +608,14 @@ return n
 // ready stream holds, less the entries whose places were given back already
 // (the released set, which it also rids of entries no longer in the stream),
 // for when they drifted (a counted entry that was deleted some other way),
-// then publishes what the corrected counts make room for. It does nothing
+// then moves what an older release held back into this release's held sets
+// (a rolling upgrade), and publishes what the corrected counts make room
+// for. It does nothing
 // when the stream holds more than ARGV[1] entries: a count of that many
 // entries would block Redis for too long.
 //
 // KEYS[1..10] as lanesLua
+// KEYS[11] an older release's held sets' key prefix (Keys.LegacyHeldPrefix)
 // ARGV[1] most entries to count
 // Returns the number of entries counted, or -1 when there were too many
 var recountScript = redis.NewScript(lanesLua + `
@@ -642,8 +648,20 @@ end
 redis.call('DEL', KEYS[3])
 for lane, c in pairs(counts) do redis.call('HSET', KEYS[3], lane, c) end
 forgetCounts()
-for _, lane in ipairs(redis.call('SMEMBERS', KEYS[5])) do sweepHeld({lane}, 1000) end
-for _, lane in ipairs(redis.call('SRANDMEMBER', KEYS[9], 1000)) do sweepHeld({lane}, 1000) end
+-- An older release's held sets (KEYS[11] .. lane, scored by due time) go
+-- into this release's, up to 1,000 members a lane and call.
+local function adopt(lane)
+  local old = redis.call('ZPOPMIN', KEYS[11] .. lane, 1000)
+  for i = 1, #old, 2 do hold(lane, old[i + 1], old[i]) end
+end
+for _, lane in ipairs(redis.call('SMEMBERS', KEYS[5])) do
+  adopt(lane)
+  sweepHeld({lane}, 1000)
+end
+for _, lane in ipairs(redis.call('SRANDMEMBER', KEYS[9], 1000)) do
+  adopt(lane)
+  sweepHeld({lane}, 1000)
+end
 flushCounts()
 return n
 `)
@@ -657,7 +675,7 @@ const maxRecount = 100_000
 // and this repairs them should anything else ever remove an entry.
 func (r *Queue) Recount(ctx context.Context) error {
 	for _, q := range r.shards {
-		if err := recountScript.Run(ctx, r.rdb, q.keys.laneKeys(), maxRecount).Err(); err != nil {
+		if err := recountScript.Run(ctx, r.rdb, append(q.keys.laneKeys(), q.keys.LegacyHeldPrefix()), maxRecount).Err(); err != nil {
 			return fmt.Errorf("recount in flight: %w", err)
 		}
 	}

@@ -128,6 +128,64 @@ func TestFairDispatch(t *testing.T) {
 		})
 	})
 
+	t.Run("AHostLaneStaysInDueOrder", func(t *testing.T) {
+		t.Parallel()
+		onBothRedis(t, func(t *testing.T, b *bundle) {
+			require.NoError(t, b.q.EnsureGroup(b.ctx))
+			// Host cap 1: A's job runs, B's and then A's of priority 10
+			// wait for the host, which both owners share: B's was due first.
+			first := routed(ownerA, "shared", base.Add(-30*time.Millisecond))
+			bJob := routed(ownerB, "shared", base.Add(-20*time.Millisecond))
+			high := routed(ownerA, "shared", base.Add(-10*time.Millisecond))
+			high.Priority = 10
+			b.enqueue(t, first, bJob, high)
+			p, err := b.q.Publish(b.ctx, 100, base, queue.Caps{Owner: 100, Host: 1})
+			require.NoError(t, err)
+			require.Equal(t, 1, p.Sent)
+			held, err := b.rdb.ZRange(b.ctx, b.keys.Held(queue.TargetLane("shared")), 0, -1).Result()
+			require.NoError(t, err)
+			require.Equal(t, memberOf(bJob, high), held, "one owner's priority never passes another's job")
+		})
+	})
+
+	t.Run("TheRecountAdoptsAnOlderReleasesHeldSets", func(t *testing.T) {
+		t.Parallel()
+		onBothServers(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+			ring := queue.New(rdb, prefix, 1)
+			q, keys := ring.Home(), ring.Home().Keys()
+			ctx := t.Context()
+			require.NoError(t, ring.EnsureGroup(ctx))
+			var occs []job.Occurrence
+			for i := range 3 {
+				occs = append(occs, routed(ownerA, "0000000a", base.Add(-time.Duration(10-i)*time.Millisecond)))
+			}
+			enqueueAll(t, ring, occs[:1])
+			_, err := q.Publish(ctx, 100, base, queue.Caps{Owner: 1, Host: 100})
+			require.NoError(t, err)
+			// An older release held two, scored by due time alone.
+			for _, o := range occs[1:] {
+				require.NoError(t, rdb.ZAdd(ctx, keys.LegacyHeldPrefix()+laneA, redis.Z{Score: float64(o.ScheduledFor.UnixMilli()), Member: o.Member()}).Err())
+			}
+			require.NoError(t, rdb.SAdd(ctx, keys.HeldLanes(), laneA).Err())
+			require.NoError(t, ring.Recount(ctx))
+			n, err := rdb.Exists(ctx, keys.LegacyHeldPrefix()+laneA).Result()
+			require.NoError(t, err)
+			require.Zero(t, n, "the old set is emptied")
+			held, err := rdb.ZRange(ctx, keys.Held(laneA), 0, -1).Result()
+			require.NoError(t, err)
+			require.Equal(t, memberOf(occs[1:]...), held, "and held in this release's")
+			msgs, err := q.Read(ctx, "w1", 10, noBlock)
+			require.NoError(t, err)
+			require.Len(t, msgs, 1)
+			require.NoError(t, q.Settle(ctx, []string{msgs[0].ID}, nil))
+			next, err := q.Read(ctx, "w1", 10, noBlock)
+			require.NoError(t, err)
+			require.Len(t, next, 1)
+			require.Equal(t, occs[1], next[0].Occurrence)
+			require.Equal(t, occs[1].ScheduledFor, next[0].DueAt, "its due time intact")
+		})
+	})
+
 	t.Run("AnOwnerAloneBorrowsIdleSlots", func(t *testing.T) {
 		t.Parallel()
 		onBothRedis(t, func(t *testing.T, b *bundle) {

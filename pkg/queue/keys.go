@@ -133,11 +133,19 @@ func (k Keys) HeldLanes() string { return k.key("held") }
 
 // HeldPrefix is what a lane's held set's key starts with; the scripts append
 // the lane, which keeps the shard's hash tag (see Held).
-func (k Keys) HeldPrefix() string { return k.key("held:") }
+func (k Keys) HeldPrefix() string { return k.key("heldp:") }
 
 // Held is the sorted set of a lane's members that are due but held back
-// because the lane was at its cap: score = due time in unix ms, as in Due.
+// because the lane was at its cap, scored by priority and then due time
+// (heldScore in lanesLua; a host lane's by due time alone, as in Due).
 func (k Keys) Held(lane string) string { return k.HeldPrefix() + lane }
+
+// LegacyHeldPrefix is what an older release's held sets' keys start with:
+// scored by due time alone, which that release reads back as the due time.
+// The new sets have a prefix of their own so that an older process of a
+// rolling upgrade never reads a priority score as a due time; the leader's
+// recount moves what older processes held into them (Recount).
+func (k Keys) LegacyHeldPrefix() string { return k.key("held:") }
 
 // Flows is the hash of flow keys' limits, per flow lane ("f:<lane id>", see
 // job.FlowLane): "<concurrency>|<rate count>|<rate period ms>|<paused 0 or

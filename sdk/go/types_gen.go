@@ -569,12 +569,12 @@ type JobPatch struct {
 	ExpiresAfter *string `json:"expires_after,omitempty"`
 
 	// The flow key the job's occurrences go through. An occurrence over its
-	// key's limits waits, in due order, and is never dropped or failed for
-	// it; the wait is recorded as `throttled_ms` on the run, apart from its
-	// lateness. The limits belong to the key: a job that gives them sets them
-	// for every job of the key, as `PUT /api/v1/flows/{key}` does; a job that
-	// names only the key runs under the key's. `{}` removes the job from its
-	// key.
+	// key's limits waits, in priority and then due order, and is never
+	// dropped or failed for it; the wait is recorded as `throttled_ms` on the
+	// run, apart from its lateness. The limits belong to the key: a job that
+	// gives them sets them for every job of the key, as `PUT
+	// /api/v1/flows/{key}` does; a job that names only the key runs under the
+	// key's. `{}` removes the job from its key.
 	Flow *JobPatchFlow `json:"flow,omitempty"`
 
 	// Which runs are kept. `all` (default) keeps every run for the retention
@@ -671,12 +671,12 @@ type JobPatchDebounce struct {
 }
 
 // JobPatchFlow is the schema of JobPatch.flow. The flow key the job's
-// occurrences go through. An occurrence over its key's limits waits, in due
-// order, and is never dropped or failed for it; the wait is recorded as
-// `throttled_ms` on the run, apart from its lateness. The limits belong to
-// the key: a job that gives them sets them for every job of the key, as `PUT
-// /api/v1/flows/{key}` does; a job that names only the key runs under the
-// key's. `{}` removes the job from its key.
+// occurrences go through. An occurrence over its key's limits waits, in
+// priority and then due order, and is never dropped or failed for it; the
+// wait is recorded as `throttled_ms` on the run, apart from its lateness. The
+// limits belong to the key: a job that gives them sets them for every job of
+// the key, as `PUT /api/v1/flows/{key}` does; a job that names only the key
+// runs under the key's. `{}` removes the job from its key.
 type JobPatchFlow struct {
 	// At most this many attempts of the key's jobs in flight at once, across
 	// every worker.
@@ -725,12 +725,12 @@ type JobSpec struct {
 	ExpiresAfter string `json:"expires_after,omitempty"`
 
 	// The flow key the job's occurrences go through. An occurrence over its
-	// key's limits waits, in due order, and is never dropped or failed for
-	// it; the wait is recorded as `throttled_ms` on the run, apart from its
-	// lateness. The limits belong to the key: a job that gives them sets them
-	// for every job of the key, as `PUT /api/v1/flows/{key}` does; a job that
-	// names only the key runs under the key's. `{}` removes the job from its
-	// key.
+	// key's limits waits, in priority and then due order, and is never
+	// dropped or failed for it; the wait is recorded as `throttled_ms` on the
+	// run, apart from its lateness. The limits belong to the key: a job that
+	// gives them sets them for every job of the key, as `PUT
+	// /api/v1/flows/{key}` does; a job that names only the key runs under the
+	// key's. `{}` removes the job from its key.
 	Flow *JobSpecFlow `json:"flow,omitempty"`
 
 	// Which runs are kept. `all` (default) keeps every run for the retention
@@ -842,12 +842,12 @@ type JobSpecDebounce struct {
 }
 
 // JobSpecFlow is the schema of JobSpec.flow. The flow key the job's
-// occurrences go through. An occurrence over its key's limits waits, in due
-// order, and is never dropped or failed for it; the wait is recorded as
-// `throttled_ms` on the run, apart from its lateness. The limits belong to
-// the key: a job that gives them sets them for every job of the key, as `PUT
-// /api/v1/flows/{key}` does; a job that names only the key runs under the
-// key's. `{}` removes the job from its key.
+// occurrences go through. An occurrence over its key's limits waits, in
+// priority and then due order, and is never dropped or failed for it; the
+// wait is recorded as `throttled_ms` on the run, apart from its lateness. The
+// limits belong to the key: a job that gives them sets them for every job of
+// the key, as `PUT /api/v1/flows/{key}` does; a job that names only the key
+// runs under the key's. `{}` removes the job from its key.
 type JobSpecFlow struct {
 	// At most this many attempts of the key's jobs in flight at once, across
 	// every worker.
