@@ -216,6 +216,8 @@ func TestDebounce(t *testing.T) {
 			{"NoWindow", map[string]any{"name": "n", "type": "webhook", "payload": hookTo(target.URL), "debounce": map[string]any{"key": "k"}}, "debounce.window"},
 			{"KeyWithASpace", debouncedJob(target.URL, "a b", 1, "1s"), "debounce.key"},
 			{"NotAnObject", map[string]any{"name": "n", "type": "webhook", "payload": hookTo(target.URL), "debounce": "k"}, "debounce"},
+			{"WithAKey", map[string]any{"name": "n", "type": "webhook", "payload": hookTo(target.URL), "key": "mine",
+				"debounce": map[string]any{"key": "k", "window": "1s"}}, "debounce"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				var e struct {
@@ -237,5 +239,58 @@ func TestDebounce(t *testing.T) {
 		code, err := api.Do(ctx, "POST", "/api/v1/jobs", ping, &e)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusConflict, code, "%s", e)
+
+		// In a bulk create, that item fails alone: the others stand.
+		var out struct {
+			Created int      `json:"created"`
+			IDs     []string `json:"ids"`
+			Failed  []struct {
+				Index int    `json:"index"`
+				Field string `json:"field"`
+			} `json:"failed"`
+		}
+		code, err = api.Do(ctx, "POST", "/api/v1/jobs:batch", map[string]any{"jobs": []any{
+			map[string]any{"name": "plain", "type": "webhook", "delay": "1h", "payload": hookTo(target.URL)}, ping,
+			debouncedJob(target.URL+"/other", "other", 1, "1h")}}, &out)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, code)
+		require.Equal(t, 2, out.Created)
+		require.Len(t, out.Failed, 1)
+		require.Equal(t, 1, out.Failed[0].Index)
+		require.Equal(t, "debounce.key", out.Failed[0].Field)
+		require.Equal(t, "00000000-0000-0000-0000-000000000000", out.IDs[1])
+	})
+
+	t.Run("APatchMovesTheKey", func(t *testing.T) {
+		j, err := api.CreateJob(ctx, debouncedJob(target.URL+"/moved", "before", 1, "1h"))
+		require.NoError(t, err)
+		code, err := api.Do(ctx, "PATCH", "/api/v1/jobs/"+j.ID, map[string]any{"debounce": map[string]any{"key": "after", "window": "1h"}}, nil)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, code)
+		// The old key is free: a create with it makes a new job; one with
+		// the new key folds into the patched job.
+		var fresh, folded struct {
+			ID string `json:"id"`
+		}
+		code, err = api.Do(ctx, "POST", "/api/v1/jobs", debouncedJob(target.URL+"/moved", "before", 2, "1h"), &fresh)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, code)
+		require.NotEqual(t, j.ID, fresh.ID)
+		code, err = api.Do(ctx, "POST", "/api/v1/jobs", debouncedJob(target.URL+"/moved", "after", 3, "1h"), &folded)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, code)
+		require.Equal(t, j.ID, folded.ID)
+		// Back to the first key, which the new job holds now: 409.
+		var e json.RawMessage
+		code, err = api.Do(ctx, "PATCH", "/api/v1/jobs/"+j.ID, map[string]any{"debounce": map[string]any{"key": "before", "window": "1h"}}, &e)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusConflict, code, "%s", e)
+		// Out of its key and back into it: its own key is free to take.
+		code, err = api.Do(ctx, "PATCH", "/api/v1/jobs/"+j.ID, map[string]any{"debounce": map[string]any{}}, nil)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, code)
+		code, err = api.Do(ctx, "PATCH", "/api/v1/jobs/"+j.ID, map[string]any{"debounce": map[string]any{"key": "after", "window": "1h"}}, &e)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, code, "%s", e)
 	})
 }

@@ -100,8 +100,8 @@ func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 					return err
 				}
 			}
-			if k := after.DebounceKey(); k != "" && k != b.DebounceKey() {
-				if err := claimDebounces(ctx, tx, []*job.Job{after}, nil); err != nil {
+			if k := after.DebounceKey(); k != b.DebounceKey() {
+				if err := moveDebounce(ctx, tx, b, after); err != nil {
 					return err
 				}
 			}

@@ -104,6 +104,12 @@ WHERE debounces.job_id = ANY($4::uuid[])
    OR NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = debounces.job_id AND j.status IN ('scheduled', 'paused'))
 RETURNING key`
 
+// lockDebouncesSQL serializes the creates of each (owner, debounce key),
+// in one order, so that two requests never wait on each other.
+const lockDebouncesSQL = `SELECT pg_advisory_xact_lock(h) FROM (
+    SELECT DISTINCT hashtextextended('tock.debounce.' || o::text || '/' || k, 0) AS h
+    FROM unnest($1::uuid[], $2::text[]) AS t(o, k) ORDER BY 1) locks`
+
 // DebounceTakenError refuses a debounced job whose key a pending job holds
 // (one created meanwhile): the caller folds it into that job instead.
 type DebounceTakenError struct{ Key string }
@@ -140,6 +146,13 @@ func claimDebounces(ctx context.Context, tx pgx.Tx, jobs []*job.Job, displace []
 	if displace == nil {
 		displace = []uuid.UUID{}
 	}
+	// One create at a time per (owner, key), until it commits: the claim
+	// below, a statement of its own, then sees the job of a create that
+	// committed while it waited (the INSERT alone would judge that job by
+	// a snapshot taken before it existed, and take the key from it).
+	if _, err := tx.Exec(ctx, lockDebouncesSQL, owners, keys); err != nil {
+		return fmt.Errorf("lock debounce keys: %w", translate(err))
+	}
 	rows, err := tx.Query(ctx, claimDebounceSQL, owners, keys, ids, displace)
 	if err != nil {
 		return fmt.Errorf("claim debounce keys: %w", translate(err))
@@ -160,6 +173,21 @@ func claimDebounces(ctx context.Context, tx pgx.Tx, jobs []*job.Job, displace []
 		}
 	}
 	return nil
+}
+
+// moveDebounce follows an edit of a job's debounce key: the old key, if the
+// job still holds it, is let go, and the new one taken (from the job itself
+// too, should it hold it still from before).
+func moveDebounce(ctx context.Context, tx pgx.Tx, before, after *job.Job) error {
+	if k := before.DebounceKey(); k != "" {
+		if _, err := tx.Exec(ctx, `DELETE FROM debounces WHERE owner_id = $1 AND key = $2 AND job_id = $3`, before.Owner, k, before.ID); err != nil {
+			return fmt.Errorf("let go of debounce key: %w", translate(err))
+		}
+	}
+	if after.DebounceKey() == "" {
+		return nil
+	}
+	return claimDebounces(ctx, tx, []*job.Job{after}, []uuid.UUID{after.ID})
 }
 
 // JobByDebounceKey returns the job of owner's that last took debounce key

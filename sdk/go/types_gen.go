@@ -79,6 +79,11 @@ type BatchCreated struct {
 	// debounce key instead of being created; absent when none.
 	Debounced int `json:"debounced,omitempty"`
 
+	// The jobs with a `debounce` that could be neither created nor folded,
+	// each with its index, field and message (its id in `ids` is the zero
+	// UUID); the batch's other jobs stand. Absent when none.
+	Failed []json.RawMessage `json:"failed,omitempty"`
+
 	// Each job's id, in the order the jobs were given: the new job's, or for
 	// a debounced one the job it was folded into.
 	IDs []string `json:"ids"`

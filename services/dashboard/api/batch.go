@@ -54,7 +54,14 @@ type BatchCreated struct {
 	// Debounced counts the jobs folded into the pending job that holds
 	// their debounce key (whose id they list) instead of being created.
 	Debounced int `json:"debounced,omitempty"`
+	// Failed lists the debounced jobs that could be neither created nor
+	// folded (their id is the zero UUID); the others stand.
+	Failed []ItemError `json:"failed,omitempty"`
 }
+
+// MaxBatchDebounced is the most jobs with a debounce one bulk create may
+// hold: each is created or folded on its own, after the others.
+const MaxBatchDebounced = 1000
 
 // ItemError is what is wrong with one job of a bulk create.
 type ItemError struct {
@@ -126,6 +133,9 @@ func (s *Server) createBatch(c *echo.Context) error {
 			plain = append(plain, j)
 		}
 	}
+	if n := len(jobs) - len(plain); n > MaxBatchDebounced {
+		return apierr.Invalid("jobs", fmt.Sprintf("holds %d jobs with a debounce; at most %d go in one request", n, MaxBatchDebounced))
+	}
 	if len(plain) > 0 {
 		create := store.Create{Audit: access.Caller(c).Audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), Rates: s.rates(owner),
 			MaxFlowKeys: s.quotas.MaxFlowKeys}
@@ -138,7 +148,11 @@ func (s *Server) createBatch(c *echo.Context) error {
 		if j.Debounce != nil {
 			got, folded, err := s.debounce(c, reqs[i], j, owner, now)
 			if err != nil {
-				return err
+				if c.Request().Context().Err() != nil {
+					return err
+				}
+				out.Failed = append(out.Failed, itemError(i, err))
+				continue
 			}
 			if folded {
 				out.Debounced++
