@@ -31,6 +31,8 @@ const FIELD_LABELS = {
   timeout: 'Timeout', retention: 'Retention', history: 'History', labels: 'Labels', key: 'Key', expires_after: 'Expires after',
   overlap: 'Overlap', notify: 'Alerts', 'notify.on': 'Alert events', 'notify.webhook.url': 'Alert webhook URL',
   'notify.slack': 'Alert Slack URL', 'notify.email': 'Alert addresses', owner: 'Owner', limits: 'Limits', ids: 'Jobs', filter: 'Filter',
+  flow: 'Flow key', 'flow.key': 'Flow key', 'flow.concurrency': 'Flow concurrency', 'flow.rate': 'Flow rate',
+  debounce: 'Debounce', 'debounce.key': 'Debounce key', 'debounce.window': 'Debounce window',
 };
 
 function fieldLabel(field) {
@@ -784,6 +786,9 @@ function detailView(j, next, runs, ctl) {
     h('dt', null, 'Next run'), h('dd', null, fmtTime(j.next_run_at)),
     h('dt', null, 'Retries, timeout, priority'), h('dd', null, `${j.max_retries}, ${j.timeout}, ${j.priority}`),
     j.expires_after ? [h('dt', null, 'Expires after'), h('dd', null, j.expires_after)] : null,
+    j.flow ? [h('dt', null, 'Flow key'), h('dd', {id: 'flow'}, h('a', {href: '#/flows'}, j.flow.key),
+      [j.flow.concurrency ? ` · ${j.flow.concurrency} at once` : '', j.flow.rate ? ` · ${j.flow.rate}` : ''].join(''))] : null,
+    j.debounce ? [h('dt', null, 'Debounce'), h('dd', {id: 'debounce'}, `${j.debounce.key}, window ${j.debounce.window}`)] : null,
     h('dt', null, 'Kept'), h('dd', null, `${j.retention || 'the default retention'}; history ${j.history}`),
     j.notify ? [h('dt', null, 'Alerts'), h('dd', {id: 'notify'}, `${j.notify.on.join(', ')} → ${j.notify.webhook ? 'webhook ' + j.notify.webhook.url : j.notify.slack ? 'Slack' : 'email ' + j.notify.email.to.join(', ')}`)] : null,
     h('dt', null, 'Payload'), h('dd', null, h('pre', {id: 'payload'}, JSON.stringify(j.payload, null, 2))));

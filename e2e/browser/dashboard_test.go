@@ -461,6 +461,27 @@ func TestDashboard(t *testing.T) {
 		)
 	})
 
+	t.Run("AJobShowsItsFlowKeyAndDebounce", func(t *testing.T) {
+		var j struct {
+			ID string `json:"id"`
+		}
+		spec := map[string]any{"name": "debounced", "type": "ping", "payload": map[string]any{"url": base + "/healthz"},
+			"flow": map[string]any{"key": "ui-customer"}, "debounce": map[string]any{"key": "ui-order", "window": "1h"}}
+		if code, err := api.Do(t.Context(), http.MethodPost, "/api/v1/jobs", spec, &j); err != nil || code != http.StatusCreated {
+			t.Fatalf("create: %d, %v", code, err)
+		}
+		var flow, debounce string
+		within(t, ctx, 30*time.Second,
+			page(base, "#/jobs/"+j.ID),
+			chromedp.WaitVisible(chromedp.CSS(`#debounce`)),
+			eval(`document.querySelector('#flow').textContent`, &flow),
+			eval(`document.querySelector('#debounce').textContent`, &debounce),
+		)
+		if flow != "ui-customer" || debounce != "ui-order, window 1h" {
+			t.Fatalf("the job page shows flow %q and debounce %q", flow, debounce)
+		}
+	})
+
 	t.Run("CreateAndRevokeAKey", func(t *testing.T) {
 		var key string
 		within(t, ctx, 20*time.Second,

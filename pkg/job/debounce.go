@@ -3,6 +3,7 @@ package job
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -29,9 +30,23 @@ type debounceJSON struct {
 	Window string `json:"window"`
 }
 
-// MarshalJSON writes {"key", "window"}, the window as a Go duration ("3s").
+// MarshalJSON writes {"key", "window"}, the window as a Go duration
+// without its zero units ("3s", "1h", "1m30s").
 func (d Debounce) MarshalJSON() ([]byte, error) {
-	return json.Marshal(debounceJSON{Key: d.Key, Window: d.Window.String()})
+	return json.Marshal(debounceJSON{Key: d.Key, Window: shortDuration(d.Window)})
+}
+
+// shortDuration is d as time.Duration.String writes it, less the zero
+// minutes and seconds that follow a unit ("1h0m0s" is "1h").
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
