@@ -216,8 +216,6 @@ func TestDebounce(t *testing.T) {
 			{"NoWindow", map[string]any{"name": "n", "type": "webhook", "payload": hookTo(target.URL), "debounce": map[string]any{"key": "k"}}, "debounce.window"},
 			{"KeyWithASpace", debouncedJob(target.URL, "a b", 1, "1s"), "debounce.key"},
 			{"NotAnObject", map[string]any{"name": "n", "type": "webhook", "payload": hookTo(target.URL), "debounce": "k"}, "debounce"},
-			{"WithAKey", map[string]any{"name": "n", "type": "webhook", "payload": hookTo(target.URL), "key": "mine",
-				"debounce": map[string]any{"key": "k", "window": "1s"}}, "debounce"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				var e struct {
@@ -237,6 +235,14 @@ func TestDebounce(t *testing.T) {
 		ping := map[string]any{"name": "p", "type": "ping", "payload": hookTo(target.URL), "debounce": map[string]any{"key": "typed", "window": "1s"}}
 		var e json.RawMessage
 		code, err := api.Do(ctx, "POST", "/api/v1/jobs", ping, &e)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusConflict, code, "%s", e)
+
+		// Nor into a job with another key of the owner's (or none): it would
+		// not get the create's key.
+		keyed := debouncedJob(target.URL+"/typed", "typed", 2, "1s")
+		keyed["key"] = "mine"
+		code, err = api.Do(ctx, "POST", "/api/v1/jobs", keyed, &e)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusConflict, code, "%s", e)
 

@@ -317,10 +317,7 @@ func (c *Change) Apply(j *job.Job, started bool) error {
 	if j.Debounce != nil && j.Recurring() {
 		return invalid("debounce", "applies to one-off jobs only")
 	}
-	if j.Debounce != nil && j.Key != "" {
-		// A create folded into another job would not give it its key.
-		return invalid("debounce", "cannot be given with key: a debounced create may fold into another job")
-	}
+
 	if a.timingChanged && c.mode != Create && j.DueAt.IsZero() {
 		return fmt.Errorf("%w: nothing left to run", job.ErrInvalid)
 	}

@@ -72,26 +72,40 @@ func claimKeys(ctx context.Context, tx pgx.Tx, jobs []*job.Job) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	rows, err := tx.Query(ctx, claimJobKeySQL, owners, keys, ids)
+	lost, err := claim(ctx, tx, claimJobKeySQL, keys, owners, keys, ids)
 	if err != nil {
-		return fmt.Errorf("claim keys: %w", translate(err))
+		return fmt.Errorf("claim keys: %w", err)
+	}
+	if lost != "" {
+		return &KeyTakenError{Key: lost}
+	}
+	return nil
+}
+
+// claim runs a claim statement that returns the keys it took, and returns
+// the first of keys it did not take ("" when it took them all).
+func claim(ctx context.Context, tx pgx.Tx, sql string, keys []string, args ...any) (string, error) {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return "", translate(err)
 	}
 	claimed, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return fmt.Errorf("claim keys: %w", translate(err))
+		return "", translate(err)
 	}
-	if len(claimed) < len(keys) {
-		got := map[string]bool{}
-		for _, k := range claimed {
-			got[k] = true
-		}
-		for _, k := range keys {
-			if !got[k] {
-				return &KeyTakenError{Key: k}
-			}
+	if len(claimed) == len(keys) {
+		return "", nil
+	}
+	got := map[string]bool{}
+	for _, k := range claimed {
+		got[k] = true
+	}
+	for _, k := range keys {
+		if !got[k] {
+			return k, nil
 		}
 	}
-	return nil
+	return "", nil
 }
 
 // claimDebounceSQL gives each (owner, debounce key) to its new job, unless
@@ -153,24 +167,12 @@ func claimDebounces(ctx context.Context, tx pgx.Tx, jobs []*job.Job, displace []
 	if _, err := tx.Exec(ctx, lockDebouncesSQL, owners, keys); err != nil {
 		return fmt.Errorf("lock debounce keys: %w", translate(err))
 	}
-	rows, err := tx.Query(ctx, claimDebounceSQL, owners, keys, ids, displace)
+	lost, err := claim(ctx, tx, claimDebounceSQL, keys, owners, keys, ids, displace)
 	if err != nil {
-		return fmt.Errorf("claim debounce keys: %w", translate(err))
+		return fmt.Errorf("claim debounce keys: %w", err)
 	}
-	claimed, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return fmt.Errorf("claim debounce keys: %w", translate(err))
-	}
-	if len(claimed) < len(keys) {
-		got := map[string]bool{}
-		for _, k := range claimed {
-			got[k] = true
-		}
-		for _, k := range keys {
-			if !got[k] {
-				return &DebounceTakenError{Key: k}
-			}
-		}
+	if lost != "" {
+		return &DebounceTakenError{Key: lost}
 	}
 	return nil
 }

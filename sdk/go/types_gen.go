@@ -82,7 +82,7 @@ type BatchCreated struct {
 	// The jobs with a `debounce` that could be neither created nor folded,
 	// each with its index, field and message (its id in `ids` is the zero
 	// UUID); the batch's other jobs stand. Absent when none.
-	Failed []json.RawMessage `json:"failed,omitempty"`
+	Failed []FailedItem `json:"failed,omitempty"`
 
 	// Each job's id, in the order the jobs were given: the new job's, or for
 	// a debounced one the job it was folded into.
@@ -350,6 +350,16 @@ type Erased struct {
 
 	// Runs deleted.
 	Runs int64 `json:"runs"`
+}
+
+// FailedItem is the schema of the items of BatchCreated.failed.
+type FailedItem struct {
+	// The offending field within that job, when there is one.
+	Field string `json:"field,omitempty"`
+
+	// The job's position in `jobs`.
+	Index   int    `json:"index"`
+	Message string `json:"message"`
 }
 
 // FieldChange is the API's FieldChange schema. One field a request would

@@ -46,8 +46,8 @@ func (s *Server) debounced(c *echo.Context, req *jobspec.Request, j *job.Job, ow
 			return apierr.Dependency(err)
 		}
 		if err == nil && pendingDebounce(cur, j.Debounce.Key) && cur.LastRun == nil {
-			if cur.Type != j.Type {
-				return debounceTypeError(cur)
+			if err := foldable(cur, j); err != nil {
+				return err
 			}
 			return s.change(c, req.DebouncePatch(), cur, true)
 		}
@@ -81,8 +81,8 @@ func (s *Server) debounce(c *echo.Context, req *jobspec.Request, j *job.Job, own
 			return nil, false, apierr.Dependency(err)
 		}
 		if pendingDebounce(cur, j.Debounce.Key) {
-			if cur.Type != j.Type {
-				return nil, false, debounceTypeError(cur)
+			if err := foldable(cur, j); err != nil {
+				return nil, false, err
 			}
 			after, err := s.fold(c, req, cur, owner.ID)
 			if err == nil {
@@ -109,11 +109,20 @@ func (s *Server) debounce(c *echo.Context, req *jobspec.Request, j *job.Job, own
 	}
 }
 
-// debounceTypeError refuses a create whose debounce key a pending job of
-// another type holds.
-func debounceTypeError(cur *job.Job) error {
-	return apierr.New(http.StatusConflict, apierr.CodeConflict, "debounce.key",
-		"is held by a pending "+string(cur.Type)+" job; a create folds only into a job of its own type")
+// foldable refuses to fold j into cur, the pending job that holds its
+// debounce key, when cur is of another type, or has another key of the
+// owner's (or none where j has one): the create would not give cur its
+// key, and a GET by that key would not find it.
+func foldable(cur, j *job.Job) error {
+	switch {
+	case cur.Type != j.Type:
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "debounce.key",
+			"is held by a pending "+string(cur.Type)+" job; a create folds only into a job of its own type")
+	case cur.Key != j.Key:
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "debounce.key",
+			"is held by a pending job with another key (or none); a create folds only into a job of its own key")
+	}
+	return nil
 }
 
 // fold applies the debounced create req to cur, the pending job that holds

@@ -67,6 +67,12 @@ func (s *Server) decodeJob(c *echo.Context, mode jobspec.Mode) (*jobspec.Request
 	if err != nil {
 		return nil, "", err
 	}
+	if mode != jobspec.Patch {
+		// A debounced job runs its window after its create unless timed.
+		if req, _, err = req.Debounced(); err != nil {
+			return nil, "", err
+		}
+	}
 	var owner string
 	if v, ok := req.Extra("owner"); ok {
 		if json.Unmarshal(v, &owner) != nil {
