@@ -284,7 +284,7 @@ func ParseDebounce(raw json.RawMessage) (*job.Debounce, error) {
 	}
 	w, err := time.ParseDuration(strings.TrimSpace(in.Window))
 	if err != nil || w < job.MinDebounceWindow || w > job.MaxDebounceWindow {
-		return nil, invalid("debounce.window", "must be a duration from %s to %s, such as \"3s\"", job.MinDebounceWindow, job.MaxDebounceWindow)
+		return nil, invalid("debounce.window", "must be a duration from 10ms to 24h, such as \"3s\"")
 	}
 	return &job.Debounce{Key: in.Key, Window: w}, nil
 }
