@@ -370,6 +370,11 @@ func (q *Shard) Reclaim(ctx context.Context, consumer string, minIdle time.Durat
 	return q.withCounts(ctx, msgs, "reclaim pending")
 }
 
+// endedMinIdle is how long an entry must have gone undelivered for
+// ClaimEnded to take it: far less than any lease (the shortest timeout and
+// the margin), far more than a claim takes to reach its start.
+const endedMinIdle = time.Second
+
 // ClaimEnded takes over, for consumer, the entries of up to count attempts
 // whose lease ended before now without their outcome (their worker died, or
 // stalled past its attempt's timeout and the margin): at once, rather than
@@ -379,6 +384,10 @@ func (q *Shard) Reclaim(ctx context.Context, consumer string, minIdle time.Durat
 // all that time. The start script takes the ended lease over as it does
 // for any reclaim. It costs one ZRANGEBYSCORE of the leases set while none
 // has ended.
+//
+// An entry claimed in the last endedMinIdle (by another worker's look at
+// the same lease, or its reclaim) is left to that worker: each claim counts
+// a delivery, and two for one run would dead-letter the attempt early.
 func (q *Shard) ClaimEnded(ctx context.Context, consumer string, now time.Time, count int) ([]Message, error) {
 	ended, _, err := q.alone().leased(ctx, now, count)
 	if err != nil || len(ended) == 0 {
@@ -393,7 +402,7 @@ func (q *Shard) ClaimEnded(ctx context.Context, consumer string, now time.Time, 
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	msgs, err := q.rdb.XClaim(ctx, &redis.XClaimArgs{Stream: q.keys.Ready(), Group: Group, Consumer: consumer, MinIdle: 0, Messages: ids}).Result()
+	msgs, err := q.rdb.XClaim(ctx, &redis.XClaimArgs{Stream: q.keys.Ready(), Group: Group, Consumer: consumer, MinIdle: endedMinIdle, Messages: ids}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("claim ended leases' entries: %w", err)
 	}
