@@ -18,10 +18,11 @@ import (
 // ("h:<target>"; none for a job that calls no user-given host). The ready
 // stream holds, per lane, at most the lane's cap of entries, read or not: a
 // due member whose lane is full is held back in that lane's held set instead
-// of being published, and comes out, highest priority and then oldest first,
-// as soon as an entry of the lane is settled. So an owner whose targets hang, or a host that is down,
-// can occupy no more than its cap of the workers' slots, and another owner's
-// due member goes to the stream at once, ahead of everything held.
+// of being published, and comes out, highest priority and then oldest first
+// (a host lane: oldest first), as soon as an entry of the lane is settled.
+// So an owner whose targets hang, or a host that is down, can occupy no
+// more than its cap of the workers' slots, and another owner's due member
+// goes to the stream at once, ahead of everything held.
 //
 // The caps bind only when others are waiting. While no other lane has
 // members held back, a lane at its cap may borrow idle slots: its members are

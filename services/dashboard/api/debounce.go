@@ -22,8 +22,9 @@ import (
 // (lifecycle.Edit: a new generation, the old one fenced), and the create is
 // answered 200 with it. Once that job has started, or finished, the next
 // create with the key makes a new job, which takes the key over
-// (store.Create.Displace). Two creates racing for a free key are settled
-// by the debounces row: the loser folds into the winner's job.
+// (store.Create.Displace). Two creates racing for a free key take it one
+// at a time (an advisory lock per key in the create's transaction): the
+// loser finds the winner's job and folds into it.
 
 // maxDebounceTries bounds the look-fold-create rounds of one create: each
 // lost round means another request took the key meanwhile.
