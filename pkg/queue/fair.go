@@ -117,7 +117,12 @@ local function counted(lane, by)
   usedc[lane] = u
   dirty[lane] = true
 end
+-- flushHolds writes the members held so far (hold, below), declared here
+-- so that flushCounts, which every script calls before it returns, writes
+-- them too.
+local flushHolds
 local function flushCounts()
+  flushHolds()
   for lane in pairs(dirty) do
     local u = usedc[lane]
     if u <= 0 then
@@ -163,22 +168,47 @@ local function isFlow(lane) return string.byte(lane, 1) == 102 end
 -- due time. Its score is the rank of the member's priority (its first five
 -- digits, the inverted priority, clamped to the 2,048 ranks of priorities
 -- -1024..1023) times 2^42, plus the due ms (2^42 ms reach 2109): exact in a
--- double, whose integers go to 2^53. A host lane's held set, which every
--- owner calling the host shares, stays in due order, so that one owner's
--- priority never passes another's jobs. heldDue reads the due time back.
+-- double, whose integers go to 2^53, and written with '%d' (Redis's Lua
+-- formats it as a 64-bit integer: exact, and far cheaper than '%.0f'). A
+-- host lane's held set, which every owner calling the host shares, stays
+-- in due order, so that one owner's priority never passes another's jobs.
+-- heldDue reads the due time back.
 local heldSpan = 4398046511104
 local function heldScore(lane, score, m)
   if string.byte(lane, 1) == 104 then return score end
   local rank = (tonumber(string.sub(m, 1, 5)) or 32767) - 32767 + 1023
   if rank < 0 then rank = 0 elseif rank > 2047 then rank = 2047 end
-  return string.format('%.0f', rank * heldSpan + (tonumber(score) or 0))
+  return string.format('%d', rank * heldSpan + (tonumber(score) or 0))
 end
 local function heldDue(s)
-  return string.format('%.0f', tonumber(s) % heldSpan)
+  return string.format('%d', tonumber(s) % heldSpan)
 end
--- hold puts member m, due at score, in lane's held set.
+-- hold puts member m, due at score, in lane's held set. A script's holds
+-- are written per lane, many members to a ZADD (a burst holds most of its
+-- members, one call of a script hundreds), by flushHolds: before anything
+-- reads a held set (unhold) and before the script returns (flushCounts).
+local holdq, holdLanes = {}, {}
+flushHolds = function()
+  for _, lane in ipairs(holdLanes) do
+    local q = holdq[lane]
+    for i = 1, #q, 1000 do
+      redis.call('ZADD', KEYS[6] .. lane, unpack(q, i, math.min(i + 999, #q)))
+    end
+    holdq[lane] = nil
+  end
+  holdLanes = {}
+end
 local function hold(lane, score, m)
-  redis.call('ZADD', KEYS[6] .. lane, heldScore(lane, score, m), m)
+  local q = holdq[lane]
+  if q == nil then
+    q = {}
+    holdq[lane] = q
+    holdLanes[#holdLanes + 1] = lane
+  end
+  q[#q + 1] = heldScore(lane, score, m)
+  q[#q + 1] = m
+  -- A lane known to have members held is in its held lanes set already.
+  if heldc[lane] then return end
   if isFlow(lane) then
     redis.call('SADD', KEYS[9], lane)
   elseif redis.call('SADD', KEYS[5], lane) == 1 then
@@ -410,8 +440,8 @@ end
 -- that comes out of its flow lane's held set (fromHeld 'f') has passed its
 -- flow's limits already, and its entry says how long it waited there ('t',
 -- in ms). It returns true when it published.
-local function place(m, score, fromHeld, at)
-  local ol, hl, fl = lanes(m)
+local function place(m, score, fromHeld, at, ol, hl, fl)
+  if not ol then ol, hl, fl = lanes(m) end
   if fl and fromHeld ~= 'f' then
     -- A new member goes behind its key's waiting ones; one back from an
     -- owner's or host's held set passed its key once already, and takes
@@ -464,34 +494,57 @@ end
 -- full. It returns how many it published.
 --
 -- A lane without a held set is left at once (the common case: one lookup
--- per lane and script). The held lanes set loses the lane as its held set
--- empties: the first two members are read, so the last one is known.
+-- per lane and script). The members are read a few at first, then twice as
+-- many at each read (up to 256), one more than it may take each time, so
+-- that the last one is known: the held lanes set loses the lane as its held
+-- set empties.
 local function unhold(lane, n)
   if not isHeld(lane) then return 0 end
+  flushHolds()
   local key = KEYS[6] .. lane
-  local published = 0
-  for _ = 1, n do
-    local top = redis.call('ZRANGE', key, 0, 1, 'WITHSCORES')
-    if #top == 0 then
+  local published, taken, chunk = 0, 0, 4
+  -- The members taken from one read leave the held set in one ZREM, before
+  -- the next read. A member placed back in this lane meanwhile (place)
+  -- waits in holdq, written after that ZREM.
+  local gone = {}
+  local function drop()
+    if #gone > 0 then
+      redis.call('ZREM', key, unpack(gone))
+      gone = {}
+    end
+    return published
+  end
+  while taken < n do
+    local want = math.min(chunk, n - taken)
+    chunk = math.min(chunk * 2, 256)
+    local top = redis.call('ZRANGE', key, 0, want, 'WITHSCORES')
+    local count = #top / 2
+    if count == 0 then
       unmarkHeld(lane)
-      break
+      return published
     end
-    local ol, hl = lanes(top[1])
-    local due = heldDue(top[2])
-    local from, at = true, nil
-    if isFlow(lane) then
-      local open
-      open, at = flowOpen(lane, due)
-      if not open then break end
-      from = 'f'
-    elseif used(lane) >= cap(lane) then
-      if not canBorrow(ol, hl) then break end
-    elseif ol == lane and deep(ol) then
-      break
+    for i = 1, math.min(want, count) do
+      local m = top[2 * i - 1]
+      local ol, hl, fl = lanes(m)
+      local due = heldDue(top[2 * i])
+      local from, at = true, nil
+      if isFlow(lane) then
+        local open
+        open, at = flowOpen(lane, due)
+        if not open then return drop() end
+        from = 'f'
+      elseif used(lane) >= cap(lane) then
+        if not canBorrow(ol, hl) then return drop() end
+      elseif ol == lane and deep(ol) then
+        return drop()
+      end
+      gone[#gone + 1] = m
+      taken = taken + 1
+      if i == count then unmarkHeld(lane) end
+      if place(m, due, from, at, ol, hl, fl) then published = published + 1 end
     end
-    redis.call('ZREM', key, top[1])
-    if #top == 2 then unmarkHeld(lane) end
-    if place(top[1], due, from, at) then published = published + 1 end
+    drop()
+    if count <= want then return published end
   end
   return published
 end
@@ -535,16 +588,33 @@ end
 -- freeAndUnhold gives back the places of the entries of lanes (a list of
 -- {ol, hl, fl}) and hands each place to the oldest member held for it:
 -- the flow lane's, then the host lane's, then the owner lane's.
+--
+-- Each lane is unheld once, for as many places as were freed in it: a
+-- batch of one owner's entries (a burst's) reads its held set a few times,
+-- not once per entry.
 local function freeAndUnhold(freed)
-  for _, l in ipairs(freed) do
-    free(l[1], l[2], l[3])
+  local order, places = {}, {}
+  local function note(lane)
+    if places[lane] == nil then
+      places[lane] = 0
+      order[#order + 1] = lane
+    end
+    places[lane] = places[lane] + 1
   end
   for _, l in ipairs(freed) do
-    -- All the room the key has: a member it let out earlier may have been
-    -- held by its owner or host since, leaving room nobody took.
-    if l[3] then unhold(l[3], flowRoom(l[3])) end
-    if l[2] then unhold(l[2], 1) end
-    unhold(l[1], 1)
+    free(l[1], l[2], l[3])
+    if l[3] then note(l[3]) end
+    if l[2] then note(l[2]) end
+    note(l[1])
+  end
+  for _, lane in ipairs(order) do
+    if isFlow(lane) then
+      -- All the room the key has: a member it let out earlier may have
+      -- been held by its owner or host since, leaving room nobody took.
+      unhold(lane, flowRoom(lane))
+    else
+      unhold(lane, places[lane])
+    end
   end
 end
 `)
@@ -779,13 +849,24 @@ func (r *Queue) InFlight(ctx context.Context, owner uuid.UUID) (inFlight, held i
 // Returns the number of places given back
 var releaseScript = redis.NewScript(lanesLua + `
 local n = 0
+local freed, noted = {}, {}
+local was = redis.call('SMISMEMBER', KEYS[7], unpack(ARGV))
 for i = 1, #ARGV do
-  local ol, hl, fl = entryLanes(ARGV[i])
-  if ol and redis.call('SADD', KEYS[7], ARGV[i]) == 1 then
-    n = n + 1
-    freeAndUnhold({{ol, hl, fl}})
+  if was[i] == 0 and not noted[ARGV[i]] then
+    local ol, hl, fl = entryLanes(ARGV[i])
+    if ol then
+      noted[ARGV[i]] = true
+      n = n + 1
+      freed[n] = {ol, hl, fl}
+    end
   end
 end
+local ids = {}
+for id in pairs(noted) do ids[#ids + 1] = id end
+for i = 1, #ids, 1000 do
+  redis.call('SADD', KEYS[7], unpack(ids, i, math.min(i + 999, #ids)))
+end
+freeAndUnhold(freed)
 flushCounts()
 return n
 `)

@@ -128,6 +128,53 @@ func TestFairDispatch(t *testing.T) {
 		})
 	})
 
+	t.Run("ABatchOfReleasesHandsEachPlaceToTheNextHeldInOrder", func(t *testing.T) {
+		t.Parallel()
+		onBothServers(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+			ring := queue.New(rdb, prefix, 1)
+			q := ring.Home()
+			require.NoError(t, ring.EnsureGroup(t.Context()))
+			// A's cap is 4 and 40 are due: 4 run, 36 wait, among them two
+			// of higher priority due last. Every round the workers release
+			// what they read in one call (a burst's batch), and the held
+			// set is read a few members at a time, not once per place.
+			var occs []job.Occurrence
+			for i := range 40 {
+				occs = append(occs, routed(ownerA, "0000000a", base.Add(-time.Duration(100-i)*time.Millisecond)))
+			}
+			occs[38].Priority, occs[39].Priority = 5, 7
+			enqueueAll(t, ring, occs)
+			p, err := q.Publish(t.Context(), 100, base, queue.Caps{Owner: 4, Host: 100})
+			require.NoError(t, err)
+			require.Equal(t, 4, p.Sent)
+			require.Equal(t, 36, p.Held)
+			var got []job.Occurrence
+			for round := 0; len(got) < 40; round++ {
+				require.Less(t, round, 20, "every held member comes out")
+				msgs, err := q.Read(t.Context(), "w1", 100, noBlock)
+				require.NoError(t, err)
+				require.LessOrEqual(t, len(msgs), 4, "never past the cap")
+				ids := make([]string, len(msgs))
+				for i, m := range msgs {
+					got = append(got, m.Occurrence)
+					require.Equal(t, m.Occurrence.ScheduledFor, m.DueAt)
+					ids[i] = m.ID
+				}
+				require.NoError(t, ring.Release(t.Context(), map[int][]string{0: ids}))
+				require.NoError(t, ring.Settle(t.Context(), map[int]queue.Settlement{0: {IDs: ids}}))
+			}
+			want := append(append([]job.Occurrence{}, occs[:4]...), occs[39], occs[38])
+			want = append(want, occs[4:38]...)
+			require.Equal(t, memberOf(want...), memberOf(got...), "the best held first: priority, then due")
+			lanes, err := rdb.SMembers(t.Context(), q.Keys().HeldLanes()).Result()
+			require.NoError(t, err)
+			require.Empty(t, lanes, "the lane left the held lanes set as its held set emptied")
+			left, err := rdb.HLen(t.Context(), q.Keys().Inflight()).Result()
+			require.NoError(t, err)
+			require.Zero(t, left, "every place given back once")
+		})
+	})
+
 	t.Run("AHostLaneStaysInDueOrder", func(t *testing.T) {
 		t.Parallel()
 		onBothRedis(t, func(t *testing.T, b *bundle) {

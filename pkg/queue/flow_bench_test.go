@@ -81,6 +81,74 @@ func BenchmarkAttemptFlow(b *testing.B) {
 	}
 }
 
+// BenchmarkBurstFlow runs b.N attempts due at one instant through the
+// Redis path a burst takes: one owner and one host, so that past the unread
+// limit every member is held in its owner's lane by the publisher and comes
+// out as an earlier entry's place is released (the hold and unhold that a
+// burst pays per job and BenchmarkAttemptFlow's uncapped batches never do).
+// Two readers take 256 entries at a time, as two workers do. It reports
+// Redis's own CPU per attempt.
+func BenchmarkBurstFlow(b *testing.B) {
+	rdb, prefix := testenv.Redis(b)
+	ctx := b.Context()
+	r := queue.New(rdb, prefix, 1)
+	q := r.Home()
+	if err := r.EnsureGroup(ctx); err != nil {
+		b.Fatal(err)
+	}
+	owner := job.NewID()
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	caps := queue.Caps{Owner: 200, Host: 400, Borrow: 200, Unread: 512}
+	before := redisCPU(b, rdb)
+	b.ResetTimer()
+	for i := 0; i < b.N; i += 1000 {
+		entries := make([]queue.Entry, min(1000, b.N-i))
+		for j := range entries {
+			o := job.Occurrence{JobID: job.NewID(), ScheduledFor: at, Attempt: 1, Owner: owner, Target: "receiver"}
+			entries[j] = queue.Entry{Occurrence: o, DueAt: at}
+		}
+		if err := r.Enqueue(ctx, entries); err != nil {
+			b.Fatal(err)
+		}
+	}
+	done := 0
+	for turn := 0; done < b.N; turn++ {
+		if _, err := q.Publish(ctx, 1000, at, caps); err != nil {
+			b.Fatal(err)
+		}
+		consumer := "w" + strconv.Itoa(turn%2)
+		msgs, err := q.Read(ctx, consumer, queue.ReadSize, -1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		starts := make([]queue.Start, len(msgs))
+		ids := make([]string, len(msgs))
+		ended := make([]job.Occurrence, len(msgs))
+		for i, m := range msgs {
+			starts[i] = queue.Start{Lease: queue.Lease{Occurrence: m.Occurrence, Worker: consumer, Run: job.NewID(),
+				StartedAt: at, Until: at.Add(time.Minute), DueAt: at, Entry: m.ID, Member: m.Occurrence.Member()}}
+			ids[i], ended[i] = m.ID, m.Occurrence
+		}
+		if _, err := q.Start(ctx, starts, at, time.Second); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Release(ctx, map[int][]string{0: ids}); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Settle(ctx, map[int]queue.Settlement{0: {IDs: ids, Ended: ended, Now: at}}); err != nil {
+			b.Fatal(err)
+		}
+		done += len(msgs)
+	}
+	b.StopTimer()
+	if cpu := redisCPU(b, rdb) - before; cpu > 0 {
+		b.ReportMetric(float64(cpu.Microseconds())/float64(done), "redis-µs/attempt")
+	}
+}
+
 // redisCPU is the Redis server's user and system CPU so far, or 0 when it
 // is not a process of this machine.
 func redisCPU(b *testing.B, rdb redis.UniversalClient) time.Duration {

@@ -131,10 +131,14 @@ else
 end
 clock = now -- the flow lanes' clock too
 flowLead = tonumber(ARGV[8]) or 0
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[4], '*o', ARGV[3]) end
-if ARGV[4] ~= '' then redis.call('HSET', KEYS[4], '*h', ARGV[4]) end
-if ARGV[6] ~= '' then redis.call('HSET', KEYS[4], '*b', ARGV[6]) end
-if ARGV[7] ~= '' then redis.call('HSET', KEYS[4], '*u', ARGV[7]) end
+local record = {}
+for _, c in ipairs({{'*o', ARGV[3]}, {'*h', ARGV[4]}, {'*b', ARGV[6]}, {'*u', ARGV[7]}}) do
+  if c[2] ~= '' then
+    record[#record + 1] = c[1]
+    record[#record + 1] = c[2]
+  end
+end
+if #record > 0 then redis.call('HSET', KEYS[4], unpack(record)) end
 local limit = tonumber(ARGV[1])
 local upto = now + (tonumber(ARGV[8]) or 0)
 local published, held, n = 0, 0, 0
@@ -177,13 +181,17 @@ if not movedAside then
   local sweep = redis.call('SRANDMEMBER', KEYS[5], tonumber(ARGV[5]))
   if published < limit then published = published + sweepHeld(sweep, limit - published) end
 end
--- Then the flow lanes whose rate window reopened or that were resumed.
-if published < limit then published = published + wakeFlows(limit - published) end
+-- Then the flow lanes whose rate window reopened or that were resumed: the
+-- earliest wake is read once, and again only if some were due.
+local wake = redis.call('ZRANGE', KEYS[10], 0, 0, 'WITHSCORES')
+if #wake > 0 and tonumber(wake[2]) <= now and published < limit then
+  published = published + wakeFlows(limit - published)
+  wake = redis.call('ZRANGE', KEYS[10], 0, 0, 'WITHSCORES')
+end
 flushCounts()
 local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local next_due = -1
 if #nxt > 0 then next_due = tonumber(nxt[2]) end
-local wake = redis.call('ZRANGE', KEYS[10], 0, 0, 'WITHSCORES')
 local next_wake = -1
 if #wake > 0 then next_wake = tonumber(wake[2]) end
 return {n, now, next_due, published, held, next_wake}
@@ -611,6 +619,7 @@ local e = tonumber(ARGV[last + 1])
 local now = tonumber(ARGV[last + 2])
 local efirst = last + 3
 local doneKept, fenceTTL = ` + strconv.Itoa(int(DoneKept/time.Millisecond)) + `, ` + strconv.Itoa(int(FenceTTL/time.Millisecond)) + `
+local unleased = {}
 for k = 0, e - 1 do
   local key = KEYS[12 + k]
   local a = efirst + 4 * k
@@ -633,7 +642,7 @@ for k = 0, e - 1 do
       h[field] = nil
       redis.call('HDEL', key, field)
     end
-    redis.call('ZREM', KEYS[11], member)
+    unleased[#unleased + 1] = member
     if h['hold'] and string.match(h['hold'], '^([^|]*)|') == sched then redis.call('HDEL', key, 'hold') end
     if h['wait'] and string.match(h['wait'], '^([^|]*)|') == sched then redis.call('HDEL', key, 'wait') end
     local leased = false
@@ -653,14 +662,30 @@ for k = 0, e - 1 do
     end
   end
 end
+for i = 1, #unleased, chunk do
+  redis.call('ZREM', KEYS[11], unpack(unleased, i, math.min(i + chunk - 1, #unleased)))
+end
 local ids = efirst + 4 * e
 local freed = {}
-for i = ids, #ARGV do
+if ids <= #ARGV then
   -- A released entry (the common case) gave its place back already: its
   -- lanes need not be read.
-  if redis.call('SREM', KEYS[7], ARGV[i]) == 0 then
-    local ol, hl, fl, present = entryLanes(ARGV[i])
-    if ol and present then freed[#freed + 1] = {ol, hl, fl} end
+  local released, drop = {}, {}
+  for i = ids, #ARGV, chunk do
+    local j = math.min(i + chunk - 1, #ARGV)
+    local was = redis.call('SMISMEMBER', KEYS[7], unpack(ARGV, i, j))
+    for k = 1, #was do released[i + k - 1] = was[k] == 1 end
+  end
+  for i = ids, #ARGV do
+    if released[i] then
+      drop[#drop + 1] = ARGV[i]
+    else
+      local ol, hl, fl, present = entryLanes(ARGV[i])
+      if ol and present then freed[#freed + 1] = {ol, hl, fl} end
+    end
+  end
+  for i = 1, #drop, chunk do
+    redis.call('SREM', KEYS[7], unpack(drop, i, math.min(i + chunk - 1, #drop)))
   end
 end
 local deleted = 0
