@@ -148,7 +148,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.clients, "ingest-clients", 32, "concurrent clients of the single POSTs")
 	fs.StringVar(&c.out, "out", "bench/results/latest.json", "where the JSON figures go")
 	fs.BoolVar(&c.keep, "keep", false, "keep the database, the Redis keys and the service logs")
-	fs.StringVar(&c.profileDir, "profile", "", "directory for CPU profiles (pprof) of each service during the burst and the steady load; read them with go tool pprof")
+	fs.StringVar(&c.profileDir, "profile", "", "directory for CPU profiles (pprof) of each service during the ingest, the burst, the steady load and the idle phase; read them with go tool pprof")
 	fs.StringVar(&c.budget, "budget", "", "JSON file of the most CPU per job (µs) each process may spend in each phase (bench/budget.json); the run fails, exit 3, when one is over")
 	fs.StringVar(&c.binDir, "bin", "bin", "directory holding the dashboard, scheduler and worker binaries; built into a temporary one when they are missing")
 	fs.StringVar(&c.databaseURL, "database-url", envOr("TOCK_BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),

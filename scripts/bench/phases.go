@@ -332,12 +332,15 @@ func (b *bench) idle(ctx context.Context) error {
 	}
 	before, cost := snapshot(b.procs), b.storeCost(ctx)
 	start := time.Now()
+	// What a process does with nothing due is what it costs all day.
+	profiled := b.profile(ctx, "idle", start, b.cfg.idleFor-time.Second)
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-time.After(b.cfg.idleFor):
 	}
 	after, cost2, took := snapshot(b.procs), b.storeCost(ctx), time.Since(start).Seconds()
+	profiled()
 	ms := map[string]float64{}
 	for _, p := range b.procs {
 		ms[p.service] += (after[p.name] - before[p.name]).Seconds() * 1000 / took
