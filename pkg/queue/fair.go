@@ -266,8 +266,12 @@ local function deep(ol)
 end
 -- lanes returns a member's owner lane, host lane (nil if none) and flow
 -- lane (nil if none); nil for a member without a route. A member without a
--- flow key (the common case) is matched once.
+-- flow key (the common case) is matched once; one prefetchMembers matched
+-- already is not matched again.
+local lanesc = {}
 local function lanes(m)
+  local c = lanesc[m]
+  if c then return c[1], c[2], c[3] end
   local o, h = string.match(m, '^[^:]*:[^:]*:[^:]*:[^:]*:[^:]*:([^:]+):([^:]*)$')
   local f = nil
   if not o then
@@ -318,21 +322,62 @@ local flowc = {}
 -- flowConf returns a flow lane's limits: {c = most in flight, n = starts
 -- per ms milliseconds (0: none), p = paused}; none known is no limit (the
 -- scheduler writes what Postgres holds at every loader round).
+local function parseFlow(v)
+  local f = {c = math.huge, n = 0, ms = 0, p = false}
+  if v then
+    local c, n, ms, p = string.match(v, '^(%d+)|(%d+)|(%d+)|(%d)$')
+    if c then
+      if tonumber(c) > 0 then f.c = tonumber(c) end
+      f.n, f.ms, f.p = tonumber(n), tonumber(ms), p == '1'
+    end
+  end
+  return f
+end
 local function flowConf(lane)
   local f = flowc[lane]
   if f == nil then
-    f = {c = math.huge, n = 0, ms = 0, p = false}
-    local v = redis.call('HGET', KEYS[8], lane)
-    if v then
-      local c, n, ms, p = string.match(v, '^(%d+)|(%d+)|(%d+)|(%d)$')
-      if c then
-        if tonumber(c) > 0 then f.c = tonumber(c) end
-        f.n, f.ms, f.p = tonumber(n), tonumber(ms), p == '1'
-      end
-    end
+    f = parseFlow(redis.call('HGET', KEYS[8], lane))
     flowc[lane] = f
   end
   return f
+end
+-- prefetchFlows reads the counts and the limits of many flow lanes (fls,
+-- nils and repeats allowed, up to n), one HMGET of each per 1,000 lanes: a
+-- batch spread over many keys (a burst over 10,000 customers) would
+-- otherwise pay two HGETs per key.
+local function prefetchFlows(fls, n)
+  local want, seen = {}, {}
+  for i = 1, n do
+    local fl = fls[i]
+    if fl and not seen[fl] and (usedc[fl] == nil or flowc[fl] == nil) then
+      seen[fl] = true
+      want[#want + 1] = fl
+    end
+  end
+  for i = 1, #want, 1000 do
+    local part = {unpack(want, i, math.min(i + 999, #want))}
+    local counts = redis.call('HMGET', KEYS[3], unpack(part))
+    local confs = redis.call('HMGET', KEYS[8], unpack(part))
+    for k, fl in ipairs(part) do
+      if usedc[fl] == nil then usedc[fl] = tonumber(counts[k] or '0') or 0 end
+      if flowc[fl] == nil then flowc[fl] = parseFlow(confs[k]) end
+    end
+  end
+end
+-- prefetchMembers is prefetchFlows for the flow lanes of members (every
+-- other item of ms, as ZRANGE ... WITHSCORES gives them), whose lanes it
+-- keeps for lanes.
+local function prefetchMembers(ms)
+  local fls, n = {}, 0
+  for i = 1, #ms, 2 do
+    local ol, hl, fl = lanes(ms[i])
+    if fl then
+      lanesc[ms[i]] = {ol, hl, fl}
+      n = n + 1
+      fls[n] = fl
+    end
+  end
+  if n > 0 then prefetchFlows(fls, n) end
 end
 -- flowLead is how far ahead of its start a member may be published (the
 -- publish script's lead; 0 elsewhere): a member whose key's rate lets it
@@ -518,6 +563,7 @@ local function unhold(lane, n)
     local want = math.min(chunk, n - taken)
     chunk = math.min(chunk * 2, 256)
     local top = redis.call('ZRANGE', key, 0, want, 'WITHSCORES')
+    if not isFlow(lane) then prefetchMembers(top) end
     local count = #top / 2
     if count == 0 then
       unmarkHeld(lane)
@@ -593,6 +639,9 @@ end
 -- batch of one owner's entries (a burst's) reads its held set a few times,
 -- not once per entry.
 local function freeAndUnhold(freed)
+  local fls = {}
+  for i, l in ipairs(freed) do fls[i] = l[3] end
+  prefetchFlows(fls, #freed)
   local order, places = {}, {}
   local function note(lane)
     if places[lane] == nil then
@@ -849,22 +898,13 @@ func (r *Queue) InFlight(ctx context.Context, owner uuid.UUID) (inFlight, held i
 // Returns the number of places given back
 var releaseScript = redis.NewScript(lanesLua + `
 local n = 0
-local freed, noted = {}, {}
-local was = redis.call('SMISMEMBER', KEYS[7], unpack(ARGV))
+local freed = {}
 for i = 1, #ARGV do
-  if was[i] == 0 and not noted[ARGV[i]] then
-    local ol, hl, fl = entryLanes(ARGV[i])
-    if ol then
-      noted[ARGV[i]] = true
-      n = n + 1
-      freed[n] = {ol, hl, fl}
-    end
+  local ol, hl, fl = entryLanes(ARGV[i])
+  if ol and redis.call('SADD', KEYS[7], ARGV[i]) == 1 then
+    n = n + 1
+    freed[n] = {ol, hl, fl}
   end
-end
-local ids = {}
-for id in pairs(noted) do ids[#ids + 1] = id end
-for i = 1, #ids, 1000 do
-  redis.call('SADD', KEYS[7], unpack(ids, i, math.min(i + 999, #ids)))
 end
 freeAndUnhold(freed)
 flushCounts()

@@ -86,9 +86,16 @@ func BenchmarkAttemptFlow(b *testing.B) {
 // limit every member is held in its owner's lane by the publisher and comes
 // out as an earlier entry's place is released (the hold and unhold that a
 // burst pays per job and BenchmarkAttemptFlow's uncapped batches never do).
-// Two readers take 256 entries at a time, as two workers do. It reports
-// Redis's own CPU per attempt.
+// Two readers take 256 entries at a time, as two workers do. With flow keys,
+// the attempts are spread over that many keys of concurrency 5 (the bench's
+// -burst-flow-keys). It reports Redis's own CPU per attempt.
 func BenchmarkBurstFlow(b *testing.B) {
+	for _, keys := range []int{0, 10_000} {
+		b.Run("flow-keys="+strconv.Itoa(keys), func(b *testing.B) { burstFlow(b, keys) })
+	}
+}
+
+func burstFlow(b *testing.B, keys int) {
 	rdb, prefix := testenv.Redis(b)
 	ctx := b.Context()
 	r := queue.New(rdb, prefix, 1)
@@ -97,6 +104,15 @@ func BenchmarkBurstFlow(b *testing.B) {
 		b.Fatal(err)
 	}
 	owner := job.NewID()
+	lanes := make([]string, keys)
+	limits := make([]queue.FlowLimits, keys)
+	for i := range lanes {
+		lanes[i] = job.FlowLane(owner, "key-"+strconv.Itoa(i))
+		limits[i] = queue.FlowLimits{Lane: lanes[i], Concurrency: 5}
+	}
+	if err := r.SetFlows(ctx, limits); err != nil {
+		b.Fatal(err)
+	}
 	at := time.Now().UTC().Truncate(time.Millisecond)
 	caps := queue.Caps{Owner: 200, Host: 400, Borrow: 200, Unread: 512}
 	before := redisCPU(b, rdb)
@@ -105,6 +121,9 @@ func BenchmarkBurstFlow(b *testing.B) {
 		entries := make([]queue.Entry, min(1000, b.N-i))
 		for j := range entries {
 			o := job.Occurrence{JobID: job.NewID(), ScheduledFor: at, Attempt: 1, Owner: owner, Target: "receiver"}
+			if keys > 0 {
+				o.Flow = lanes[(i+j)%keys]
+			}
 			entries[j] = queue.Entry{Occurrence: o, DueAt: at}
 		}
 		if err := r.Enqueue(ctx, entries); err != nil {

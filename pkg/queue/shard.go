@@ -152,6 +152,7 @@ local function placeAll(due, from, to, step)
   end
 end
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', upto, 'WITHSCORES', 'LIMIT', 0, limit)
+prefetchMembers(due)
 local take = #due / 2
 -- Behind a backlog (more is due than this call takes, and the earliest of
 -- it came due a while ago), the members that came due most recently go
@@ -667,25 +668,12 @@ for i = 1, #unleased, chunk do
 end
 local ids = efirst + 4 * e
 local freed = {}
-if ids <= #ARGV then
+for i = ids, #ARGV do
   -- A released entry (the common case) gave its place back already: its
   -- lanes need not be read.
-  local released, drop = {}, {}
-  for i = ids, #ARGV, chunk do
-    local j = math.min(i + chunk - 1, #ARGV)
-    local was = redis.call('SMISMEMBER', KEYS[7], unpack(ARGV, i, j))
-    for k = 1, #was do released[i + k - 1] = was[k] == 1 end
-  end
-  for i = ids, #ARGV do
-    if released[i] then
-      drop[#drop + 1] = ARGV[i]
-    else
-      local ol, hl, fl, present = entryLanes(ARGV[i])
-      if ol and present then freed[#freed + 1] = {ol, hl, fl} end
-    end
-  end
-  for i = 1, #drop, chunk do
-    redis.call('SREM', KEYS[7], unpack(drop, i, math.min(i + chunk - 1, #drop)))
+  if redis.call('SREM', KEYS[7], ARGV[i]) == 0 then
+    local ol, hl, fl, present = entryLanes(ARGV[i])
+    if ol and present then freed[#freed + 1] = {ol, hl, fl} end
   end
 end
 local deleted = 0
