@@ -366,13 +366,17 @@ local function prefetchFlows(fls, n)
 end
 -- prefetchMembers is prefetchFlows for the flow lanes of members (every
 -- other item of ms, as ZRANGE ... WITHSCORES gives them), whose lanes it
--- keeps for lanes.
+-- keeps for lanes, so that each is matched once. A shard without flow keys
+-- (no flows hash) costs one EXISTS per call and no match.
+local anyFlows = nil
 local function prefetchMembers(ms)
+  if anyFlows == nil then anyFlows = redis.call('EXISTS', KEYS[8]) == 1 end
+  if not anyFlows then return end
   local fls, n = {}, 0
   for i = 1, #ms, 2 do
     local ol, hl, fl = lanes(ms[i])
+    lanesc[ms[i]] = {ol, hl, fl}
     if fl then
-      lanesc[ms[i]] = {ol, hl, fl}
       n = n + 1
       fls[n] = fl
     end
