@@ -118,14 +118,21 @@ func judge(ctx context.Context, fx *fixture, l *load, o outcome) row {
 	} else {
 		running += len(leases)
 	}
-	for _, s := range statuses {
+	var stray examples
+	for id, s := range statuses {
 		if s != "completed" && s != "permanently_failed" {
 			open++
+			if l.planned[id] == nil {
+				stray.add("job %s: %s; runs %v", id, s, runs[id])
+			}
 		}
 	}
 	if running > 0 || open > 0 {
 		r.problems = append(r.problems, fmt.Sprintf("%d runs still running and %d jobs neither completed nor permanently_failed at the end", running, open))
 	}
+	// A create answered with an error whose job was stored all the same (a
+	// commit Postgres never answered), and made again by its repeat.
+	stray.report(&r.problems, "jobs not ended that no load made and no create was answered with")
 	ids := make([]uuid.UUID, 0, len(l.planned))
 	for id := range l.planned {
 		ids = append(ids, id)

@@ -15,6 +15,7 @@ package lifecycle
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -49,12 +50,15 @@ type Jobs struct {
 	// claimedBy is this dashboard's process number, recorded on the jobs it
 	// stores claimed (store.Create.ClaimedBy); zero until it beats in Redis.
 	claimedBy atomic.Int32
+	// unsure holds a place for each create whose commit is being looked
+	// for (settleUnsure).
+	unsure chan struct{}
 }
 
 // New returns Jobs over st and q, planning horizon ahead with the loader's
 // misfire threshold.
 func New(st *store.Store, q *queue.Queue, horizon, misfire time.Duration, log *zap.Logger) *Jobs {
-	return &Jobs{store: st, queue: q, horizon: horizon, misfire: misfire, log: log}
+	return &Jobs{store: st, queue: q, horizon: horizon, misfire: misfire, log: log, unsure: make(chan struct{}, maxUnsure)}
 }
 
 // ClaimAs records n, this process's number, on the one-off jobs Create
@@ -101,22 +105,117 @@ func (l *Jobs) Create(ctx context.Context, jobs []*job.Job, now time.Time, c sto
 	if len(soon) > 0 {
 		c.ClaimedBy = l.claimedBy.Load()
 	}
-	if err := l.store.CreateJobs(ctx, jobs, c); err != nil {
+	err := l.store.CreateJobs(ctx, jobs, c)
+	if errors.Is(err, store.ErrCommitUnsure) {
+		return l.settleUnsure(ctx, jobs, func(ctx context.Context) { l.created(ctx, jobs, soon, flows, now) }, err)
+	}
+	if err != nil {
 		return err
 	}
+	l.created(ctx, jobs, soon, flows, now)
+	return nil
+}
+
+// created is Create's Redis half, once jobs are committed: soon, the
+// claimed one-off jobs, go in the due set (after their flow keys' limits,
+// when flows), and a single recurring job due within the horizon is loaded.
+func (l *Jobs) created(ctx context.Context, jobs, soon []*job.Job, flows bool, now time.Time) {
 	if flows && !l.setFlows(ctx, jobs) {
 		// Their limits are not in Redis yet: the loader, which writes them
 		// first, hands these jobs over instead.
 		l.releaseClaims(ctx, soon, nil)
-		return nil
+		return
 	}
 	if len(soon) > 0 {
 		l.enqueueClaimed(ctx, soon)
 	}
-	if len(jobs) == 1 && jobs[0].Recurring() && jobs[0].DueAt.Before(horizon) {
+	if len(jobs) == 1 && jobs[0].Recurring() && jobs[0].DueAt.Before(now.Add(l.horizon)) {
 		l.load(ctx, jobs[0].ID, now)
 	}
-	return nil
+}
+
+// UnsureError is Create's error when Postgres did not answer its commit
+// (store.ErrCommitUnsure): the jobs may be stored or not. Create finds out
+// in the background, as soon as Postgres answers again, and if they are,
+// makes its Redis half follow as after any commit, so that they run on
+// time rather than when the reconciler notices them. The caller answers
+// the error (a 503); Stored tells it, later, what became of the jobs, so
+// that an Idempotency-Key's repeat gets the jobs made rather than making
+// them twice.
+type UnsureError struct {
+	err  error
+	done chan struct{}
+	// stored and known are written once, before done is closed.
+	stored, known bool
+}
+
+func (e *UnsureError) Error() string { return e.err.Error() }
+func (e *UnsureError) Unwrap() error { return e.err }
+
+// Done is closed once Create has looked for the jobs: Stored then tells.
+func (e *UnsureError) Done() <-chan struct{} { return e.done }
+
+// Stored says, once Done is closed, whether the jobs were stored, and
+// whether that is known: not when Postgres did not answer within
+// unsureFor.
+func (e *UnsureError) Stored() (stored, known bool) {
+	select {
+	case <-e.done:
+		return e.stored, e.known
+	default:
+		return false, false
+	}
+}
+
+const (
+	// unsureFor bounds how long a create with an unsure commit is looked
+	// for: the reconciler's backstop (TOCK_LOST_AFTER) requeues one found
+	// later, and an Idempotency-Key waits no longer to be settled.
+	unsureFor = time.Minute
+	// maxUnsure bounds the creates looked for at once; beyond, the
+	// reconciler finds their jobs if they were stored.
+	maxUnsure = 1024
+)
+
+// settleUnsure finds out, in the background, whether jobs, whose commit
+// failed with err (store.ErrCommitUnsure), were stored, and if so runs
+// after (the commit's Redis half). It returns the *UnsureError that tells.
+func (l *Jobs) settleUnsure(ctx context.Context, jobs []*job.Job, after func(context.Context), err error) error {
+	u := &UnsureError{err: err, done: make(chan struct{})}
+	select {
+	case l.unsure <- struct{}{}:
+	default:
+		l.log.Warn("create_commit_unsure_not_followed", zap.Int("jobs", len(jobs)), zap.Error(err))
+		close(u.done)
+		return u
+	}
+	ids := make([]uuid.UUID, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	l.log.Warn("create_commit_unsure", zap.Int("jobs", len(jobs)), zap.Error(err))
+	ctx = context.WithoutCancel(ctx)
+	go func() {
+		defer func() { <-l.unsure }()
+		defer close(u.done)
+		deadline := time.Now().Add(unsureFor)
+		for wait := 100 * time.Millisecond; time.Now().Before(deadline); wait = min(2*wait, time.Second) {
+			tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			stored, err := l.store.JobsStored(tctx, ids)
+			cancel()
+			if err == nil {
+				u.stored, u.known = stored, true
+				l.log.Info("create_commit_settled", zap.Int("jobs", len(jobs)), zap.Bool("stored", stored))
+				if stored {
+					after(ctx)
+				}
+				return
+			}
+			time.Sleep(wait)
+		}
+		l.log.Warn("create_commit_unsure_not_followed", zap.Int("jobs", len(jobs)))
+	}()
+	return u
 }
 
 // enqueueClaimed puts claimed one-off jobs' first attempts in the due set in

@@ -297,12 +297,12 @@ const (
 // (ActionJobCreateBatch). A job whose DueAt is zero is stored as
 // already claimed: the caller puts its occurrence into Redis right after the
 // commit. Passing the cap is a *QuotaError, passing a rate a *RateError,
-// and either stores nothing.
+// and either stores nothing. A commit left unanswered is ErrCommitUnsure.
 func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if c.MaxActive > 0 || c.Rates.capped() {
 			if err := checkQuota(ctx, tx, jobs, c.MaxActive, c.Rates); err != nil {
 				return err

@@ -140,6 +140,13 @@ func (s *Server) createBatch(c *echo.Context) error {
 		create := store.Create{Audit: access.Caller(c).Audit(store.ActionJobCreate), MaxActive: s.maxActive(owner), Rates: s.rates(owner),
 			MaxFlowKeys: s.quotas.MaxFlowKeys}
 		if err := s.createJobs(c, plain, now, create); err != nil {
+			if len(plain) == len(jobs) {
+				ids := make([]uuid.UUID, len(jobs))
+				for i, j := range jobs {
+					ids[i] = j.ID
+				}
+				keepIfStored(c, err, http.StatusCreated, BatchCreated{Created: len(jobs), IDs: ids})
+			}
 			return createError(err)
 		}
 	}

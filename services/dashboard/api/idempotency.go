@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v5"
 	"go.uber.org/zap"
 
+	"github.com/tockhq/tock/pkg/lifecycle"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/services/dashboard/access"
 	"github.com/tockhq/tock/services/dashboard/apierr"
@@ -115,6 +116,8 @@ func (s *Server) runIdempotent(c *echo.Context, next echo.HandlerFunc, owner uui
 			kept := store.StoredResponse{Status: resp.Status, ContentType: resp.Header().Get(echo.HeaderContentType),
 				Location: resp.Header().Get(echo.HeaderLocation), Body: body}
 			settle = func(ctx context.Context) error { return s.store.SaveIdempotentResponse(ctx, owner, key, kept) }
+		} else if u, ok := c.Get(unsureKey).(unsureAnswer); ok {
+			settle = func(ctx context.Context) error { return s.settleUnsure(ctx, owner, key, u) }
 		}
 		s.settleKey(context.WithoutCancel(c.Request().Context()), settle)
 	}()
@@ -165,6 +168,58 @@ func (s *Server) settleKey(ctx context.Context, settle func(context.Context) err
 			}
 		}
 	}()
+}
+
+// unsureKey names, on the echo context, the answer to keep under an
+// Idempotency-Key should the jobs of a create whose commit went unanswered
+// turn out to be stored (keepIfStored).
+const unsureKey = "tock.idempotency.unsure"
+
+// unsureAnswer is a create's answer, had its commit been answered.
+type unsureAnswer struct {
+	create *lifecycle.UnsureError
+	status int
+	body   []byte
+}
+
+// errCreateUnsure: the create's jobs are still being looked for.
+var errCreateUnsure = errors.New("the create's commit is not settled yet")
+
+// keepIfStored, after a create failed with err, gives the answer (status,
+// v) its request would have had: if err says Postgres never answered the
+// commit (a *lifecycle.UnsureError), the create's key is settled once
+// that is known, kept with this answer if the jobs were stored, so that a
+// repeat under the key gets the jobs made instead of making them twice,
+// and released if they were not.
+func keepIfStored(c *echo.Context, err error, status int, v any) {
+	var u *lifecycle.UnsureError
+	if !errors.As(err, &u) {
+		return
+	}
+	if body, merr := json.Marshal(v); merr == nil {
+		c.Set(unsureKey, unsureAnswer{create: u, status: status, body: body})
+	}
+}
+
+// settleUnsure settles key, held by a create whose commit went unanswered,
+// once the create's jobs were looked for (errCreateUnsure until then, for
+// settleKey to try again). Should that be unknown still, the key stays
+// held: abandoned after 2 minutes, its repeat then runs, as after a
+// dashboard that died.
+func (s *Server) settleUnsure(ctx context.Context, owner uuid.UUID, key string, u unsureAnswer) error {
+	select {
+	case <-u.create.Done():
+	default:
+		return errCreateUnsure
+	}
+	switch stored, known := u.create.Stored(); {
+	case !known:
+		return nil
+	case stored:
+		return s.store.SaveIdempotentResponse(ctx, owner, key,
+			store.StoredResponse{Status: u.status, ContentType: echo.MIMEApplicationJSON, Body: u.body})
+	}
+	return s.store.ReleaseIdempotencyKey(ctx, owner, key)
 }
 
 const (

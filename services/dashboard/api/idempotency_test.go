@@ -207,3 +207,44 @@ func TestIdempotencyKeyWindow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 }
+
+// TestIdempotencyKeyOfACreateWhoseCommitIsUnanswered: Postgres stops after
+// a create's COMMIT was sent and before its answer came. The client gets a
+// 503 and repeats under its key: once the dashboard has found out whether
+// the job was stored, the repeat gets that job (committed) or makes it
+// (rolled back); either way there is one job, never two.
+func TestIdempotencyKeyOfACreateWhoseCommitIsUnanswered(t *testing.T) {
+	t.Parallel()
+
+	for _, tc := range []struct {
+		name      string
+		committed bool
+	}{{"CommittedIsReplayed", true}, {"RolledBackRunsAgain", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, func(d *api.Deps) { d.Store = testenv.CutCommit(t, d.Store, tc.committed) })
+			body := spec("unsure", b.now.Add(time.Hour))
+			first := b.withKey(t, nil, http.MethodPost, "/api/v1/jobs", body, "unsure-1")
+			require.Equal(t, http.StatusServiceUnavailable, first.Code, "body: %s", first.Body.String())
+
+			var again *httptest.ResponseRecorder
+			require.Eventually(t, func() bool {
+				again = b.withKey(t, nil, http.MethodPost, "/api/v1/jobs", body, "unsure-1")
+				return again.Code != http.StatusConflict
+			}, 20*time.Second, 100*time.Millisecond, "the key stays held while the create is looked for, then is settled")
+			require.Equal(t, http.StatusCreated, again.Code, "body: %s", again.Body.String())
+			replayed := "true"
+			if !tc.committed {
+				replayed = ""
+			}
+			require.Equal(t, replayed, again.Header().Get("Idempotent-Replayed"))
+			got := decode[api.Job](t, again)
+
+			jobs, err := b.store.ListJobs(t.Context(), store.JobFilter{Owner: store.AnyOwner, Limit: 10})
+			require.NoError(t, err)
+			require.Len(t, jobs, 1, "one job under one key")
+			require.Equal(t, jobs[0].ID, got.ID)
+			require.Equal(t, "unsure", got.Name)
+		})
+	}
+}

@@ -107,6 +107,7 @@ func (s *Server) create(c *echo.Context, req *jobspec.Request, owner *store.User
 		return err
 	}
 	if err := s.insert(c, j, owner, now, nil); err != nil {
+		keepIfStored(c, err, http.StatusCreated, s.jobView(j, now))
 		return createError(err)
 	}
 	return writeJSON(c, http.StatusCreated, s.jobView(j, now))

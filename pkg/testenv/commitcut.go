@@ -1,0 +1,106 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tockhq/tock/pkg/store"
+)
+
+// commitCutter stands between a store and the real Postgres and breaks the
+// first connection that sends COMMIT, as a Postgres stopped at that moment
+// would: after passing the COMMIT on (the transaction commits, and its
+// answer never comes) or before (it rolls back with its connection). Every
+// other connection, and every message but that one, passes through.
+type commitCutter struct {
+	ln      net.Listener
+	target  string
+	forward bool
+	armed   atomic.Bool
+	wg      sync.WaitGroup
+}
+
+// CutCommit returns a second store on st's schema (a store of Store's)
+// whose first transaction to commit loses its connection at the COMMIT:
+// committed (committed true) or not, the store is left unanswered.
+func CutCommit(t testing.TB, st *store.Store, committed bool) *store.Store {
+	t.Helper()
+	u, err := url.Parse(URLOf(t, st))
+	if err != nil {
+		t.Fatalf("cut commit: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("cut commit: %v", err)
+	}
+	p := &commitCutter{ln: ln, target: u.Host, forward: committed}
+	p.armed.Store(true)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.wg.Add(1)
+			go func() { defer p.wg.Done(); p.serve(c) }()
+		}
+	}()
+	u.Host = ln.Addr().String()
+	cut, err := store.Open(context.Background(), u.String(), 2)
+	if err != nil {
+		t.Fatalf("cut commit: open store: %v", err)
+	}
+	t.Cleanup(func() { cut.Close(); _ = ln.Close(); p.wg.Wait() })
+	return cut
+}
+
+func (p *commitCutter) serve(client net.Conn) {
+	defer client.Close()
+	server, err := net.Dial("tcp", p.target)
+	if err != nil {
+		return
+	}
+	defer server.Close()
+	var cut atomic.Bool // from the COMMIT on, nothing reaches the client
+	go func() {
+		defer client.Close()
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := server.Read(buf)
+			if err != nil || cut.Load() {
+				return
+			}
+			if _, err := client.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := client.Read(buf)
+		if err != nil {
+			return
+		}
+		chunk := buf[:n]
+		// pgx sends a transaction's end as the simple query "commit".
+		if bytes.Contains(bytes.ToLower(chunk), []byte("commit\x00")) && p.armed.CompareAndSwap(true, false) {
+			cut.Store(true)
+			if p.forward {
+				_, _ = server.Write(chunk)
+				time.Sleep(200 * time.Millisecond) // let it commit; its answer is dropped
+			}
+			return
+		}
+		if _, err := server.Write(chunk); err != nil {
+			return
+		}
+	}
+}
