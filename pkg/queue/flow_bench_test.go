@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"context"
 	"os"
 	"strconv"
 	"strings"
@@ -24,13 +25,7 @@ import (
 func BenchmarkAttemptFlow(b *testing.B) {
 	for _, batch := range []int{2, 16, 256} {
 		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) {
-			rdb, prefix := testenv.Redis(b)
-			ctx := b.Context()
-			r := queue.New(rdb, prefix, 1)
-			q := r.Home()
-			if err := r.EnsureGroup(ctx); err != nil {
-				b.Fatal(err)
-			}
+			rdb, ctx, r, q := benchQueue(b)
 			owners := []uuid.UUID{job.NewID(), job.NewID()}
 			before := redisCPU(b, rdb)
 			at := time.Now().UTC().Truncate(time.Millisecond)
@@ -80,13 +75,7 @@ func BenchmarkBurstFlow(b *testing.B) {
 }
 
 func burstFlow(b *testing.B, keys int) {
-	rdb, prefix := testenv.Redis(b)
-	ctx := b.Context()
-	r := queue.New(rdb, prefix, 1)
-	q := r.Home()
-	if err := r.EnsureGroup(ctx); err != nil {
-		b.Fatal(err)
-	}
+	rdb, ctx, r, q := benchQueue(b)
 	owner := job.NewID()
 	lanes := make([]string, keys)
 	limits := make([]queue.FlowLimits, keys)
@@ -181,4 +170,15 @@ func redisCPU(b *testing.B, rdb redis.UniversalClient) time.Duration {
 	utime, _ := strconv.ParseInt(fields[11], 10, 64)
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
 	return time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ is 100
+}
+
+// benchQueue is a one-shard queue on the real Redis under a prefix of b's
+// own, its consumer group made, and its shard.
+func benchQueue(b *testing.B) (redis.UniversalClient, context.Context, *queue.Queue, *queue.Shard) {
+	rdb, prefix := testenv.Redis(b)
+	r := queue.New(rdb, prefix, 1)
+	if err := r.EnsureGroup(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	return rdb, b.Context(), r, r.Home()
 }
