@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,15 +51,15 @@ type Jobs struct {
 	// claimedBy is this dashboard's process number, recorded on the jobs it
 	// stores claimed (store.Create.ClaimedBy); zero until it beats in Redis.
 	claimedBy atomic.Int32
-	// unsure holds a place for each create whose commit is being looked
-	// for (settleUnsure).
-	unsure chan struct{}
+	// lookups look for the jobs of creates whose commit went unanswered
+	// (settleUnsure).
+	lookups *lookups
 }
 
 // New returns Jobs over st and q, planning horizon ahead with the loader's
 // misfire threshold.
 func New(st *store.Store, q *queue.Queue, horizon, misfire time.Duration, log *zap.Logger) *Jobs {
-	return &Jobs{store: st, queue: q, horizon: horizon, misfire: misfire, log: log, unsure: make(chan struct{}, maxUnsure)}
+	return &Jobs{store: st, queue: q, horizon: horizon, misfire: misfire, log: log, lookups: newLookups()}
 }
 
 // ClaimAs records n, this process's number, on the one-off jobs Create
@@ -107,7 +108,7 @@ func (l *Jobs) Create(ctx context.Context, jobs []*job.Job, now time.Time, c sto
 	}
 	err := l.store.CreateJobs(ctx, jobs, c)
 	if errors.Is(err, store.ErrCommitUnsure) {
-		return l.settleUnsure(ctx, jobs, func(ctx context.Context) { l.created(ctx, jobs, soon, flows, now) }, err)
+		return l.settleUnsure(jobs, func(ctx context.Context) { l.created(ctx, jobs, soon, flows, now) }, err)
 	}
 	if err != nil {
 		return err
@@ -170,21 +171,23 @@ func (e *UnsureError) Stored() (stored, known bool) {
 const (
 	// unsureFor bounds how long a create with an unsure commit is looked
 	// for: the reconciler's backstop (TOCK_LOST_AFTER) requeues one found
-	// later, and an Idempotency-Key waits no longer to be settled.
-	unsureFor = time.Minute
+	// later. It ends within the API's minute of settling the create's
+	// Idempotency-Key, so that the key is settled with what was found.
+	unsureFor = 50 * time.Second
 	// maxUnsure bounds the creates looked for at once; beyond, the
 	// reconciler finds their jobs if they were stored.
 	maxUnsure = 1024
 )
 
 // settleUnsure finds out, in the background, whether jobs, whose commit
-// failed with err (store.ErrCommitUnsure), were stored, and if so runs
+// failed with err (a *store.CommitUnsureError), were stored, and if so runs
 // after (the commit's Redis half). It returns the *UnsureError that tells.
-func (l *Jobs) settleUnsure(ctx context.Context, jobs []*job.Job, after func(context.Context), err error) error {
+// Stop ends the looking: a stored job's claim then waits for the leader,
+// which re-adds a stopped dashboard's claims.
+func (l *Jobs) settleUnsure(jobs []*job.Job, after func(context.Context), err error) error {
 	u := &UnsureError{err: err, done: make(chan struct{})}
-	select {
-	case l.unsure <- struct{}{}:
-	default:
+	var ce *store.CommitUnsureError
+	if !errors.As(err, &ce) || !l.lookups.take() {
 		l.log.Warn("create_commit_unsure_not_followed", zap.Int("jobs", len(jobs)), zap.Error(err))
 		close(u.done)
 		return u
@@ -194,28 +197,81 @@ func (l *Jobs) settleUnsure(ctx context.Context, jobs []*job.Job, after func(con
 		ids[i] = j.ID
 	}
 	l.log.Warn("create_commit_unsure", zap.Int("jobs", len(jobs)), zap.Error(err))
-	ctx = context.WithoutCancel(ctx)
-	go func() {
-		defer func() { <-l.unsure }()
+	l.lookups.Go(func(ctx context.Context) {
 		defer close(u.done)
 		deadline := time.Now().Add(unsureFor)
-		for wait := 100 * time.Millisecond; time.Now().Before(deadline); wait = min(2*wait, time.Second) {
-			tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			stored, err := l.store.JobsStored(tctx, ids)
+		for wait := 100 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+			left := time.Until(deadline)
+			if left <= 0 {
+				l.log.Warn("create_commit_unsure_not_followed", zap.Int("jobs", len(jobs)))
+				return
+			}
+			tctx, cancel := context.WithTimeout(ctx, min(5*time.Second, left))
+			stored, settled, err := l.store.JobsStored(tctx, ids, ce.PID)
 			cancel()
-			if err == nil {
+			if err == nil && settled {
 				u.stored, u.known = stored, true
 				l.log.Info("create_commit_settled", zap.Int("jobs", len(jobs)), zap.Bool("stored", stored))
 				if stored {
-					after(ctx)
+					actx, cancel := AfterCommit(ctx)
+					after(actx)
+					cancel()
 				}
 				return
 			}
-			time.Sleep(wait)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(min(wait, time.Until(deadline))):
+			}
 		}
-		l.log.Warn("create_commit_unsure_not_followed", zap.Int("jobs", len(jobs)))
-	}()
+	})
 	return u
+}
+
+// Stop ends the looking for creates whose commit went unanswered
+// (settleUnsure) and waits for it.
+func (l *Jobs) Stop() { l.lookups.stop() }
+
+// lookups runs at most maxUnsure background lookups, under a context Stop
+// ends.
+type lookups struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	places chan struct{}
+	wg     sync.WaitGroup
+}
+
+func newLookups() *lookups {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &lookups{ctx: ctx, cancel: cancel, places: make(chan struct{}, maxUnsure)}
+}
+
+// take holds a place for a lookup; false when all are taken or Stop was
+// called.
+func (k *lookups) take() bool {
+	if k.ctx.Err() != nil {
+		return false
+	}
+	select {
+	case k.places <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// Go runs f, which holds a place taken, and gives the place back after.
+func (k *lookups) Go(f func(context.Context)) {
+	k.wg.Go(func() {
+		defer func() { <-k.places }()
+		f(k.ctx)
+	})
+}
+
+func (k *lookups) stop() {
+	k.cancel()
+	k.wg.Wait()
 }
 
 // enqueueClaimed puts claimed one-off jobs' first attempts in the due set in

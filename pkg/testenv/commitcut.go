@@ -62,6 +62,9 @@ func CutCommit(t testing.TB, st *store.Store, committed bool) *store.Store {
 	return cut
 }
 
+// commitMessage is pgx's COMMIT on the wire: the simple query "commit".
+var commitMessage = []byte("Q\x00\x00\x00\x0bcommit\x00")
+
 func (p *commitCutter) serve(client net.Conn) {
 	defer client.Close()
 	server, err := net.Dial("tcp", p.target)
@@ -69,13 +72,20 @@ func (p *commitCutter) serve(client net.Conn) {
 		return
 	}
 	defer server.Close()
-	var cut atomic.Bool // from the COMMIT on, nothing reaches the client
+	var cut atomic.Bool             // from the COMMIT on, nothing reaches the client
+	answered := make(chan struct{}) // closed when Postgres answers the COMMIT cut
+	p.wg.Add(1)
 	go func() {
+		defer p.wg.Done()
 		defer client.Close()
 		buf := make([]byte, 64<<10)
 		for {
 			n, err := server.Read(buf)
-			if err != nil || cut.Load() {
+			if err != nil {
+				return
+			}
+			if cut.Load() {
+				close(answered)
 				return
 			}
 			if _, err := client.Write(buf[:n]); err != nil {
@@ -90,12 +100,16 @@ func (p *commitCutter) serve(client net.Conn) {
 			return
 		}
 		chunk := buf[:n]
-		// pgx sends a transaction's end as the simple query "commit".
-		if bytes.Contains(bytes.ToLower(chunk), []byte("commit\x00")) && p.armed.CompareAndSwap(true, false) {
+		if bytes.Contains(chunk, commitMessage) && p.armed.CompareAndSwap(true, false) {
 			cut.Store(true)
 			if p.forward {
-				_, _ = server.Write(chunk)
-				time.Sleep(200 * time.Millisecond) // let it commit; its answer is dropped
+				// Committed once Postgres answers; the answer is dropped.
+				if _, err := server.Write(chunk); err == nil {
+					select {
+					case <-answered:
+					case <-time.After(10 * time.Second):
+					}
+				}
 			}
 			return
 		}

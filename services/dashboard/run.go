@@ -124,8 +124,10 @@ func run(ctx context.Context) error {
 		log.Warn("drain_timed_out", zap.Error(err))
 		_ = hs.Close()
 	}
-	// Every request has ended: none of this dashboard's claims awaits its
-	// ZADD any more.
+	// Every request has ended, and with Stop no create whose commit went
+	// unanswered is looked for: none of this dashboard's claims awaits its
+	// ZADD any more (one looked for and stored waits for the leader).
+	srv.Stop()
 	endBeat()
 	beats.stop(ctx)
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {

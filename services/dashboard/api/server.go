@@ -201,6 +201,11 @@ func New(d Deps) *Server {
 // Handler returns the API as an http.Handler, for an http.Server or httptest.
 func (s *Server) Handler() http.Handler { return s.echo }
 
+// Stop ends what the server does in the background for the requests it
+// answered: the looking for creates whose commit Postgres never answered
+// (lifecycle.Jobs.Stop). Call it once every request has ended.
+func (s *Server) Stop() { s.jobs.Stop() }
+
 // ClaimAs makes the jobs the server stores claimed carry n, the dashboard's
 // process number (lifecycle.Jobs.ClaimAs).
 func (s *Server) ClaimAs(n int32) { s.jobs.ClaimAs(n) }
