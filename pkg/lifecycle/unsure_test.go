@@ -17,15 +17,24 @@ import (
 func TestCreateWhoseCommitIsUnanswered(t *testing.T) {
 	t.Parallel()
 
+	// A plain job commits in one batch (its Sync); a labelled one in a
+	// transaction of its own (COMMIT).
 	for _, tc := range []struct {
 		name      string
 		committed bool
-	}{{"CommittedIsFoundAndEnqueued", true}, {"RolledBackIsFoundAbsent", false}} {
+		labels    map[string]string
+	}{
+		{"CommittedIsFoundAndEnqueued", true, nil},
+		{"RolledBackIsFoundAbsent", false, nil},
+		{"CommittedInATransactionIsFoundAndEnqueued", true, map[string]string{"team": "a"}},
+		{"RolledBackInATransactionIsFoundAbsent", false, map[string]string{"team": "a"}},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := live(t)
 			jobs := lifecycle.New(testenv.CutCommit(t, b.st, tc.committed), b.ring, 10*time.Minute, time.Minute, zaptest.NewLogger(t))
 			soon := testenv.Job(owner, b.now.Add(3*time.Second))
+			soon.Labels = tc.labels
 			err := jobs.Create(t.Context(), []*job.Job{soon}, b.now, store.Create{})
 			require.ErrorIs(t, err, store.ErrCommitUnsure, "a commit without an answer is not a refusal")
 			var u *lifecycle.UnsureError

@@ -2,12 +2,15 @@ package store
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
@@ -302,6 +305,9 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 	if len(jobs) == 0 {
 		return nil
 	}
+	if len(jobs) == 1 && plain(jobs[0], c) {
+		return s.createPlain(ctx, jobs[0], c)
+	}
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if c.MaxActive > 0 || c.Rates.capped() {
 			if err := checkQuota(ctx, tx, jobs, c.MaxActive, c.Rates); err != nil {
@@ -352,6 +358,48 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 		return fmt.Errorf("create jobs: %w", err)
 	}
 	return nil
+}
+
+// plain says whether creating j under c takes only its own insert and its
+// audit entry: no cap or rate to check (see checkQuota), no key, flow key,
+// debounce key or label to claim or add.
+func plain(j *job.Job, c Create) bool {
+	return c.MaxActive <= 0 && (!c.Rates.capped() || j.Load == nil || j.Load.Empty()) &&
+		j.Key == "" && j.Flow == nil && j.Debounce == nil && len(j.Labels) == 0
+}
+
+// createPlain creates a plain job (see plain), the most common create, in
+// one round trip: its insert and its audit entry go in one batch, which
+// Postgres runs as one implicit transaction (one Sync), where BEGIN,
+// each statement and COMMIT would each wait for their answer. A batch that
+// failed without Postgres's answer may have committed: *CommitUnsureError,
+// as for inTx.
+func (s *Store) createPlain(ctx context.Context, j *job.Job, c Create) error {
+	j.ClaimedBy = claimer(j, c.ClaimedBy)
+	b := &pgx.Batch{}
+	b.Queue(insertJobSQL, jobRow(j)...)
+	if c.Audit.Recorded() {
+		raw, err := json.Marshal(jobspec.Created(j))
+		if err != nil {
+			return fmt.Errorf("create jobs: audit: %w", err)
+		}
+		b.Queue(insertAuditSQL, j.CreatedAt, c.Audit.Actor, c.Audit.Action, TargetJob, j.ID, raw)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("create jobs: %w", err)
+	}
+	defer conn.Release()
+	pid := conn.Conn().PgConn().PID()
+	err = conn.SendBatch(ctx, b).Close()
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return fmt.Errorf("create jobs: %w", translate(err))
+	}
+	return fmt.Errorf("create jobs: %w", &CommitUnsureError{PID: pid, err: err})
 }
 
 func checkQuota(ctx context.Context, tx pgx.Tx, jobs []*job.Job, maxActive int, rates Rates) error {

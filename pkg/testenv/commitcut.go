@@ -3,6 +3,7 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"net"
 	"net/url"
 	"sync"
@@ -14,10 +15,13 @@ import (
 )
 
 // commitCutter stands between a store and the real Postgres and breaks the
-// first connection that sends COMMIT, as a Postgres stopped at that moment
-// would: after passing the COMMIT on (the transaction commits, and its
-// answer never comes) or before (it rolls back with its connection). Every
-// other connection, and every message but that one, passes through.
+// first connection that sends a job's create to be committed, as a Postgres
+// stopped at that moment would: after passing it on (the transaction
+// commits, and its answer never comes) or before (it rolls back with its
+// connection). A create commits with the simple query COMMIT after its
+// statements, or, made in one round trip, with the Sync that ends a batch
+// holding the job's insert (an implicit transaction). Every other
+// connection, and every message but that one, passes through.
 type commitCutter struct {
 	ln      net.Listener
 	target  string
@@ -65,6 +69,42 @@ func CutCommit(t testing.TB, st *store.Store, committed bool) *store.Store {
 // commitMessage is pgx's COMMIT on the wire: the simple query "commit".
 var commitMessage = []byte("Q\x00\x00\x00\x0bcommit\x00")
 
+// insertJob marks a connection that creates a job: the statement is parsed
+// on it (in the chunk that runs it, or in one before).
+var insertJob = []byte("INSERT INTO jobs")
+
+// beginMessage is pgx's BEGIN on the wire.
+var beginMessage = []byte("Q\x00\x00\x00\x0abegin\x00")
+
+// ends says whether chunk, sent on a connection that inserts a job
+// (inserting), ends a transaction: COMMIT within one it began (inTx), or
+// outside one the Sync after a batch that executes statements (not the
+// Sync after a batch that only prepares them). chunk holds whole messages,
+// as pgx writes them.
+func ends(chunk []byte, inserting, inTx bool) bool {
+	switch {
+	case !inserting:
+		return false
+	case inTx:
+		return bytes.Contains(chunk, commitMessage)
+	}
+	executes, syncs := false, false
+	for i := 0; i+5 <= len(chunk); {
+		n := int(binary.BigEndian.Uint32(chunk[i+1 : i+5]))
+		switch chunk[i] {
+		case 'E':
+			executes = true
+		case 'S':
+			syncs = true
+		}
+		if n < 4 {
+			return false
+		}
+		i += 1 + n
+	}
+	return executes && syncs
+}
+
 func (p *commitCutter) serve(client net.Conn) {
 	defer client.Close()
 	server, err := net.Dial("tcp", p.target)
@@ -94,13 +134,16 @@ func (p *commitCutter) serve(client net.Conn) {
 		}
 	}()
 	buf := make([]byte, 64<<10)
+	inserting, inTx := false, false
 	for {
 		n, err := client.Read(buf)
 		if err != nil {
 			return
 		}
 		chunk := buf[:n]
-		if bytes.Contains(chunk, commitMessage) && p.armed.CompareAndSwap(true, false) {
+		inserting = inserting || bytes.Contains(chunk, insertJob)
+		inTx = inTx || bytes.Contains(chunk, beginMessage)
+		if ends(chunk, inserting, inTx) && p.armed.CompareAndSwap(true, false) {
 			cut.Store(true)
 			if p.forward {
 				// Committed once Postgres answers; the answer is dropped.
