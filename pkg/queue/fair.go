@@ -80,6 +80,20 @@ const ReadSize = 256
 // again, scored by when (a rate window reopens, a limit was raised, a key
 // was resumed)
 var lanesLua = strings.NewReplacer("__GROUP__", Group, "__READSIZE__", strconv.Itoa(ReadSize)).Replace(`
+-- defaults are the recorded default caps per owner ('*o') and per host
+-- ('*h'), the borrow limit ('*b') and the unread limit ('*u'), as strings
+-- (false: none recorded), read in one HMGET when first needed; the publish
+-- script sets them from what it records.
+local defaults = nil
+local function readDefaults()
+  local v = redis.call('HMGET', KEYS[4], '*o', '*h', '*b', '*u')
+  defaults = {['*o'] = v[1], ['*h'] = v[2], ['*b'] = v[3], ['*u'] = v[4]}
+  return v
+end
+local function default(name)
+  if defaults == nil then readDefaults() end
+  return tonumber(defaults[name] or '')
+end
 local caps = {}
 -- cap returns the most entries a lane may have in the stream: the owner's
 -- own cap, or the recorded default for owners or hosts; unlimited when the
@@ -89,9 +103,9 @@ local function cap(lane)
   if c ~= nil then return c end
   local kind = string.sub(lane, 1, 1)
   if kind == 'o' then
-    c = tonumber(redis.call('HGET', KEYS[4], lane) or '') or tonumber(redis.call('HGET', KEYS[4], '*o') or '')
+    c = tonumber(redis.call('HGET', KEYS[4], lane) or '') or default('*o')
   else
-    c = tonumber(redis.call('HGET', KEYS[4], '*h') or '')
+    c = default('*h')
   end
   c = c or math.huge
   caps[lane] = c
@@ -121,16 +135,41 @@ end
 -- so that flushCounts, which every script calls before it returns, writes
 -- them too.
 local flushHolds
+-- prefetchCounts reads the counts of lanes (ls, nils and repeats allowed,
+-- up to n) not read yet, in one HMGET per 1,000 lanes: a batch's lanes
+-- (an owner, its hosts, "*") would otherwise pay an HGET each.
+local function prefetchCounts(ls, n)
+  local want, seen = {}, {}
+  for i = 1, n do
+    local l = ls[i]
+    if l and usedc[l] == nil and not seen[l] then
+      seen[l] = true
+      want[#want + 1] = l
+    end
+  end
+  if #want < 2 then return end
+  for i = 1, #want, 1000 do
+    local part = {unpack(want, i, math.min(i + 999, #want))}
+    local counts = redis.call('HMGET', KEYS[3], unpack(part))
+    for k, l in ipairs(part) do usedc[l] = tonumber(counts[k] or '0') or 0 end
+  end
+end
+-- flushCounts writes the counts changed, all in one HSET and the lanes
+-- left with none in one HDEL.
 local function flushCounts()
   flushHolds()
+  local set, del = {}, {}
   for lane in pairs(dirty) do
     local u = usedc[lane]
     if u <= 0 then
-      redis.call('HDEL', KEYS[3], lane)
+      del[#del + 1] = lane
     else
-      redis.call('HSET', KEYS[3], lane, u)
+      set[#set + 1] = lane
+      set[#set + 1] = u
     end
   end
+  for i = 1, #set, 1000 do redis.call('HSET', KEYS[3], unpack(set, i, math.min(i + 999, #set))) end
+  for i = 1, #del, 1000 do redis.call('HDEL', KEYS[3], unpack(del, i, math.min(i + 999, #del))) end
   dirty = {}
 end
 local function forgetCounts()
@@ -231,7 +270,7 @@ local function hasHeld(lane) return isHeld(lane) end
 local unreadCount = nil
 local unreadLimit = nil
 local function limitUnread()
-  if unreadLimit == nil then unreadLimit = tonumber(redis.call('HGET', KEYS[4], '*u') or '') or __READSIZE__ end
+  if unreadLimit == nil then unreadLimit = default('*u') or __READSIZE__ end
   return unreadLimit
 end
 local function unread()
@@ -248,7 +287,7 @@ end
 -- in flight are under the borrow limit and the workers keep up.
 local borrowLimit = nil
 local function canBorrow(ol, hl)
-  if borrowLimit == nil then borrowLimit = tonumber(redis.call('HGET', KEYS[4], '*b') or '') or 0 end
+  if borrowLimit == nil then borrowLimit = default('*b') or 0 end
   if borrowLimit <= 0 or used('*') >= borrowLimit then return false end
   local waiting = waitingLanes()
   if waiting.n > 2 then return false end
@@ -364,24 +403,30 @@ local function prefetchFlows(fls, n)
     end
   end
 end
--- prefetchMembers is prefetchFlows for the flow lanes of members (every
--- other item of ms, as ZRANGE ... WITHSCORES gives them), whose lanes it
--- keeps for lanes, so that each is matched once. A shard without flow keys
--- (no flows hash) costs one EXISTS per call and no match.
-local anyFlows = nil
+-- prefetchMembers reads, for members (every other item of ms, as ZRANGE
+-- ... WITHSCORES gives them), the counts of their lanes and the limits of
+-- their flow lanes, a few HMGETs for the lot, and keeps their lanes for
+-- lanes, so that each is matched once.
 local function prefetchMembers(ms)
-  if anyFlows == nil then anyFlows = redis.call('EXISTS', KEYS[8]) == 1 end
-  if not anyFlows then return end
-  local fls, n = {}, 0
+  local ls, fls, n, nf = {}, {}, 0, 0
   for i = 1, #ms, 2 do
     local ol, hl, fl = lanes(ms[i])
     lanesc[ms[i]] = {ol, hl, fl}
+    if ol then
+      ls[n + 1] = ol
+      ls[n + 2] = hl
+      n = n + 2
+    end
     if fl then
-      n = n + 1
-      fls[n] = fl
+      nf = nf + 1
+      fls[nf] = fl
     end
   end
-  if n > 0 then prefetchFlows(fls, n) end
+  if nf > 0 then prefetchFlows(fls, nf) end
+  if n > 0 then
+    ls[n + 1] = '*'
+    prefetchCounts(ls, n + 1)
+  end
 end
 -- flowLead is how far ahead of its start a member may be published (the
 -- publish script's lead; 0 elsewhere): a member whose key's rate lets it
@@ -643,9 +688,13 @@ end
 -- batch of one owner's entries (a burst's) reads its held set a few times,
 -- not once per entry.
 local function freeAndUnhold(freed)
-  local fls = {}
-  for i, l in ipairs(freed) do fls[i] = l[3] end
+  local fls, ls = {}, {'*'}
+  for i, l in ipairs(freed) do
+    fls[i] = l[3]
+    ls[2 * i], ls[2 * i + 1] = l[1], l[2]
+  end
   prefetchFlows(fls, #freed)
+  if #freed > 0 then prefetchCounts(ls, 2 * #freed + 1) end
   local order, places = {}, {}
   local function note(lane)
     if places[lane] == nil then

@@ -131,11 +131,15 @@ else
 end
 clock = now -- the flow lanes' clock too
 flowLead = tonumber(ARGV[8]) or 0
+-- What is recorded already is read (the lanes need it anyway) and only
+-- what changed is written.
+local recorded = readDefaults()
 local record = {}
-for _, c in ipairs({{'*o', ARGV[3]}, {'*h', ARGV[4]}, {'*b', ARGV[6]}, {'*u', ARGV[7]}}) do
-  if c[2] ~= '' then
+for i, c in ipairs({{'*o', ARGV[3]}, {'*h', ARGV[4]}, {'*b', ARGV[6]}, {'*u', ARGV[7]}}) do
+  if c[2] ~= '' and c[2] ~= recorded[i] then
     record[#record + 1] = c[1]
     record[#record + 1] = c[2]
+    defaults[c[1]] = c[2]
   end
 end
 if #record > 0 then redis.call('HSET', KEYS[4], unpack(record)) end
@@ -659,7 +663,11 @@ for k = 0, e - 1 do
     if not leased then
       local ttl = doneKept
       if h['fence'] then ttl = fenceTTL end
-      if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+      -- A run hash its start persisted (the common case) takes the TTL in
+      -- one command; one that has a TTL keeps the longer of the two.
+      if redis.call('PEXPIRE', key, ttl, 'NX') == 0 and redis.call('PTTL', key) < ttl then
+        redis.call('PEXPIRE', key, ttl)
+      end
     end
   end
 end
