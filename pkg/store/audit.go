@@ -92,14 +92,23 @@ func record(ctx context.Context, tx pgx.Tx, a Audit, at time.Time, targetType st
 	if !a.Recorded() {
 		return nil
 	}
-	raw, err := json.Marshal(change)
+	args, err := auditRow(a, at, targetType, target, change)
 	if err != nil {
-		return fmt.Errorf("audit %s: %w", a.Action, err)
+		return err
 	}
-	if _, err := tx.Exec(ctx, insertAuditSQL, at, a.Actor, a.Action, targetType, target, raw); err != nil {
+	if _, err := tx.Exec(ctx, insertAuditSQL, args...); err != nil {
 		return fmt.Errorf("audit %s: %w", a.Action, translate(err))
 	}
 	return nil
+}
+
+// auditRow is the arguments of insertAuditSQL for an entry of a.
+func auditRow(a Audit, at time.Time, targetType string, target uuid.UUID, change any) ([]any, error) {
+	raw, err := json.Marshal(change)
+	if err != nil {
+		return nil, fmt.Errorf("audit %s: %w", a.Action, err)
+	}
+	return []any{at, a.Actor, a.Action, targetType, target, raw}, nil
 }
 
 // RecordAudit writes an entry for a change that has no Postgres transaction of

@@ -2,15 +2,12 @@ package store
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
@@ -379,11 +376,11 @@ func (s *Store) createPlain(ctx context.Context, j *job.Job, c Create) error {
 	b := &pgx.Batch{}
 	b.Queue(insertJobSQL, jobRow(j)...)
 	if c.Audit.Recorded() {
-		raw, err := json.Marshal(jobspec.Created(j))
+		args, err := auditRow(c.Audit, j.CreatedAt, TargetJob, j.ID, jobspec.Created(j))
 		if err != nil {
-			return fmt.Errorf("create jobs: audit: %w", err)
+			return fmt.Errorf("create jobs: %w", err)
 		}
-		b.Queue(insertAuditSQL, j.CreatedAt, c.Audit.Actor, c.Audit.Action, TargetJob, j.ID, raw)
+		b.Queue(insertAuditSQL, args...)
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -391,15 +388,10 @@ func (s *Store) createPlain(ctx context.Context, j *job.Job, c Create) error {
 	}
 	defer conn.Release()
 	pid := conn.Conn().PgConn().PID()
-	err = conn.SendBatch(ctx, b).Close()
-	if err == nil {
-		return nil
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("create jobs: %w", translate(commitErr(err, pid)))
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return fmt.Errorf("create jobs: %w", translate(err))
-	}
-	return fmt.Errorf("create jobs: %w", &CommitUnsureError{PID: pid, err: err})
+	return nil
 }
 
 func checkQuota(ctx context.Context, tx pgx.Tx, jobs []*job.Job, maxActive int, rates Rates) error {

@@ -54,13 +54,20 @@ func inTx(ctx context.Context, db interface {
 	}
 	pid := tx.Conn().PgConn().PID()
 	if err := tx.Commit(ctx); err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) || errors.Is(err, pgx.ErrTxCommitRollback) {
-			return err
-		}
-		return &CommitUnsureError{PID: pid, err: err}
+		return commitErr(err, pid)
 	}
 	return nil
+}
+
+// commitErr is err, the failure of a commit that Postgres process pid ran,
+// as it is when Postgres answered (its own refusal, or a rollback in the
+// commit's place), else as a *CommitUnsureError.
+func commitErr(err error, pid uint32) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) || errors.Is(err, pgx.ErrTxCommitRollback) {
+		return err
+	}
+	return &CommitUnsureError{PID: pid, err: err}
 }
 
 // JobsStored says whether the jobs of ids are stored (true if any is: one
