@@ -135,24 +135,36 @@ end
 -- so that flushCounts, which every script calls before it returns, writes
 -- them too.
 local flushHolds
--- prefetchCounts reads the counts of lanes (ls, nils and repeats allowed,
--- up to n) not read yet, in one HMGET per 1,000 lanes: a batch's lanes
--- (an owner, its hosts, "*") would otherwise pay an HGET each.
-local function prefetchCounts(ls, n)
+-- missing returns the distinct lanes of ls (nils and repeats allowed, up to
+-- n) that cache has no entry for.
+local function missing(ls, n, cache)
   local want, seen = {}, {}
   for i = 1, n do
     local l = ls[i]
-    if l and usedc[l] == nil and not seen[l] then
+    if l and cache[l] == nil and not seen[l] then
       seen[l] = true
       want[#want + 1] = l
     end
   end
-  if #want < 2 then return end
-  for i = 1, #want, 1000 do
-    local part = {unpack(want, i, math.min(i + 999, #want))}
-    local counts = redis.call('HMGET', KEYS[3], unpack(part))
-    for k, l in ipairs(part) do usedc[l] = tonumber(counts[k] or '0') or 0 end
+  return want
+end
+-- hmget reads fields of hash key, one HMGET per 1,000, and hands each
+-- field and its value to got.
+local function hmget(key, fields, got)
+  for i = 1, #fields, 1000 do
+    local part = {unpack(fields, i, math.min(i + 999, #fields))}
+    local vs = redis.call('HMGET', key, unpack(part))
+    for k, f in ipairs(part) do got(f, vs[k]) end
   end
+end
+-- prefetchCounts reads the counts of lanes (ls, nils and repeats allowed,
+-- up to n) not read yet, one HMGET per 1,000 lanes: a batch's lanes (an
+-- owner, its hosts, "*") would otherwise pay an HGET each. One lane is
+-- left to used.
+local function prefetchCounts(ls, n)
+  local want = missing(ls, n, usedc)
+  if #want < 2 then return end
+  hmget(KEYS[3], want, function(l, v) usedc[l] = tonumber(v or '0') or 0 end)
 end
 -- flushCounts writes the counts changed, all in one HSET and the lanes
 -- left with none in one HDEL.
@@ -385,23 +397,8 @@ end
 -- batch spread over many keys (a burst over 10,000 customers) would
 -- otherwise pay two HGETs per key.
 local function prefetchFlows(fls, n)
-  local want, seen = {}, {}
-  for i = 1, n do
-    local fl = fls[i]
-    if fl and not seen[fl] and (usedc[fl] == nil or flowc[fl] == nil) then
-      seen[fl] = true
-      want[#want + 1] = fl
-    end
-  end
-  for i = 1, #want, 1000 do
-    local part = {unpack(want, i, math.min(i + 999, #want))}
-    local counts = redis.call('HMGET', KEYS[3], unpack(part))
-    local confs = redis.call('HMGET', KEYS[8], unpack(part))
-    for k, fl in ipairs(part) do
-      if usedc[fl] == nil then usedc[fl] = tonumber(counts[k] or '0') or 0 end
-      if flowc[fl] == nil then flowc[fl] = parseFlow(confs[k]) end
-    end
-  end
+  prefetchCounts(fls, n)
+  hmget(KEYS[8], missing(fls, n, flowc), function(fl, v) flowc[fl] = parseFlow(v) end)
 end
 -- prefetchMembers reads, for members (every other item of ms, as ZRANGE
 -- ... WITHSCORES gives them), the counts of their lanes and the limits of
