@@ -24,6 +24,16 @@ func routed(owner uuid.UUID, target string, at time.Time) job.Occurrence {
 	return o
 }
 
+// routedRun is n of owner's occurrences routed to target, due one
+// millisecond apart from ago before base on.
+func routedRun(owner uuid.UUID, target string, n int, ago time.Duration) []job.Occurrence {
+	occs := make([]job.Occurrence, n)
+	for i := range occs {
+		occs[i] = routed(owner, target, base.Add(-ago+time.Duration(i)*time.Millisecond))
+	}
+	return occs
+}
+
 // ownersOf lists the owners of the stream's entries, in stream order.
 func (b *bundle) ownersOf(t *testing.T) []uuid.UUID {
 	t.Helper()
@@ -60,10 +70,7 @@ func TestFairDispatch(t *testing.T) {
 	t.Run("HoldsAnOwnerAtItsCapAndPublishesOthersAtOnce", func(t *testing.T) {
 		t.Parallel()
 		onBothRedis(t, func(t *testing.T, b *bundle) {
-			var occs []job.Occurrence
-			for i := range 5 {
-				occs = append(occs, routed(ownerA, "0000000a", base.Add(-time.Duration(10-i)*time.Millisecond)))
-			}
+			occs := routedRun(ownerA, "0000000a", 5, 10*time.Millisecond)
 			occs = append(occs, routed(ownerB, "0000000b", base))
 			b.enqueue(t, occs...)
 			p, err := b.q.Publish(b.ctx, 100, base, queue.Caps{Owner: 2, Host: 100})
@@ -91,10 +98,7 @@ func TestFairDispatch(t *testing.T) {
 			// A's cap is 2: two run, the others wait. Ones of higher
 			// priority due later come out first (MaxPriority ranks as
 			// 1023, still above 10), MinPriority last though due first.
-			var occs []job.Occurrence
-			for i := range 5 {
-				occs = append(occs, routed(ownerA, "0000000a", base.Add(-time.Duration(100-i)*time.Millisecond)))
-			}
+			occs := routedRun(ownerA, "0000000a", 5, 100*time.Millisecond)
 			high := routed(ownerA, "0000000a", base.Add(-20*time.Millisecond))
 			high.Priority = 10
 			highest := routed(ownerA, "0000000a", base.Add(-10*time.Millisecond))
@@ -138,10 +142,7 @@ func TestFairDispatch(t *testing.T) {
 			// of higher priority due last. Every round the workers release
 			// what they read in one call (a burst's batch), and the held
 			// set is read a few members at a time, not once per place.
-			var occs []job.Occurrence
-			for i := range 40 {
-				occs = append(occs, routed(ownerA, "0000000a", base.Add(-time.Duration(100-i)*time.Millisecond)))
-			}
+			occs := routedRun(ownerA, "0000000a", 40, 100*time.Millisecond)
 			occs[38].Priority, occs[39].Priority = 5, 7
 			enqueueAll(t, ring, occs)
 			p, err := q.Publish(t.Context(), 100, base, queue.Caps{Owner: 4, Host: 100})
@@ -202,10 +203,7 @@ func TestFairDispatch(t *testing.T) {
 			q, keys := ring.Home(), ring.Home().Keys()
 			ctx := t.Context()
 			require.NoError(t, ring.EnsureGroup(ctx))
-			var occs []job.Occurrence
-			for i := range 3 {
-				occs = append(occs, routed(ownerA, "0000000a", base.Add(-time.Duration(10-i)*time.Millisecond)))
-			}
+			occs := routedRun(ownerA, "0000000a", 3, 10*time.Millisecond)
 			enqueueAll(t, ring, occs[:1])
 			_, err := q.Publish(ctx, 100, base, queue.Caps{Owner: 1, Host: 100})
 			require.NoError(t, err)
@@ -237,10 +235,7 @@ func TestFairDispatch(t *testing.T) {
 		t.Parallel()
 		onBothRedis(t, func(t *testing.T, b *bundle) {
 			require.NoError(t, b.q.EnsureGroup(b.ctx))
-			var occs []job.Occurrence
-			for i := range 8 {
-				occs = append(occs, routed(ownerA, "0000000a", base.Add(-time.Duration(10-i)*time.Millisecond)))
-			}
+			occs := routedRun(ownerA, "0000000a", 8, 10*time.Millisecond)
 			b.enqueue(t, occs...)
 			// Cap 2, but nobody else waits: A may use slots up to the
 			// borrow limit of 5 routed entries in flight.
@@ -271,10 +266,7 @@ func TestFairDispatch(t *testing.T) {
 		t.Parallel()
 		onBothRedis(t, func(t *testing.T, b *bundle) {
 			require.NoError(t, b.q.EnsureGroup(b.ctx))
-			var occs []job.Occurrence
-			for i := range 6 {
-				occs = append(occs, routed(ownerA, "0000000a", base.Add(-time.Duration(10-i)*time.Millisecond)))
-			}
+			occs := routedRun(ownerA, "0000000a", 6, 10*time.Millisecond)
 			b.enqueue(t, occs...)
 			// Six slots, a cap of 2, a borrow limit of 4: A alone has 4.
 			p, err := b.q.Publish(b.ctx, 100, base, queue.Caps{Owner: 2, Host: 100, Borrow: 4})
@@ -296,10 +288,7 @@ func TestFairDispatch(t *testing.T) {
 		t.Parallel()
 		onBothRedis(t, func(t *testing.T, b *bundle) {
 			require.NoError(t, b.q.EnsureGroup(b.ctx))
-			var occs []job.Occurrence
-			for i := range 300 {
-				occs = append(occs, routed(ownerA, "", base.Add(-time.Duration(300-i)*time.Millisecond)))
-			}
+			occs := routedRun(ownerA, "", 300, 300*time.Millisecond)
 			b.enqueue(t, occs...)
 			// The workers read nothing: A borrows only while fewer than a
 			// read's worth of entries wait unread in the stream.
@@ -327,10 +316,7 @@ func TestFairDispatch(t *testing.T) {
 		t.Parallel()
 		onBothRedis(t, func(t *testing.T, b *bundle) {
 			require.NoError(t, b.q.EnsureGroup(b.ctx))
-			var occs []job.Occurrence
-			for i := range 1000 {
-				occs = append(occs, routed(ownerA, "", base.Add(-time.Duration(1000-i)*time.Millisecond)))
-			}
+			occs := routedRun(ownerA, "", 1000, 1000*time.Millisecond)
 			b.enqueue(t, occs...)
 			// A's cap is far away, but once a read's worth of A waits unread,
 			// the rest of A waits in its held set, not in the stream.
@@ -419,10 +405,7 @@ func TestFairDispatch(t *testing.T) {
 		t.Parallel()
 		onBothRedis(t, func(t *testing.T, b *bundle) {
 			require.NoError(t, b.q.EnsureGroup(b.ctx))
-			var occs []job.Occurrence
-			for i := range 1000 {
-				occs = append(occs, routed(ownerA, "", base.Add(-time.Duration(1000-i)*time.Millisecond)))
-			}
+			occs := routedRun(ownerA, "", 1000, 1000*time.Millisecond)
 			b.enqueue(t, occs...)
 			// Three workers: a read of each may wait unread.
 			p, err := b.q.Publish(b.ctx, 1000, base, queue.Caps{Owner: 5000, Host: 5000, Unread: 3 * queue.ReadSize})
