@@ -533,6 +533,7 @@ end
 -- in ms). It returns true when it published.
 local function place(m, score, fromHeld, at, ol, hl, fl)
   if not ol then ol, hl, fl = lanes(m) end
+  local capped = false
   if fl and fromHeld ~= 'f' then
     -- A new member goes behind its key's waiting ones; one back from an
     -- owner's or host's held set passed its key once already, and takes
@@ -564,18 +565,28 @@ local function place(m, score, fromHeld, at, ol, hl, fl)
     counted(ol, 1)
     if hl then counted(hl, 1) end
     counted('*', 1)
+    capped = used(ol) >= cap(ol) or (hl ~= nil and used(hl) >= cap(hl))
   end
+  local waited = 0
   if fl then
     at = at or math.max(nowMs(), tonumber(score) or 0)
     flowStarted(fl, at)
-    local waited = at - (tonumber(score) or 0)
-    if waited > 0 then
-      redis.call('XADD', KEYS[2], '*', 'm', m, 'd', score, 't', waited)
-      if unreadCount ~= nil then unreadCount = unreadCount + 1 end
-      return true
-    end
+    waited = at - (tonumber(score) or 0)
+    capped = capped or used(fl) >= flowConf(fl).c
   end
-  redis.call('XADD', KEYS[2], '*', 'm', m, 'd', score)
+  -- A member that took the last place in a lane (or one past it, borrowed)
+  -- is marked ('c'): its worker gives the place back as its attempt ends
+  -- (Queue.Release), for the next member waiting on it. Any other place
+  -- comes back when the attempt is settled, a round trip fewer.
+  if waited > 0 and capped then
+    redis.call('XADD', KEYS[2], '*', 'm', m, 'd', score, 't', waited, 'c', 1)
+  elseif waited > 0 then
+    redis.call('XADD', KEYS[2], '*', 'm', m, 'd', score, 't', waited)
+  elseif capped then
+    redis.call('XADD', KEYS[2], '*', 'm', m, 'd', score, 'c', 1)
+  else
+    redis.call('XADD', KEYS[2], '*', 'm', m, 'd', score)
+  end
   if unreadCount ~= nil then unreadCount = unreadCount + 1 end
   return true
 end

@@ -91,6 +91,40 @@ func TestFairDispatch(t *testing.T) {
 		})
 	})
 
+	t.Run("MarksTheEntriesThatTakeALanesLastPlace", func(t *testing.T) {
+		t.Parallel()
+		onBothRedis(t, func(t *testing.T, b *bundle) {
+			require.NoError(t, b.q.EnsureGroup(b.ctx))
+			// Owners may have 2 in flight, hosts 3. A's second takes A's
+			// last place, B's one the last place of the host it shares with
+			// A; C has room to spare. Only an entry whose end someone may
+			// wait for is marked for an early release.
+			ownerC := uuid.MustParse("01900000-0000-7000-8000-00000000000c")
+			occs := routedRun(ownerA, "0000000a", 3, 10*time.Millisecond)
+			shared := routed(ownerB, "0000000a", base)
+			spare := routed(ownerC, "0000000c", base)
+			b.enqueue(t, append(occs, shared, spare)...)
+			_, err := b.q.Publish(b.ctx, 100, base, queue.Caps{Owner: 2, Host: 3})
+			require.NoError(t, err)
+			msgs, err := b.q.Read(b.ctx, "w1", 10, noBlock)
+			require.NoError(t, err)
+			capped, ids := map[uuid.UUID]bool{}, map[uuid.UUID]string{}
+			for _, m := range msgs {
+				capped[m.Occurrence.JobID], ids[m.Occurrence.JobID] = m.Capped, m.ID
+			}
+			require.Equal(t, map[uuid.UUID]bool{occs[0].JobID: false, occs[1].JobID: true,
+				shared.JobID: true, spare.JobID: false}, capped)
+
+			// Settled, A's place goes to A's held one, which takes it last.
+			require.NoError(t, b.q.Settle(b.ctx, []string{ids[occs[1].JobID]}, nil))
+			next, err := b.q.Read(b.ctx, "w1", 10, noBlock)
+			require.NoError(t, err)
+			require.Len(t, next, 1)
+			require.Equal(t, occs[2].JobID, next[0].Occurrence.JobID)
+			require.True(t, next[0].Capped)
+		})
+	})
+
 	t.Run("UnderABacklogTheHigherPriorityComesOutFirst", func(t *testing.T) {
 		t.Parallel()
 		onBothRedis(t, func(t *testing.T, b *bundle) {

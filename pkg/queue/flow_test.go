@@ -71,6 +71,11 @@ func TestFlowKeys(t *testing.T) {
 			require.Len(t, next, 1)
 			require.Equal(t, occs[2].JobID, next[0].Occurrence.JobID)
 			require.Positive(t, next[0].Throttled, "the wait is recorded as throttled")
+			require.True(t, next[0].Capped, "it takes the key's last place: its end is awaited")
+			for _, m := range msgs {
+				want := m.Occurrence.JobID == occs[1].JobID
+				require.Equal(t, want, m.Capped, "only the key's second took its last place")
+			}
 		})
 	})
 

@@ -296,6 +296,11 @@ type Message struct {
 	// Throttled is how long the attempt waited behind its flow key's limits
 	// after DueAt before it was published: late by design, not lateness.
 	Throttled time.Duration
+	// Capped says the entry took the last place in one of its lanes (or
+	// borrowed past it) when it was published: its worker gives that place
+	// back as the attempt ends (Queue.Release), for the member waiting on
+	// it, instead of when the attempt is settled.
+	Capped bool
 	// Deliveries is how many times the group has handed the entry to a
 	// consumer, this time included: 1 when Read, more when Reclaimed (0 when
 	// it was acknowledged between the claim and the count), less the
@@ -332,6 +337,7 @@ func (q *Shard) decode(x redis.XMessage) Message {
 			m.Throttled = time.Duration(ms) * time.Millisecond
 		}
 	}
+	_, m.Capped = x.Values["c"]
 	return m
 }
 
