@@ -72,7 +72,7 @@ func run(ctx context.Context) error {
 		Name: name, Concurrency: cfg.Concurrency, Batch: cfg.Batch, Block: cfg.Block, CommitWindow: cfg.CommitWindow, Visibility: cfg.Visibility,
 		LeaseMargin: cfg.LeaseMargin, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Grace: cfg.Grace,
 		MisfireThreshold: cfg.MisfireThreshold, AutoPauseAfter: cfg.AutoPause, MaxDeliveries: cfg.MaxDeliveries,
-		Metrics: metrics.NewWorker(reg), Tracer: base.Tracing.Tracer("worker"),
+		Metrics: metrics.NewWorker(reg), Tracer: base.Tracing.Tracer("worker"), busyNow: make(chan struct{}, 1),
 	}
 
 	var wg sync.WaitGroup
@@ -92,13 +92,18 @@ func run(ctx context.Context) error {
 			return
 		}
 		gate.Open()
-		beat := make(chan struct{})
+		beat, procs := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(beat)
 			heartbeat(cctx, q.Home(), name, cfg.Concurrency, time.Now, log.Named("heartbeat"))
 		}()
+		go func() {
+			defer close(procs)
+			service.NewProcs(worker.Busy, worker.busyNow).Run(cctx)
+		}()
 		worker.Run(cctx)
 		<-beat
+		<-procs
 	}()
 	log.Info("worker_started", zap.String("consumer", name), zap.String("metrics_addr", cfg.MetricsAddr),
 		zap.Int("concurrency", cfg.Concurrency), zap.Bool("allow_private_targets", cfg.Targets.AllowPrivate),

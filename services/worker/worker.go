@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -85,6 +86,42 @@ type Worker struct {
 	// settled is raised after each settle, for tests to wait on; nil in
 	// production.
 	settled *testsignal.Signal
+
+	// calling is the attempts calling their targets now; callingPeak the
+	// most at once since Busy last looked. busyNow, when set, is told
+	// (without waiting) when calling passes busyCalls.
+	calling, callingPeak atomic.Int64
+	busyNow              chan struct{}
+}
+
+// busyCalls is how many attempts calling their targets at once make the
+// worker busy (Busy): a steady load of short attempts has a few at a time,
+// a burst hundreds.
+const busyCalls = 16
+
+// Busy says whether the worker has had more than busyCalls attempts calling
+// their targets at once since the last call: service.Procs then gives it
+// every core.
+func (w *Worker) Busy() bool {
+	return w.callingPeak.Swap(w.calling.Load()) > busyCalls
+}
+
+// call counts an attempt calling its target for Busy until done is called.
+func (w *Worker) call() (done func()) {
+	n := w.calling.Add(1)
+	if n == busyCalls+1 {
+		select {
+		case w.busyNow <- struct{}{}:
+		default:
+		}
+	}
+	for {
+		p := w.callingPeak.Load()
+		if n <= p || w.callingPeak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	return func() { w.calling.Add(-1) }
 }
 
 // Run consumes until ctx ends, then stops reading, lets in-flight attempts
