@@ -17,11 +17,13 @@ import (
 // HTTP client's write and read loops, completer), and with an idle second P
 // the runtime wakes a second thread for nearly every handoff, which finds
 // nothing to do and sleeps again. On one P those handoffs stay on one
-// thread: the workers' CPU per steady job fell by a fifth (513 to 409 µs in
-// make bench), lateness unchanged. One P caps the process at one core, and
+// thread: the workers' CPU per steady job fell by a sixth (515 to 428 µs in
+// ab.sh), lateness unchanged. One P caps the process at one core, and
 // makes a burst slower and dearer even when the process gets less than half
 // a core (the box shared with its stores): it goes back to every core as
-// soon as the caller says it is busy, or it uses more than High of a core.
+// soon as the caller says it is busy (a worker: more than 16 attempts calling
+// their targets at once, or a read that finds a backlog), or it uses more
+// than High of a core.
 //
 // An operator's GOMAXPROCS environment variable always wins: Run then does
 // nothing.
@@ -41,10 +43,6 @@ type Procs struct {
 	// Woken, when set, says the process just became busy: on one P, it
 	// looks at once rather than at the next tick.
 	Woken <-chan struct{}
-	// cpu reads the process's CPU time so far; set (GOMAXPROCS) changes
-	// the Ps, 0 meaning the runtime's default. Tests replace both.
-	cpu func() time.Duration
-	set func(n int)
 }
 
 // NewProcs returns a governor that looks every 100 ms (every second on one
@@ -61,13 +59,7 @@ func (p *Procs) Run(ctx context.Context) {
 	if os.Getenv("GOMAXPROCS") != "" || runtime.GOMAXPROCS(0) <= 1 {
 		return
 	}
-	cpu, set := p.cpu, p.set
-	if cpu == nil {
-		cpu = processCPU
-	}
-	if set == nil {
-		set = setProcs
-	}
+	cpu, set := processCPU, setProcs
 	t := time.NewTicker(p.Tick)
 	defer t.Stop()
 	var st procsState

@@ -103,6 +103,7 @@ func (r *reader) run(ctx context.Context) {
 				}
 			}
 		}
+		r.w.readFull(len(msgs), held)
 		if len(msgs) > 0 {
 			r.last = laterID(r.last, msgs[len(msgs)-1].ID)
 			r.out <- batch{shard: r.q, msgs: msgs}

@@ -139,9 +139,9 @@ func (r *runners) execute(ctx context.Context, it *item) {
 		w.Log.Error("job_secrets_unavailable", zap.String("job_id", occ.JobID.String()), zap.Error(aj.SecretsErr))
 		it.out = jobtype.Outcome{Error: "the worker cannot open the job's secrets: it lacks the operator key (TOCK_SECRET_KEY)"}
 	default:
-		done := w.call()
+		w.startCall()
 		it.out = w.Runner.Execute(tctx, task)
-		done()
+		w.endCall()
 	}
 	cancel()
 	r.attempts.remove(at)

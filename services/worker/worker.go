@@ -88,40 +88,62 @@ type Worker struct {
 	settled *testsignal.Signal
 
 	// calling is the attempts calling their targets now; callingPeak the
-	// most at once since Busy last looked. busyNow, when set, is told
-	// (without waiting) when calling passes busyCalls.
+	// most at hand at once since Busy last looked: calling, or read
+	// together in one batch. busyNow, when set, is told (without waiting)
+	// when that passes busyCalls.
 	calling, callingPeak atomic.Int64
 	busyNow              chan struct{}
 }
 
-// busyCalls is how many attempts calling their targets at once make the
-// worker busy (Busy): a steady load of short attempts has a few at a time,
-// a burst hundreds.
+// busyCalls is how many attempts at hand at once make the worker busy
+// (Busy): a steady load of short attempts has a few at a time, a burst
+// hundreds.
 const busyCalls = 16
 
-// Busy says whether the worker has had more than busyCalls attempts calling
-// their targets at once since the last call: service.Procs then gives it
-// every core.
+// Busy says whether the worker has had more than busyCalls attempts at hand
+// at once since the last call: service.Procs then gives it every core.
 func (w *Worker) Busy() bool {
 	return w.callingPeak.Swap(w.calling.Load()) > busyCalls
 }
 
-// call counts an attempt calling its target for Busy until done is called.
-func (w *Worker) call() (done func()) {
+// startCall counts an attempt calling its target for Busy, until endCall.
+func (w *Worker) startCall() {
 	n := w.calling.Add(1)
 	if n == busyCalls+1 {
-		select {
-		case w.busyNow <- struct{}{}:
-		default:
-		}
+		w.tellBusy()
 	}
+	w.raisePeak(n)
+}
+
+// endCall is the end of an attempt's call to its target (startCall).
+func (w *Worker) endCall() { w.calling.Add(-1) }
+
+// readFull counts a read that filled every one of its n slots, more than
+// busyCalls, for Busy: more is waiting in the stream, a backlog that needs
+// every core before its attempts reach their targets. At a steady load
+// reads come back with what one publish tick moved (about 50 entries at
+// 1,000 jobs/s), short of the 256 a worker asks for.
+func (w *Worker) readFull(got, n int) {
+	if got == n && n > busyCalls {
+		w.tellBusy()
+		w.raisePeak(int64(n))
+	}
+}
+
+func (w *Worker) tellBusy() {
+	select {
+	case w.busyNow <- struct{}{}:
+	default:
+	}
+}
+
+func (w *Worker) raisePeak(n int64) {
 	for {
 		p := w.callingPeak.Load()
 		if n <= p || w.callingPeak.CompareAndSwap(p, n) {
-			break
+			return
 		}
 	}
-	return func() { w.calling.Add(-1) }
 }
 
 // Run consumes until ctx ends, then stops reading, lets in-flight attempts
