@@ -367,7 +367,7 @@ func leases(flat []string) []Lease {
 // shard: what GET /api/v1/runs?status=running lists. Only leases ending
 // before until are returned (the zero time: any).
 func (r *Queue) Leased(ctx context.Context, until time.Time, limit int) ([]Lease, error) {
-	out, _, err := r.leased(ctx, until, limit)
+	out, _, _, err := r.leased(ctx, until, limit)
 	return out, err
 }
 
@@ -376,7 +376,7 @@ func (r *Queue) Leased(ctx context.Context, until time.Time, limit int) ([]Lease
 // to put back in the due set, and removes from the leases sets the members
 // whose lease is gone (a crash between two writes of a repair).
 func (r *Queue) Expired(ctx context.Context, until time.Time, limit int) ([]Lease, error) {
-	out, orphans, err := r.leased(ctx, until, limit)
+	out, orphans, _, err := r.leased(ctx, until, limit)
 	if err != nil || len(orphans) == 0 {
 		return out, err
 	}
@@ -391,18 +391,33 @@ func (r *Queue) Expired(ctx context.Context, until time.Time, limit int) ([]Leas
 }
 
 // leased reads the leases ending before until (the zero time: any), and the
-// members of the leases sets whose lease is not in its run hash.
-func (r *Queue) leased(ctx context.Context, until time.Time, limit int) ([]Lease, map[*Shard][]any, error) {
+// members of the leases sets whose lease is not in its run hash. It also
+// says when the earliest lease it read that had not ended by until ends
+// (the zero time when none): a look for ended leases costs one ZRANGE.
+func (r *Queue) leased(ctx context.Context, until time.Time, limit int) ([]Lease, map[*Shard][]any, time.Time, error) {
 	var out []Lease
+	var next time.Time
 	orphans := map[*Shard][]any{}
-	max := "+inf"
-	if !until.IsZero() {
-		max = "(" + strconv.FormatInt(until.UnixMilli(), 10)
+	stop := int64(-1)
+	if limit > 0 {
+		stop = int64(limit) - 1
 	}
 	for _, s := range r.shards {
-		members, err := r.rdb.ZRangeByScore(ctx, s.keys.Leases(), &redis.ZRangeBy{Min: "-inf", Max: max, Count: int64(limit)}).Result()
+		// By rank, those ending first first: the ones ended by until come
+		// first, and the first after them says when the next one ends.
+		scored, err := r.rdb.ZRangeWithScores(ctx, s.keys.Leases(), 0, stop).Result()
 		if err != nil {
-			return nil, nil, fmt.Errorf("leases: %w", err)
+			return nil, nil, time.Time{}, fmt.Errorf("leases: %w", err)
+		}
+		members := make([]string, 0, len(scored))
+		for _, z := range scored {
+			if !until.IsZero() && int64(z.Score) >= until.UnixMilli() {
+				if t := time.UnixMilli(int64(z.Score)).UTC(); next.IsZero() || t.Before(next) {
+					next = t
+				}
+				break
+			}
+			members = append(members, z.Member.(string))
 		}
 		if len(members) == 0 {
 			continue
@@ -419,7 +434,7 @@ func (r *Queue) leased(ctx context.Context, until time.Time, limit int) ([]Lease
 			cmds[i] = pipe.HGet(ctx, s.keys.Run(jid), field)
 		}
 		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-			return nil, nil, fmt.Errorf("leases: %w", err)
+			return nil, nil, time.Time{}, fmt.Errorf("leases: %w", err)
 		}
 		for i, m := range members {
 			if cmds[i] == nil {
@@ -441,5 +456,5 @@ func (r *Queue) leased(ctx context.Context, until time.Time, limit int) ([]Lease
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
 	}
-	return out, orphans, nil
+	return out, orphans, next, nil
 }

@@ -401,17 +401,22 @@ const endedMinIdle = time.Second
 // after the lease. Until then such an attempt keeps its places in its
 // lanes and its flow key; a key at its concurrency limit would run short
 // all that time. The start script takes the ended lease over as it does
-// for any reclaim. It costs one ZRANGEBYSCORE of the leases set while none
-// has ended.
+// for any reclaim.
+//
+// next says when to look again: when no lease has ended, the end of the
+// earliest lease still running (the zero time when none runs), read in the
+// same ZRANGE, so that a caller can sleep until then rather than poll; when
+// one has, its end (not after now).
 //
 // An entry claimed in the last endedMinIdle (by another worker's look at
 // the same lease, or its reclaim) is left to that worker: each claim counts
 // a delivery, and two for one run would dead-letter the attempt early.
-func (q *Shard) ClaimEnded(ctx context.Context, consumer string, now time.Time, count int) ([]Message, error) {
-	ended, _, err := q.alone().leased(ctx, now, count)
+func (q *Shard) ClaimEnded(ctx context.Context, consumer string, now time.Time, count int) (msgs []Message, next time.Time, err error) {
+	ended, _, next, err := q.alone().leased(ctx, now, count)
 	if err != nil || len(ended) == 0 {
-		return nil, err
+		return nil, next, err
 	}
+	next = ended[0].Until
 	ids := make([]string, 0, len(ended))
 	for _, l := range ended {
 		if l.Entry != "" {
@@ -419,13 +424,14 @@ func (q *Shard) ClaimEnded(ctx context.Context, consumer string, now time.Time, 
 		}
 	}
 	if len(ids) == 0 {
-		return nil, nil
+		return nil, next, nil
 	}
-	msgs, err := q.rdb.XClaim(ctx, &redis.XClaimArgs{Stream: q.keys.Ready(), Group: Group, Consumer: consumer, MinIdle: endedMinIdle, Messages: ids}).Result()
+	claimed, err := q.rdb.XClaim(ctx, &redis.XClaimArgs{Stream: q.keys.Ready(), Group: Group, Consumer: consumer, MinIdle: endedMinIdle, Messages: ids}).Result()
 	if err != nil {
-		return nil, fmt.Errorf("claim ended leases' entries: %w", err)
+		return nil, next, fmt.Errorf("claim ended leases' entries: %w", err)
 	}
-	return q.withCounts(ctx, msgs, "claim ended leases' entries")
+	msgs, err = q.withCounts(ctx, claimed, "claim ended leases' entries")
+	return msgs, next, err
 }
 
 // Unread returns up to count of the entries pending to consumer after the

@@ -720,22 +720,24 @@ func TestClaimEnded(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []int{queue.StartRun, queue.StartRun}, ans)
 
-		got, err := b.q.ClaimEnded(b.ctx, "w2", base.Add(500*time.Millisecond), 10)
+		got, next, err := b.q.ClaimEnded(b.ctx, "w2", base.Add(500*time.Millisecond), 10)
 		require.NoError(t, err)
 		require.Empty(t, got, "no lease has ended")
-		got, err = b.q.ClaimEnded(b.ctx, "w2", base.Add(2*time.Second), 10)
+		require.Equal(t, base.Add(time.Second), next, "the earliest lease's end: when to look again")
+		got, next, err = b.q.ClaimEnded(b.ctx, "w2", base.Add(2*time.Second), 10)
 		require.NoError(t, err)
 		require.Empty(t, got, "an entry delivered within the last second is left alone")
+		require.Equal(t, base.Add(time.Second), next, "a lease has ended: look again soon")
 		// As if w1 read them 5 s ago: far less than a visibility timeout.
 		for _, m := range msgs {
 			require.NoError(t, b.rdb.Do(b.ctx, "XCLAIM", b.keys.Ready(), queue.Group, "w1", 0, m.ID, "IDLE", 5000, "JUSTID").Err())
 		}
-		got, err = b.q.ClaimEnded(b.ctx, "w2", base.Add(2*time.Second), 10)
+		got, _, err = b.q.ClaimEnded(b.ctx, "w2", base.Add(2*time.Second), 10)
 		require.NoError(t, err)
 		require.Len(t, got, 1, "the lease that ended, at once")
 		require.Equal(t, msgs[0].ID, got[0].ID)
 		require.Equal(t, 2, got[0].Deliveries)
-		again, err := b.q.ClaimEnded(b.ctx, "w3", base.Add(2*time.Second), 10)
+		again, _, err := b.q.ClaimEnded(b.ctx, "w3", base.Add(2*time.Second), 10)
 		require.NoError(t, err)
 		require.Empty(t, again, "another worker's look at the same lease does not claim it twice")
 		// The start script takes the ended lease over.
@@ -745,6 +747,12 @@ func TestClaimEnded(t *testing.T) {
 			base.Add(2*time.Second), time.Second)
 		require.NoError(t, err)
 		require.Equal(t, []int{queue.StartRun}, ans)
+		// w2's settle of its attempt and of the other leaves no lease.
+		require.NoError(t, b.rdb.Del(b.ctx, b.keys.Leases()).Err())
+		got, next, err = b.q.ClaimEnded(b.ctx, "w3", base.Add(3*time.Second), 10)
+		require.NoError(t, err)
+		require.Empty(t, got)
+		require.True(t, next.IsZero(), "no lease runs: nothing to wait for")
 	}(t, setup(t, rdb, prefix))
 }
 
