@@ -367,7 +367,7 @@ func leases(flat []string) []Lease {
 // shard: what GET /api/v1/runs?status=running lists. Only leases ending
 // before until are returned (the zero time: any).
 func (r *Queue) Leased(ctx context.Context, until time.Time, limit int) ([]Lease, error) {
-	out, _, _, err := r.leased(ctx, until, limit)
+	out, _, _, err := r.leased(ctx, until, limit, false)
 	return out, err
 }
 
@@ -376,7 +376,7 @@ func (r *Queue) Leased(ctx context.Context, until time.Time, limit int) ([]Lease
 // to put back in the due set, and removes from the leases sets the members
 // whose lease is gone (a crash between two writes of a repair).
 func (r *Queue) Expired(ctx context.Context, until time.Time, limit int) ([]Lease, error) {
-	out, orphans, _, err := r.leased(ctx, until, limit)
+	out, orphans, _, err := r.leased(ctx, until, limit, false)
 	if err != nil || len(orphans) == 0 {
 		return out, err
 	}
@@ -391,38 +391,41 @@ func (r *Queue) Expired(ctx context.Context, until time.Time, limit int) ([]Leas
 }
 
 // leased reads the leases ending before until (the zero time: any), and the
-// members of the leases sets whose lease is not in its run hash. It also
-// says when the earliest lease it read that had not ended by until ends
-// (the zero time when none): a look for ended leases costs one ZRANGE.
-func (r *Queue) leased(ctx context.Context, until time.Time, limit int) ([]Lease, map[*Shard][]any, time.Time, error) {
+// members of the leases sets whose lease is not in its run hash. With
+// wantNext (and until set) it also says, from a second command in the same
+// round trip, when the earliest lease not ended by until ends (the zero
+// time when none runs).
+func (r *Queue) leased(ctx context.Context, until time.Time, limit int, wantNext bool) ([]Lease, map[*Shard][]any, time.Time, error) {
 	var out []Lease
 	var next time.Time
 	orphans := map[*Shard][]any{}
-	stop := int64(-1)
-	if limit > 0 {
-		stop = int64(limit) - 1
+	max := "+inf"
+	if !until.IsZero() {
+		max = "(" + strconv.FormatInt(until.UnixMilli(), 10)
 	}
+	wantNext = wantNext && !until.IsZero()
 	for _, s := range r.shards {
-		// By rank, those ending first first: the ones ended by until come
-		// first, and the first after them says when the next one ends.
-		scored, err := r.rdb.ZRangeWithScores(ctx, s.keys.Leases(), 0, stop).Result()
-		if err != nil {
+		pipe := r.rdb.Pipeline()
+		ended := pipe.ZRangeByScore(ctx, s.keys.Leases(), &redis.ZRangeBy{Min: "-inf", Max: max, Count: int64(limit)})
+		var after *redis.ZSliceCmd
+		if wantNext {
+			after = pipe.ZRangeByScoreWithScores(ctx, s.keys.Leases(), &redis.ZRangeBy{Min: strconv.FormatInt(until.UnixMilli(), 10), Max: "+inf", Count: 1})
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
 			return nil, nil, time.Time{}, fmt.Errorf("leases: %w", err)
 		}
-		members := make([]string, 0, len(scored))
-		for _, z := range scored {
-			if !until.IsZero() && int64(z.Score) >= until.UnixMilli() {
-				if t := time.UnixMilli(int64(z.Score)).UTC(); next.IsZero() || t.Before(next) {
+		if after != nil {
+			if z := after.Val(); len(z) > 0 {
+				if t := time.UnixMilli(int64(z[0].Score)).UTC(); next.IsZero() || t.Before(next) {
 					next = t
 				}
-				break
 			}
-			members = append(members, z.Member.(string))
 		}
+		members := ended.Val()
 		if len(members) == 0 {
 			continue
 		}
-		pipe := r.rdb.Pipeline()
+		pipe = r.rdb.Pipeline()
 		cmds := make([]*redis.StringCmd, len(members))
 		for i, m := range members {
 			id, field, _ := strings.Cut(m, ":")

@@ -405,14 +405,14 @@ const endedMinIdle = time.Second
 //
 // next says when to look again: when no lease has ended, the end of the
 // earliest lease still running (the zero time when none runs), read in the
-// same ZRANGE, so that a caller can sleep until then rather than poll; when
-// one has, its end (not after now).
+// same round trip, so that a caller can sleep until then rather than poll;
+// when one has, its end (not after now).
 //
 // An entry claimed in the last endedMinIdle (by another worker's look at
 // the same lease, or its reclaim) is left to that worker: each claim counts
 // a delivery, and two for one run would dead-letter the attempt early.
 func (q *Shard) ClaimEnded(ctx context.Context, consumer string, now time.Time, count int) (msgs []Message, next time.Time, err error) {
-	ended, _, next, err := q.alone().leased(ctx, now, count)
+	ended, _, next, err := q.alone().leased(ctx, now, count, true)
 	if err != nil || len(ended) == 0 {
 		return nil, next, err
 	}
