@@ -18,7 +18,7 @@ func BenchmarkDecodeBuild(b *testing.B) {
 	var owner [16]byte
 	b.ReportAllocs()
 	for b.Loop() {
-		req, err := jobspec.Decode(raw, jobspec.Create)
+		req, err := jobspec.DecodePart(raw, jobspec.Create)
 		if err != nil {
 			b.Fatal(err)
 		}

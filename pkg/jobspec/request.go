@@ -59,6 +59,21 @@ func Decode(raw []byte, mode Mode, extra ...string) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decode(members, mode, extra)
+}
+
+// DecodePart is Decode for raw that is part of a body already read as
+// well-formed JSON, such as one job of a bulk create: it does not check
+// raw's syntax a second time.
+func DecodePart(raw []byte, mode Mode, extra ...string) (*Request, error) {
+	members, err := strictjson.Members(raw)
+	if err != nil {
+		return nil, err
+	}
+	return decode(members, mode, extra)
+}
+
+func decode(members []strictjson.Member, mode Mode, extra []string) (*Request, error) {
 	r := &Request{mode: mode, fields: make([]member, 0, len(members))}
 	var unknown []string
 	seen := make([]string, 0, len(members))

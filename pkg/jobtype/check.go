@@ -4,7 +4,6 @@
 package jobtype
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/outbound"
+	"github.com/tockhq/tock/pkg/strictjson"
 )
 
 func invalid(field, format string, args ...any) error {
@@ -37,10 +37,9 @@ func validHeader(k, v string) bool {
 	return httpguts.ValidHeaderFieldName(k) && httpguts.ValidHeaderFieldValue(v)
 }
 
+// decodeStrict reads a payload into its type's struct: no unknown field.
 func decodeStrict(raw json.RawMessage, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := strictjson.Strict(raw, v); err != nil {
 		return fmt.Errorf("does not match its type: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return nil

@@ -24,6 +24,9 @@ import (
 // nothing after it. prefix is the path of raw within the request ("" for
 // the whole body); errors name fields below it.
 func Decode(raw []byte, v any, prefix string) error {
+	if unmarshalKnown(raw, v) {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -60,14 +63,34 @@ func Object(raw []byte) ([]Member, error) {
 	if !json.Valid(raw) {
 		return nil, invalid("", "the body is not valid JSON")
 	}
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
+	return Members(raw)
+}
+
+// Members is Object for raw that is already known to be well-formed JSON,
+// such as one element of a body json.Valid accepted: it does not read raw
+// a second time to check it. Its only error is raw not being an object.
+func Members(raw []byte) ([]Member, error) {
+	out := make([]Member, 0, 8)
+	if !eachMember(raw, func(key, value []byte) bool {
+		out = append(out, Member{Key: key, Value: value})
+		return true
+	}) {
 		return nil, invalid("", "the body must be a JSON object")
 	}
-	out := make([]Member, 0, 8)
+	return out, nil
+}
+
+// eachMember calls yield with each key (quoted) and value of the object
+// raw, well-formed JSON, until yield returns false. It returns false when
+// raw is not an object.
+func eachMember(raw []byte, yield func(key, value []byte) bool) bool {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return false
+	}
 	i = skipSpace(raw, i+1)
 	if raw[i] == '}' {
-		return out, nil
+		return true
 	}
 	for {
 		end := skipString(raw, i)
@@ -75,10 +98,36 @@ func Object(raw []byte) ([]Member, error) {
 		i = skipSpace(raw, end)
 		i = skipSpace(raw, i+1) // the colon
 		vend := skipValue(raw, i)
-		out = append(out, Member{Key: key, Value: raw[i:vend]})
+		if !yield(key, raw[i:vend]) {
+			return true
+		}
 		i = skipSpace(raw, vend)
 		if raw[i] == '}' {
-			return out, nil
+			return true
+		}
+		i = skipSpace(raw, i+1) // the comma
+	}
+}
+
+// Elements splits raw, a well-formed JSON array (such as a member's value
+// from Object), into its elements as they stand in raw (no copy); false
+// when raw is not an array.
+func Elements(raw []byte) ([]json.RawMessage, bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return nil, false
+	}
+	out := make([]json.RawMessage, 0, 16)
+	i = skipSpace(raw, i+1)
+	if raw[i] == ']' {
+		return out, true
+	}
+	for {
+		end := skipValue(raw, i)
+		out = append(out, raw[i:end:end])
+		i = skipSpace(raw, end)
+		if raw[i] == ']' {
+			return out, true
 		}
 		i = skipSpace(raw, i+1) // the comma
 	}

@@ -73,3 +73,35 @@ func TestDecode(t *testing.T) {
 	require.Equal(t, "priority", fe.Field)
 	require.Equal(t, "must be an integer", fe.Message)
 }
+
+func TestElements(t *testing.T) {
+	t.Parallel()
+	els, ok := strictjson.Elements([]byte(` [ 1 , "a,]" , {"b":[2,3]}, [], null,true ] `))
+	require.True(t, ok)
+	var got []string
+	for _, e := range els {
+		got = append(got, string(e))
+	}
+	require.Equal(t, []string{"1", `"a,]"`, `{"b":[2,3]}`, "[]", "null", "true"}, got)
+	els, ok = strictjson.Elements([]byte(`[]`))
+	require.True(t, ok)
+	require.Empty(t, els)
+	_, ok = strictjson.Elements([]byte(`{"a":1}`))
+	require.False(t, ok)
+	// An element's capacity ends with it: appending to it copies.
+	els, _ = strictjson.Elements([]byte(`[1,2]`))
+	_ = append(els[0], '9')
+	require.Equal(t, "2", string(els[1]))
+}
+
+func TestMembersTakesWellFormedParts(t *testing.T) {
+	t.Parallel()
+	ms, err := strictjson.Members([]byte(`{"a":1,"b":{"c":2}}`))
+	require.NoError(t, err)
+	require.Len(t, ms, 2)
+	require.Equal(t, `{"c":2}`, string(ms[1].Value))
+	_, err = strictjson.Members([]byte(`[1]`))
+	var fe *job.FieldError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, "the body must be a JSON object", fe.Message)
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/schedule"
 	"github.com/tockhq/tock/pkg/store"
+	"github.com/tockhq/tock/pkg/strictjson"
 	"github.com/tockhq/tock/services/dashboard/access"
 	"github.com/tockhq/tock/services/dashboard/apierr"
 )
@@ -83,13 +84,13 @@ type BatchErrorBody struct {
 // a single create does; recurring ones are left to the loader's next round
 // (TOCK_LOAD_INTERVAL) rather than loaded one by one here.
 func (s *Server) createBatch(c *echo.Context) error {
-	var req batchRequest
 	raw, err := readBody(c)
 	if err != nil {
 		return err
 	}
 	// The jobs are checked one by one below, so that an error names its job.
-	if err := decodeStrict(raw, &req); err != nil {
+	req, err := readBatch(raw)
+	if err != nil {
 		return err
 	}
 	if _, err := uuid.Parse(req.Owner); req.Owner != "" && err != nil {
@@ -110,7 +111,7 @@ func (s *Server) createBatch(c *echo.Context) error {
 	reqs := make([]*jobspec.Request, len(req.Jobs))
 	var problems []ItemError
 	if err := s.evaluate(c, hasSchedule(req.Jobs), func() error {
-		problems = s.buildBatch(c, req.Jobs, owner.ID, now, jobs, reqs)
+		problems = s.buildBatch(c, req.Jobs, plainText(raw), owner.ID, now, jobs, reqs)
 		return c.Request().Context().Err()
 	}); err != nil {
 		return err
@@ -178,12 +179,13 @@ func (s *Server) createBatch(c *echo.Context) error {
 // create, and the batch as a whole batchUnits and batchTime: a batch of
 // rules that each pass, but together would hold a core for seconds, is
 // refused job by job once it runs out.
-func (s *Server) buildBatch(c *echo.Context, raws []json.RawMessage, owner uuid.UUID, now time.Time, jobs []*job.Job, reqs []*jobspec.Request) []ItemError {
+// Each job's text is checked (checkText) unless the whole body's is plain.
+func (s *Server) buildBatch(c *echo.Context, raws []json.RawMessage, plain bool, owner uuid.UUID, now time.Time, jobs []*job.Job, reqs []*jobspec.Request) []ItemError {
 	var problems []ItemError
 	ctx := c.Request().Context()
 	total := schedule.NewBudget(ctx, batchUnits, batchTime)
 	for i, raw := range raws {
-		req, err := decodeBatchJob(raw)
+		req, err := decodeBatchJob(raw, plain)
 		if err == nil {
 			req, _, err = req.Debounced()
 		}
@@ -207,13 +209,65 @@ func (s *Server) buildBatch(c *echo.Context, raws []json.RawMessage, owner uuid.
 	return problems
 }
 
-// decodeBatchJob reads one job of a bulk create: its fields as for POST
-// /api/v1/jobs, without an owner of its own (the batch has one).
-func decodeBatchJob(raw []byte) (*jobspec.Request, error) {
-	if err := checkText(raw); err != nil {
-		return nil, err
+// decodeBatchJob reads one job of a bulk create, part of a body read as
+// well-formed JSON: its fields as for POST /api/v1/jobs, without an owner
+// of its own (the batch has one). plain says its text needs no check (see
+// plainText).
+func decodeBatchJob(raw []byte, plain bool) (*jobspec.Request, error) {
+	if !plain {
+		if err := checkText(raw); err != nil {
+			return nil, err
+		}
 	}
-	return jobspec.Decode(raw, jobspec.Create)
+	return jobspec.DecodePart(raw, jobspec.Create)
+}
+
+// readBatch reads the body of a bulk create. The usual body, an object
+// with "jobs" and perhaps "owner", each once and spelled so, is split
+// where it stands after one check of its syntax: each job is a slice of
+// raw, not a copy. Any other body is decoded strictly (decodeStrict),
+// whose result and errors are the API's.
+func readBatch(raw []byte) (batchRequest, error) {
+	if req, ok := splitBatch(raw); ok {
+		return req, nil
+	}
+	var req batchRequest
+	err := decodeStrict(raw, &req)
+	return req, err
+}
+
+// splitBatch is readBatch's fast path: false for any body it does not
+// read exactly as decodeStrict would.
+func splitBatch(raw []byte) (batchRequest, bool) {
+	var req batchRequest
+	members, err := strictjson.Object(raw)
+	if err != nil {
+		return req, false
+	}
+	var owner, jobs bool
+	for _, m := range members {
+		k, plain := m.Plain()
+		switch {
+		case !plain:
+			return req, false
+		case string(k) == "owner" && !owner:
+			owner = true
+			if json.Unmarshal(m.Value, &req.Owner) != nil {
+				return req, false
+			}
+		case string(k) == "jobs" && !jobs:
+			jobs = true
+			if string(m.Value) == "null" {
+				continue
+			}
+			if req.Jobs, plain = strictjson.Elements(m.Value); !plain {
+				return req, false
+			}
+		default:
+			return req, false
+		}
+	}
+	return req, true
 }
 
 // hasSchedule reports whether any job of a batch may carry a schedule: only

@@ -21,8 +21,8 @@ import (
 // json.RawMessage such as a payload), and Postgres refused them with an
 // error that looked like an outage. Syntax errors are left to the decoder.
 func checkText(raw []byte) error {
-	if utf8.Valid(raw) && !bytes.Contains(raw, []byte(`\u`)) {
-		return nil // nothing to look at: a NUL needs an escape in valid JSON
+	if plainText(raw) {
+		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -57,6 +57,13 @@ func checkText(raw []byte) error {
 		}
 		path.value()
 	}
+}
+
+// plainText reports whether checkText has nothing to look at in raw:
+// valid UTF-8 without an escaped character (a NUL or a surrogate needs an
+// escape in valid JSON). What holds for a body holds for every part of it.
+func plainText(raw []byte) bool {
+	return utf8.Valid(raw) && !bytes.Contains(raw, []byte(`\u`))
 }
 
 // badString says what is wrong with one JSON string as it appears in the
