@@ -13,8 +13,9 @@ import (
 
 // The jobs table's column lists, derived from jobspec.Fields, the one
 // definition of a job's fields: the columns a job is read from (jobColumns,
-// scanJob), inserted into (jobCopyColumns, insertJobSQL, jobRow) and
-// updated by an edit (updateJobSQL, updateArgs).
+// scanJob), inserted into (jobCopyColumns, insertJobSQL, jobRow; a bulk
+// create's binary COPY in copy.go, each column encoded by its Postgres
+// type) and updated by an edit (updateJobSQL, updateArgs).
 var (
 	allColumns  = jobspec.Columns()
 	readColumns = filterColumns(func(c *jobspec.Column) bool { return c.Readable() })

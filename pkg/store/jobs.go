@@ -333,10 +333,7 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 			}
 			return record(ctx, tx, c.Audit, j.CreatedAt, TargetJob, j.ID, jobspec.Created(j))
 		}
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"jobs"}, jobCopyColumns, pgx.CopyFromSlice(len(jobs), func(i int) ([]any, error) {
-			return jobRow(jobs[i]), nil
-		}))
-		if err != nil {
+		if err := s.copyJobs(ctx, tx, jobs); err != nil {
 			return fmt.Errorf("copy jobs: %w", translate(err))
 		}
 		if err := addLabels(ctx, tx, jobs); err != nil {

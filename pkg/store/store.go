@@ -35,6 +35,8 @@ type Store struct {
 	// secrets seals users' signing secrets at rest and opens them; nil
 	// stores them as they are.
 	secrets *secretbox.Box
+	// encoders write a bulk create's rows (copyJobs).
+	encoders jobEncoders
 }
 
 // Option adjusts what Open makes.
