@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tockhq/tock/pkg/job"
+	"github.com/tockhq/tock/pkg/strictjson"
 )
 
 // Task is one attempt handed to an jobtype.
@@ -59,7 +60,7 @@ type Executor interface {
 func typed[P any](typ job.Type, run func(ctx context.Context, t Task, p P) Outcome) Executor {
 	return executorFunc(func(ctx context.Context, t Task) Outcome {
 		var p P
-		if err := json.Unmarshal(t.Payload, &p); err != nil {
+		if err := strictjson.UnmarshalFlat(t.Payload, &p); err != nil {
 			return failure("invalid %s payload: %v", typ, err)
 		}
 		return run(ctx, t, p)

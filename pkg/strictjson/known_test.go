@@ -76,6 +76,20 @@ var strictCases = []string{
 	`{"url":"x"} {"url":"y"}`,
 	`{"url":"x"`,
 	` {"url" : "x" } `,
+	`{"url": "x", "raw": null}`,
+	`{"url":"x","raw":[1, {"a":"b"}],"URL":"y"}`,
+	`{"raw":"s\"t","url":"é"}`,
+	`{"raw":}`,
+	`{"raw":[1,}`,
+	`{"url":"x",}`,
+	`{"url":"x" "count":1}`,
+	`{"url":"x"}}`,
+	`{"url":"a\u0062"}`,
+	`{"Krl":"x"}`,
+	"{\"url\":\"a\tb\"}",
+	"{\"url\":\"\xff\"}",
+	`{"tags":null,"url":"x"}`,
+	`{"url":"1","count":2,"tags":["a"],"raw":{}}`,
 }
 
 func TestStrictAgreesWithADecoder(t *testing.T) {
@@ -105,6 +119,34 @@ func TestStrictAgreesWithADecoder(t *testing.T) {
 	}
 }
 
+// UnmarshalFlat must read every input as json.Unmarshal does: the same
+// value, the same error.
+func TestUnmarshalFlatAgreesWithUnmarshal(t *testing.T) {
+	t.Parallel()
+	for _, raw := range strictCases {
+		checkFlat(t, raw)
+	}
+}
+
+func checkFlat(t *testing.T, raw string) {
+	var want, got strictOuter
+	wantErr := json.Unmarshal([]byte(raw), &want)
+	gotErr := strictjson.UnmarshalFlat([]byte(raw), &got)
+	if wantErr != nil {
+		require.EqualError(t, gotErr, wantErr.Error(), raw)
+		return
+	}
+	require.NoError(t, gotErr, raw)
+	require.Equal(t, want, got, raw)
+}
+
+func FuzzUnmarshalFlat(f *testing.F) {
+	for _, raw := range strictCases {
+		f.Add(raw)
+	}
+	f.Fuzz(checkFlat)
+}
+
 func FuzzStrict(f *testing.F) {
 	for _, raw := range strictCases {
 		f.Add(raw)
@@ -124,6 +166,40 @@ func FuzzStrict(f *testing.F) {
 		}
 		if !reflect.DeepEqual(want, got) {
 			t.Fatalf("%q: Decoder %+v, Strict %+v", raw, want, got)
+		}
+	})
+}
+
+// A webhook's payload as Postgres's jsonb gives it back to a worker (the
+// bench's burst job): UnmarshalFlat against json.Unmarshal.
+var webhookRaw = []byte(`{"url": "http://127.0.0.1:39123/hook", "body": {"seq": 1012345}, "method": "POST"}`)
+
+type webhookLike struct {
+	URL          string            `json:"url"`
+	Method       string            `json:"method,omitempty"`
+	Headers      map[string]string `json:"headers,omitempty"`
+	Body         json.RawMessage   `json:"body,omitempty"`
+	ExpectStatus string            `json:"expect_status,omitempty"`
+	ExpectBody   string            `json:"expect_body,omitempty"`
+}
+
+func BenchmarkPayload(b *testing.B) {
+	b.Run("UnmarshalFlat", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var p webhookLike
+			if err := strictjson.UnmarshalFlat(webhookRaw, &p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json.Unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var p webhookLike
+			if err := json.Unmarshal(webhookRaw, &p); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }
