@@ -59,16 +59,15 @@ func (p *Procs) Run(ctx context.Context) {
 	if os.Getenv("GOMAXPROCS") != "" || runtime.GOMAXPROCS(0) <= 1 {
 		return
 	}
-	cpu, set := processCPU, setProcs
 	t := time.NewTicker(p.Tick)
 	defer t.Stop()
 	var st procsState
 	defer func() {
 		if st.one {
-			set(0)
+			setProcs(0)
 		}
 	}()
-	last, lastAt := cpu(), time.Now()
+	last, lastAt := processCPU(), time.Now()
 	for {
 		var load float64
 		busy := true
@@ -77,13 +76,13 @@ func (p *Procs) Run(ctx context.Context) {
 			return
 		case <-p.Woken:
 		case now := <-t.C:
-			used := cpu()
+			used := processCPU()
 			load = float64(used-last) / float64(now.Sub(lastAt))
 			last, lastAt = used, now
 			busy = p.Busy != nil && p.Busy()
 		}
 		if n, ok := p.next(&st, load, busy); ok {
-			set(n)
+			setProcs(n)
 			// On one P it looks a tenth as often: an idle process wakes
 			// less, and the caller's Woken says at once when it is busy.
 			if n == 1 {
