@@ -3,12 +3,12 @@ package strictjson_test
 import (
 	"bytes"
 	"encoding/json"
-	"reflect"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/strictjson"
 )
 
@@ -92,46 +92,50 @@ var strictCases = []string{
 	`{"url":"1","count":2,"tags":["a"],"raw":{}}`,
 }
 
+// Strict must read every input as a Decoder refusing unknown fields does,
+// and UnmarshalFlat as json.Unmarshal does: the same value, the same error.
 func TestStrictAgreesWithADecoder(t *testing.T) {
 	t.Parallel()
 	for _, raw := range strictCases {
-		var want, got strictOuter
-		wantErr := decoder([]byte(raw), &want)
-		gotErr := strictjson.Strict([]byte(raw), &got)
-		if wantErr != nil {
-			require.EqualError(t, gotErr, wantErr.Error(), raw)
-			continue
-		}
-		require.NoError(t, gotErr, raw)
-		require.Equal(t, want, got, raw)
+		agree(t, raw, decoder, strictjson.Strict, new(strictOuter), new(strictOuter))
 	}
 	// A struct with an embedded one is read by the Decoder alone.
-	var want, got strictEmbedded
 	for _, raw := range []string{`{"x":1,"z":2}`, `{"x":1,"w":2}`} {
-		wantErr := decoder([]byte(raw), &want)
-		gotErr := strictjson.Strict([]byte(raw), &got)
-		if wantErr != nil {
-			require.EqualError(t, gotErr, wantErr.Error(), raw)
-		} else {
-			require.NoError(t, gotErr)
-			require.Equal(t, want, got)
-		}
+		agree(t, raw, decoder, strictjson.Strict, new(strictEmbedded), new(strictEmbedded))
 	}
 }
 
-// UnmarshalFlat must read every input as json.Unmarshal does: the same
-// value, the same error.
 func TestUnmarshalFlatAgreesWithUnmarshal(t *testing.T) {
 	t.Parallel()
 	for _, raw := range strictCases {
-		checkFlat(t, raw)
+		agree(t, raw, json.Unmarshal, strictjson.UnmarshalFlat, new(strictOuter), new(strictOuter))
 	}
 }
 
-func checkFlat(t *testing.T, raw string) {
-	var want, got strictOuter
-	wantErr := json.Unmarshal([]byte(raw), &want)
-	gotErr := strictjson.UnmarshalFlat([]byte(raw), &got)
+func FuzzStrict(f *testing.F) {
+	for _, raw := range strictCases {
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		agree(t, raw, decoder, strictjson.Strict, new(strictOuter), new(strictOuter))
+	})
+}
+
+func FuzzUnmarshalFlat(f *testing.F) {
+	for _, raw := range strictCases {
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		agree(t, raw, json.Unmarshal, strictjson.UnmarshalFlat, new(strictOuter), new(strictOuter))
+	})
+}
+
+// agree reads raw with the reference and with fast, into want and got,
+// and requires the same error, or the same value.
+func agree(t *testing.T, raw string, reference, fast func([]byte, any) error, want, got any) {
+	t.Helper()
+	wantErr := reference([]byte(raw), want)
+	gotErr := fast([]byte(raw), got)
 	if wantErr != nil {
 		require.EqualError(t, gotErr, wantErr.Error(), raw)
 		return
@@ -140,54 +144,15 @@ func checkFlat(t *testing.T, raw string) {
 	require.Equal(t, want, got, raw)
 }
 
-func FuzzUnmarshalFlat(f *testing.F) {
-	for _, raw := range strictCases {
-		f.Add(raw)
-	}
-	f.Fuzz(checkFlat)
-}
-
-func FuzzStrict(f *testing.F) {
-	for _, raw := range strictCases {
-		f.Add(raw)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		var want, got strictOuter
-		wantErr := decoder([]byte(raw), &want)
-		gotErr := strictjson.Strict([]byte(raw), &got)
-		if (wantErr == nil) != (gotErr == nil) {
-			t.Fatalf("%q: Decoder %v, Strict %v", raw, wantErr, gotErr)
-		}
-		if wantErr != nil {
-			if wantErr.Error() != gotErr.Error() {
-				t.Fatalf("%q: Decoder %q, Strict %q", raw, wantErr, gotErr)
-			}
-			return
-		}
-		if !reflect.DeepEqual(want, got) {
-			t.Fatalf("%q: Decoder %+v, Strict %+v", raw, want, got)
-		}
-	})
-}
-
 // A webhook's payload as Postgres's jsonb gives it back to a worker (the
 // bench's burst job): UnmarshalFlat against json.Unmarshal.
 var webhookRaw = []byte(`{"url": "http://127.0.0.1:39123/hook", "body": {"seq": 1012345}, "method": "POST"}`)
-
-type webhookLike struct {
-	URL          string            `json:"url"`
-	Method       string            `json:"method,omitempty"`
-	Headers      map[string]string `json:"headers,omitempty"`
-	Body         json.RawMessage   `json:"body,omitempty"`
-	ExpectStatus string            `json:"expect_status,omitempty"`
-	ExpectBody   string            `json:"expect_body,omitempty"`
-}
 
 func BenchmarkPayload(b *testing.B) {
 	b.Run("UnmarshalFlat", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			var p webhookLike
+			var p jobtype.WebhookPayload
 			if err := strictjson.UnmarshalFlat(webhookRaw, &p); err != nil {
 				b.Fatal(err)
 			}
@@ -196,7 +161,7 @@ func BenchmarkPayload(b *testing.B) {
 	b.Run("json.Unmarshal", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			var p webhookLike
+			var p jobtype.WebhookPayload
 			if err := json.Unmarshal(webhookRaw, &p); err != nil {
 				b.Fatal(err)
 			}
