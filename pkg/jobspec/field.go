@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/strictjson"
@@ -202,13 +201,13 @@ func init() {
 func decodeValue(name string, raw json.RawMessage, v any) error {
 	switch p := v.(type) {
 	case *string:
-		if s, ok := plainString(raw); ok {
+		if s, ok := strictjson.PlainString(raw); ok {
 			*p = s
 			return nil
 		}
 		return strictjson.Unmarshal(raw, v, name)
 	case *job.Type:
-		if s, ok := plainString(raw); ok {
+		if s, ok := strictjson.PlainString(raw); ok {
 			*p = job.Type(s)
 			return nil
 		}
@@ -220,7 +219,7 @@ func decodeValue(name string, raw json.RawMessage, v any) error {
 		}
 		return strictjson.Unmarshal(raw, v, name)
 	case **time.Time:
-		if s, ok := plainString(raw); ok {
+		if s, ok := strictjson.PlainString(raw); ok {
 			if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 				*p = &t
 				return nil
@@ -231,25 +230,6 @@ func decodeValue(name string, raw json.RawMessage, v any) error {
 		return strictjson.Unmarshal(raw, v, name)
 	}
 	return strictDecode(raw, v, name)
-}
-
-// plainString reads a JSON string that needs no unescaping: quoted, without
-// a backslash or a control character, valid UTF-8.
-func plainString(raw json.RawMessage) (string, bool) {
-	n := len(raw)
-	if n < 2 || raw[0] != '"' || raw[n-1] != '"' {
-		return "", false
-	}
-	body := raw[1 : n-1]
-	for _, c := range body {
-		if c == '\\' || c == '"' || c < 0x20 {
-			return "", false
-		}
-	}
-	if !utf8.Valid(body) {
-		return "", false
-	}
-	return string(body), true
 }
 
 // empty reports whether raw is a value that returns a field to its default:

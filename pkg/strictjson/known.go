@@ -311,6 +311,16 @@ func (p *plan) field(key []byte) *planField {
 	return nil
 }
 
+// PlainString reads raw, one JSON string, when it needs no unescaping:
+// quoted, without a backslash or a control character, valid UTF-8. A
+// request is mostly such strings; anything else is left to encoding/json.
+func PlainString(raw []byte) (string, bool) {
+	if end, ok := plainString(raw, 0); ok && end == len(raw) {
+		return string(raw[1 : end-1]), true
+	}
+	return "", false
+}
+
 // plainString returns the index just past the JSON string at raw[i] when
 // it holds no escape, no control character and only valid UTF-8.
 func plainString(raw []byte, i int) (int, bool) {
