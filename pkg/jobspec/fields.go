@@ -194,7 +194,7 @@ var Fields = []*Field{
 	},
 	{
 		Name:       "next_run_at",
-		ViewSchema: instantSchema("The next occurrence; null once the job will not run again.", true),
+		ViewSchema: instantSchema("The next occurrence; null while the job is paused, and once it will not run again.", true),
 		show:       func(_ *job.Job, x *ViewContext) (any, bool) { return Instant(x.Next), true },
 		unaudited:  true,
 	},

@@ -28,6 +28,7 @@ import (
 
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/schedule"
 	"github.com/tockhq/tock/pkg/store"
 )
 
@@ -375,9 +376,8 @@ func (l *Jobs) load(ctx context.Context, id uuid.UUID, now time.Time) {
 // planned under the old generation is taken out (best effort; a worker would
 // drop it as stale anyway), and a scheduled job due within the horizon is
 // loaded at once, so a job moved to "in 3 s" runs in 3 s. A recurring job's
-// old occurrences are left to go stale: their instants are not worth
-// recomputing for a removal the worker makes unnecessary. Pause and resume
-// are edits.
+// occurrences loaded under the old generation are taken out too
+// (removeLoaded). Pause and resume are edits.
 func (l *Jobs) Edit(ctx context.Context, owner, id uuid.UUID, now time.Time, e store.Edit, u store.Update) (*job.Job, error) {
 	f := l.fencer(now)
 	u.Running, u.Fence = l.running, f.fence
@@ -400,8 +400,12 @@ func (l *Jobs) Edit(ctx context.Context, owner, id uuid.UUID, now time.Time, e s
 	if after.Flow != nil && !reflect.DeepEqual(before.Flow, after.Flow) {
 		l.setFlows(ctx, []*job.Job{after})
 	}
-	if !before.Recurring() && before.Generation != after.Generation && !before.RunAt.IsZero() {
-		l.removeStale(ctx, before.Occurrence(before.RunAt))
+	if before.Generation != after.Generation {
+		if !before.Recurring() && !before.RunAt.IsZero() {
+			l.removeStale(ctx, before.Occurrence(before.RunAt))
+		} else if before.Recurring() {
+			l.removeLoaded(ctx, before, now)
+		}
 	}
 	if after.Status == job.StatusScheduled && !after.DueAt.IsZero() && after.DueAt.Before(now.Add(l.horizon)) {
 		l.load(ctx, after.ID, now)
@@ -411,24 +415,66 @@ func (l *Jobs) Edit(ctx context.Context, owner, id uuid.UUID, now time.Time, e s
 
 // Cancel cancels a job of owner's: a one-off job that has not started, or a
 // recurring job at any time, which stops all its future occurrences. A
-// one-off job's first attempt is then taken out of the due set. The removal
-// is best effort, and a recurring job's loaded occurrences are left in
-// place: cancelling moved the job to a new generation, so a worker that
-// still receives an old occurrence finds it stale and drops it.
+// one-off job's first attempt, or a recurring job's loaded occurrences, are
+// then taken out of the due set. The removal is best effort: cancelling
+// moved the job to a new generation, so a worker that still receives an old
+// occurrence finds it stale and drops it.
 func (l *Jobs) Cancel(ctx context.Context, owner, id uuid.UUID, now time.Time, a store.Audit) error {
 	f := l.fencer(now)
-	j, err := l.store.CancelJob(ctx, owner, id, now, a, f.fence)
+	before, _, err := l.store.CancelJob(ctx, owner, id, now, a, f.fence)
 	if err != nil {
 		f.lift(ctx)
 		return err
 	}
-	if !j.Recurring() {
-		// The member was planned under the generation before the cancel.
-		occ := j.Occurrence(j.RunAt)
-		occ.Generation--
-		l.removeStale(ctx, occ)
+	if before.Recurring() {
+		l.removeLoaded(ctx, before, now)
+	} else if !before.RunAt.IsZero() {
+		l.removeStale(ctx, before.Occurrence(before.RunAt))
 	}
 	return nil
+}
+
+// maxLoadedRemoved bounds the occurrences removeLoaded recomputes for one
+// job: the loader hands out at most this many of one job per round.
+const maxLoadedRemoved = 10_000
+
+// removeLoaded takes out of the due set the occurrences that the loader
+// handed to Redis for recurring job before, as it was before a change moved
+// it to a new generation (an edit, a pause, a cancel): those due from a
+// horizon ago up to its cursor (before.DueAt), or up to its final occurrence
+// once the loader found it. Their instants are recomputed from the schedule
+// within the loader's budget, at most maxLoadedRemoved. Best effort, as
+// removeStale: a worker drops any left behind as stale, but until then they
+// would count as due work on the System page and hold Redis memory (an
+// every-second job leaves some 600).
+func (l *Jobs) removeLoaded(ctx context.Context, before *job.Job, now time.Time) {
+	until := before.DueAt
+	if until.IsZero() {
+		if before.LastAt.IsZero() {
+			return
+		}
+		until = before.LastAt.Add(time.Millisecond)
+	}
+	from := now.Add(-l.horizon)
+	if !until.After(from) {
+		return
+	}
+	sched, err := schedule.FromJSONWithin(schedule.LoaderBudget(ctx), before.Schedule)
+	if err != nil {
+		return
+	}
+	var occs []job.Occurrence
+	for t, ok := sched.Next(from.Add(-time.Millisecond)); ok && t.Before(until) && len(occs) < maxLoadedRemoved; t, ok = sched.Next(t) {
+		occs = append(occs, before.Occurrence(t))
+	}
+	if len(occs) == 0 {
+		return
+	}
+	ctx, cancel := AfterCommit(ctx)
+	defer cancel()
+	if err := l.queue.Remove(ctx, occs); err != nil {
+		l.log.Warn("remove_loaded_failed", zap.Stringer("job_id", before.ID), zap.Int("occurrences", len(occs)), zap.Error(err))
+	}
 }
 
 // removeStale takes an occurrence of an older generation out of the due set.

@@ -1,6 +1,7 @@
 package lifecycle_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/lifecycle"
 	"github.com/tockhq/tock/pkg/queue"
+	"github.com/tockhq/tock/pkg/schedule"
 	"github.com/tockhq/tock/pkg/store"
 	"github.com/tockhq/tock/pkg/testenv"
 )
@@ -130,6 +132,46 @@ func TestEditAndCancel(t *testing.T) {
 		got, err := b.st.GetJob(t.Context(), owner, j.ID)
 		require.NoError(t, err)
 		require.Equal(t, job.StatusCancelled, got.Status)
+	})
+
+	// A recurring job's occurrences loaded under the old generation leave
+	// the due set when it is paused or cancelled: the System page's due
+	// count is live work, not hundreds of entries the workers would drop.
+	t.Run("PauseAndCancelTakeARecurringJobsLoadedOccurrencesOut", func(t *testing.T) {
+		t.Parallel()
+		b := live(t)
+		due := func() int64 {
+			n, err := b.rdb.ZCard(t.Context(), b.ring.Of(uuid.Nil).Keys().Due()).Result()
+			require.NoError(t, err)
+			return n
+		}
+		start := b.now.Add(2 * time.Second).Truncate(time.Second)
+		every := func(j *job.Job) {
+			sched, err := schedule.Spec{Cron: "* * * * * *", StartAt: &start}.Compile(start)
+			require.NoError(t, err)
+			raw, err := json.Marshal(sched.Spec())
+			require.NoError(t, err)
+			first, ok := sched.First()
+			require.True(t, ok)
+			j.Schedule, j.RunAt, j.DueAt = raw, time.Time{}, first
+		}
+		for _, stop := range []string{"pause", "cancel"} {
+			j := testenv.Job(owner, time.Time{}, every)
+			require.NoError(t, b.jobs.Create(t.Context(), []*job.Job{j}, b.now, store.Create{}))
+			require.GreaterOrEqual(t, due(), int64(590), "the loader planned its next 10 minutes")
+			switch stop {
+			case "pause":
+				_, err := b.jobs.Edit(t.Context(), owner, j.ID, b.now, func(j *job.Job, _ bool) error {
+					j.Status = job.StatusPaused
+					j.Generation++
+					return nil
+				}, store.Update{})
+				require.NoError(t, err)
+			case "cancel":
+				require.NoError(t, b.jobs.Cancel(t.Context(), owner, j.ID, b.now, store.Audit{}))
+			}
+			require.Zero(t, due(), "after %s, nothing of the job is due", stop)
+		}
 	})
 
 	t.Run("AnotherOwnersJobIsNotFound", func(t *testing.T) {

@@ -156,14 +156,24 @@ func (r *Queue) Remove(ctx context.Context, occs []job.Occurrence) error {
 		return nil
 	}
 	members := make(map[int][]any, len(r.shards))
-	pipe := r.rdb.Pipeline()
+	// A lane's held set gets one ZREM for all its members: a recurring
+	// job's loaded occurrences (hundreds) share their lanes.
+	type held struct {
+		shard int
+		lane  string
+	}
+	heldMembers := map[held][]any{}
 	for _, o := range occs {
 		i := ShardOf(o.JobID, len(r.shards))
 		m := o.Member()
 		members[i] = append(members[i], m)
 		for _, lane := range routeLanes(o) {
-			pipe.ZRem(ctx, r.shards[i].keys.Held(lane), m)
+			heldMembers[held{i, lane}] = append(heldMembers[held{i, lane}], m)
 		}
+	}
+	pipe := r.rdb.Pipeline()
+	for h, m := range heldMembers {
+		pipe.ZRem(ctx, r.shards[h.shard].keys.Held(h.lane), m...)
 	}
 	for i, m := range members {
 		pipe.ZRem(ctx, r.shards[i].keys.Due(), m...)

@@ -205,7 +205,7 @@ func TestUsers(t *testing.T) {
 		others := newJob(other.ID, due)
 		b.create(t, scheduled, claimed, recurrent, pausedByUser, completed, cancelled, others)
 		b.finish(t, b.outcome(t, firstAttempt(completed), job.RunCompleted))
-		_, err := b.st.CancelJob(b.ctx, u.ID, cancelled.ID, b.now, store.Audit{}, nil)
+		_, _, err := b.st.CancelJob(b.ctx, u.ID, cancelled.ID, b.now, store.Audit{}, nil)
 		require.NoError(t, err)
 		untouched := map[uuid.UUID]*job.Job{}
 		for _, j := range []*job.Job{pausedByUser, completed, cancelled, others} {
@@ -784,9 +784,9 @@ func TestAudit(t *testing.T) {
 		b.create(t, j)
 		cancel := store.Audit{Actor: actor, Action: store.ActionJobCancel}
 
-		_, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, cancel, nil)
+		_, _, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, cancel, nil)
 		require.NoError(t, err)
-		_, err = b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, cancel, nil)
+		_, _, err = b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, cancel, nil)
 		require.ErrorIs(t, err, job.ErrConflict)
 
 		e := b.onlyAudit(t, store.AuditFilter{Target: j.ID})

@@ -631,10 +631,13 @@ func (s *Store) ListJobs(ctx context.Context, f JobFilter) ([]*job.Job, error) {
 }
 
 // lockJobSQL locks a job of owner's (or of anyone's, for AnyOwner) for a
-// change. cancelJobSQL cancels it: a one-off job only if no attempt of it
-// has an outcome (one that runs is found in Redis: see Fencer).
+// change; readLockedJobSQL does the same and reads the whole job.
+// cancelJobSQL cancels it: a one-off job only if no attempt of it has an
+// outcome (one that runs is found in Redis: see Fencer).
 var (
 	lockJobSQL = `SELECT status, generation, schedule IS NOT NULL FROM jobs
+WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2) FOR UPDATE`
+	readLockedJobSQL = `SELECT ` + jobColumns + ` FROM jobs
 WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $2) FOR UPDATE`
 	cancelJobSQL = `UPDATE jobs SET status = 'cancelled', due_at = NULL, due_hour = -1, updated_at = $2,
     generation = generation + 1
@@ -653,49 +656,72 @@ type Fencer func(ctx context.Context, id uuid.UUID, gen int) (running bool, err 
 
 // CancelJob stops a job; it never runs afterwards. A one-off job that has
 // started (an outcome in Postgres, or an attempt running, as fence says),
-// or any finished job, is ErrConflict; a recurring job can be cancelled at
-// any time, which stops all its future occurrences (its generation moves
-// on, so occurrences already in Redis are dropped by the worker). The
-// caller removes the job's member from Redis afterwards; a worker that
-// still receives it finds the job cancelled, or fenced, and drops it.
-func (s *Store) CancelJob(ctx context.Context, owner, id uuid.UUID, now time.Time, a Audit, fence Fencer) (*job.Job, error) {
-	var out *job.Job
-	err := retrySerialization(ctx, func() error {
-		return s.cancelJob(ctx, owner, id, now, a, fence, &out)
+// or any job that is no longer scheduled or paused, is a *CancelRefused
+// (job.ErrConflict); a recurring job can be cancelled at any time, which
+// stops all its future occurrences (its generation moves on, so
+// occurrences already in Redis are dropped by the worker). It returns the
+// job as it was before and as it is after. The caller removes the job's
+// members from Redis afterwards; a worker that still receives one finds
+// the job cancelled, or fenced, and drops it.
+func (s *Store) CancelJob(ctx context.Context, owner, id uuid.UUID, now time.Time, a Audit, fence Fencer) (before, after *job.Job, err error) {
+	err = retrySerialization(ctx, func() error {
+		before, after, err = s.cancelJob(ctx, owner, id, now, a, fence)
+		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cancel job %s: %w", id, err)
+		return nil, nil, fmt.Errorf("cancel job %s: %w", id, err)
 	}
-	return out, nil
+	return before, after, nil
 }
 
-func (s *Store) cancelJob(ctx context.Context, owner, id uuid.UUID, now time.Time, a Audit, fence Fencer, out **job.Job) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var status job.Status
-		var gen int
-		var recurring bool
-		if err := tx.QueryRow(ctx, lockJobSQL, id, owner).Scan(&status, &gen, &recurring); err != nil {
+// CancelRefused says why a job cannot be cancelled: its status, and for a
+// one-off job that is still scheduled, that an attempt of it has started.
+// It is job.ErrConflict.
+type CancelRefused struct {
+	Status  job.Status
+	Started bool
+}
+
+func (e *CancelRefused) Error() string {
+	if e.Started {
+		return fmt.Sprintf("job is %s and has started", e.Status)
+	}
+	return fmt.Sprintf("job is %s", e.Status)
+}
+
+func (e *CancelRefused) Unwrap() error { return job.ErrConflict }
+
+func (s *Store) cancelJob(ctx context.Context, owner, id uuid.UUID, now time.Time, a Audit, fence Fencer) (before, after *job.Job, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		b, err := scanJob(tx.QueryRow(ctx, readLockedJobSQL, id, owner))
+		if err != nil {
 			return translate(err)
 		}
-		if fence != nil && (status == job.StatusScheduled || status == job.StatusPaused) {
-			running, err := fence(ctx, id, gen+1)
+		pending := b.Status == job.StatusScheduled || b.Status == job.StatusPaused
+		if !pending {
+			return &CancelRefused{Status: b.Status}
+		}
+		if fence != nil {
+			running, err := fence(ctx, id, b.Generation+1)
 			if err != nil {
 				return err
 			}
-			if running && !recurring {
-				return fmt.Errorf("%w: job is %s and has started", job.ErrConflict, status)
+			if running && !b.Recurring() {
+				return &CancelRefused{Status: b.Status, Started: true}
 			}
 		}
 		j, err := scanJob(tx.QueryRow(ctx, cancelJobSQL, id, now))
 		if err != nil {
 			if err == pgx.ErrNoRows {
-				return fmt.Errorf("%w: job is %s or has started", job.ErrConflict, status)
+				// A one-off job with an outcome in Postgres.
+				return &CancelRefused{Status: b.Status, Started: true}
 			}
 			return translate(err)
 		}
-		*out = j
-		return record(ctx, tx, a, now, TargetJob, id, map[string]any{"status": map[string]any{"from": status, "to": j.Status}})
+		before, after = b, j
+		return record(ctx, tx, a, now, TargetJob, id, map[string]any{"status": map[string]any{"from": b.Status, "to": j.Status}})
 	})
+	return before, after, err
 }
 
 const releaseClaimSQL = `UPDATE jobs SET due_at = run_at, due_hour = extract(hour FROM run_at AT TIME ZONE 'UTC')::smallint

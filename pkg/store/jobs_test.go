@@ -239,7 +239,7 @@ func TestCancelJob(t *testing.T) {
 		b.create(t, j)
 		f := &fencer{}
 
-		got, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{}, f.fence)
+		_, got, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{}, f.fence)
 		require.NoError(t, err)
 		require.Equal(t, job.StatusCancelled, got.Status)
 		require.True(t, got.DueAt.IsZero())
@@ -259,7 +259,7 @@ func TestCancelJob(t *testing.T) {
 		occs := b.claim(t, b.now, b.now.Add(time.Hour), 10)
 		require.Len(t, occs, 1)
 
-		_, err := b.st.CancelJob(b.ctx, store.AnyOwner, j.ID, b.now, store.Audit{}, nil)
+		_, _, err := b.st.CancelJob(b.ctx, store.AnyOwner, j.ID, b.now, store.Audit{}, nil)
 		require.NoError(t, err, "an administrator cancels anyone's job")
 		fetched, err := b.st.Fetch(b.ctx, occs, b.now)
 		require.NoError(t, err)
@@ -274,7 +274,7 @@ func TestCancelJob(t *testing.T) {
 		b.claimed(t, j)
 		b.finish(t, b.outcome(t, firstAttempt(j), job.RunFailed)) // its retry is still to come
 
-		_, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{}, nil)
+		_, _, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{}, nil)
 		require.ErrorIs(t, err, job.ErrConflict)
 		require.Equal(t, job.StatusScheduled, b.job(t, j.ID).Status)
 	})
@@ -287,7 +287,7 @@ func TestCancelJob(t *testing.T) {
 		before := b.job(t, j.ID)
 		f := &fencer{running: true}
 
-		_, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{Actor: ownerA, Action: store.ActionJobCancel}, f.fence)
+		_, _, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{Actor: ownerA, Action: store.ActionJobCancel}, f.fence)
 		require.ErrorIs(t, err, job.ErrConflict, "its attempt runs, in Redis: it has started")
 		require.Equal(t, []fenced{{j.ID, j.Generation + 1}}, f.fenced)
 		require.Equal(t, before, b.job(t, j.ID), "nothing changes")
@@ -302,7 +302,7 @@ func TestCancelJob(t *testing.T) {
 		b.create(t, j)
 		f := &fencer{running: true}
 
-		got, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{}, f.fence)
+		_, got, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{}, f.fence)
 		require.NoError(t, err, "a recurring job stops its future occurrences whatever runs")
 		require.Equal(t, job.StatusCancelled, got.Status)
 		require.Equal(t, []fenced{{j.ID, j.Generation + 1}}, f.fenced)
@@ -318,7 +318,7 @@ func TestCancelJob(t *testing.T) {
 		redisDown := errors.New("redis: connection refused")
 		f := &fencer{err: redisDown}
 
-		_, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{Actor: ownerA, Action: store.ActionJobCancel}, f.fence)
+		_, _, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{Actor: ownerA, Action: store.ActionJobCancel}, f.fence)
 		require.ErrorIs(t, err, redisDown)
 		require.Equal(t, before, b.job(t, j.ID), "nothing changes")
 		require.Empty(t, b.auditLog(t, store.AuditFilter{Target: j.ID}))
@@ -329,10 +329,10 @@ func TestCancelJob(t *testing.T) {
 		b := setup(t)
 		j := newJob(ownerA, b.now.Add(time.Hour))
 		b.create(t, j)
-		_, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{}, nil)
+		_, _, err := b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{}, nil)
 		require.NoError(t, err)
 		f := &fencer{}
-		_, err = b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{}, f.fence)
+		_, _, err = b.st.CancelJob(b.ctx, ownerA, j.ID, b.now, store.Audit{}, f.fence)
 		require.ErrorIs(t, err, job.ErrConflict)
 		require.Empty(t, f.fenced, "a job that has ended is not fenced")
 	})
@@ -344,12 +344,12 @@ func TestCancelJob(t *testing.T) {
 		b.create(t, j)
 		f := &fencer{}
 
-		_, err := b.st.CancelJob(b.ctx, ownerB, j.ID, b.now, store.Audit{}, f.fence)
+		_, _, err := b.st.CancelJob(b.ctx, ownerB, j.ID, b.now, store.Audit{}, f.fence)
 		require.ErrorIs(t, err, job.ErrNotFound)
 		require.Equal(t, job.StatusScheduled, b.job(t, j.ID).Status)
 		require.Empty(t, f.fenced, "another owner's job is not fenced")
 
-		_, err = b.st.CancelJob(b.ctx, ownerA, job.NewID(), b.now, store.Audit{}, nil)
+		_, _, err = b.st.CancelJob(b.ctx, ownerA, job.NewID(), b.now, store.Audit{}, nil)
 		require.ErrorIs(t, err, job.ErrNotFound)
 	})
 }
@@ -466,7 +466,7 @@ func TestReleaseClaim(t *testing.T) {
 		b := setup(t)
 		unclaimed, cancelled := newJob(ownerA, b.now.Add(time.Hour)), newJob(ownerA, b.now.Add(time.Hour))
 		b.create(t, unclaimed, cancelled)
-		_, err := b.st.CancelJob(b.ctx, ownerA, cancelled.ID, b.now, store.Audit{}, nil)
+		_, _, err := b.st.CancelJob(b.ctx, ownerA, cancelled.ID, b.now, store.Audit{}, nil)
 		require.NoError(t, err)
 
 		require.NoError(t, b.st.ReleaseClaim(b.ctx, unclaimed.ID))

@@ -28,7 +28,7 @@ func TestUnstartedClaims(t *testing.T) {
 		b.create(t, unclaimed) // created after the claim: still in its hour partition
 		// started ran once and failed: its retry is still to come.
 		b.finish(t, b.outcome(t, firstAttempt(started), job.RunFailed))
-		_, err := b.st.CancelJob(b.ctx, ownerA, cancelled.ID, b.now, store.Audit{}, nil)
+		_, _, err := b.st.CancelJob(b.ctx, ownerA, cancelled.ID, b.now, store.Audit{}, nil)
 		require.NoError(t, err)
 
 		olderThan := b.now.Add(-5 * time.Minute)

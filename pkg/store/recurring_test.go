@@ -244,7 +244,7 @@ func TestCancelWinsOverTheLoader(t *testing.T) {
 
 	time.Sleep(50 * time.Millisecond) // let the first round take the rows
 	began := time.Now()
-	_, err := b.st.CancelJob(b.ctx, store.AnyOwner, jobs[0].ID, b.now, store.Audit{}, nil)
+	_, _, err := b.st.CancelJob(b.ctx, store.AnyOwner, jobs[0].ID, b.now, store.Audit{}, nil)
 	require.NoError(t, err)
 	_, _, err = b.st.UpdateJob(b.ctx, store.AnyOwner, jobs[1].ID, b.now, func(j *job.Job, _ bool) error {
 		j.Status = job.StatusPaused

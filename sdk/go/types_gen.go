@@ -468,7 +468,8 @@ type Job struct {
 	MaxRetries int      `json:"max_retries"`
 	Name       string   `json:"name"`
 
-	// The next occurrence; null once the job will not run again.
+	// The next occurrence; null while the job is paused, and once it will not
+	// run again.
 	NextRunAt *time.Time `json:"next_run_at"`
 	Notify    *Notify    `json:"notify,omitempty"`
 

@@ -278,7 +278,7 @@ func TestConsumer(t *testing.T) {
 		b := setup(t)
 		j := b.claimedJob()
 		b.create(t, j)
-		_, err := b.st.CancelJob(b.ctx, owner, j.ID, time.Now(), store.Audit{}, nil)
+		_, _, err := b.st.CancelJob(b.ctx, owner, j.ID, time.Now(), store.Audit{}, nil)
 		require.NoError(t, err)
 		require.Equal(t, 1, b.publish(t), "the member was still in the due set")
 

@@ -580,6 +580,8 @@ func TestPauseResume(t *testing.T) {
 		require.Equal(t, http.StatusOK, b.do(t, http.MethodPost, path(j, "/pause"), nil).Code)
 		paused := decode[api.Job](t, b.do(t, http.MethodGet, path(j, ""), nil))
 		require.Equal(t, job.StatusPaused, paused.Status)
+		require.True(t, paused.NextRunAt.IsZero(), "a paused job has no next run")
+		require.Empty(t, b.due(t), "its loaded occurrences left the due set")
 
 		rec := b.do(t, http.MethodPost, path(j, "/resume"), nil)
 		require.Equal(t, http.StatusOK, rec.Code, "body: %s", rec.Body.String())

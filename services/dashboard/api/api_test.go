@@ -562,8 +562,10 @@ func TestCancelJob(t *testing.T) {
 		require.True(t, got.NextRunAt.IsZero())
 		require.ErrorIs(t, b.rdb.ZScore(t.Context(), b.keys.Due(), member).Err(), redis.Nil, "member removed")
 
-		// Cancelling again is a conflict: the job is no longer scheduled.
-		requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil), http.StatusConflict, apierr.CodeConflict)
+		// Cancelling again is a conflict that says so, not that only a
+		// one-off job that has not started, or a recurring one, can be.
+		again := requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil), http.StatusConflict, apierr.CodeConflict)
+		require.Equal(t, "the job is already cancelled", again.Message)
 	})
 
 	t.Run("RunningOneOffIs409AndChangesNothing", func(t *testing.T) {
@@ -573,7 +575,9 @@ func TestCancelJob(t *testing.T) {
 		occ := b.occurrence(j)
 		b.running(t, occ, j.RunAt.Time, j.RunAt.Add(10*time.Millisecond))
 
-		requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil), http.StatusConflict, apierr.CodeConflict)
+		busy := requireError(t, b.do(t, http.MethodDelete, "/api/v1/jobs/"+j.ID.String(), nil), http.StatusConflict, apierr.CodeConflict)
+		require.Contains(t, busy.Message, "the job has started")
+		require.Contains(t, busy.Message, "/abort")
 		stored := b.stored(t, j.ID)
 		require.Equal(t, job.StatusScheduled, stored.Status)
 		require.Zero(t, stored.Generation, "the job did not move to a new generation")

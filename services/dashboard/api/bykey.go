@@ -78,14 +78,7 @@ func (s *Server) cancelJobByKey(c *echo.Context) error {
 		return err
 	}
 	p := access.Caller(c)
-	err = s.jobs.Cancel(c.Request().Context(), p.Owner(), j.ID, s.clock(), p.Audit(store.ActionJobCancel))
-	if errors.Is(err, job.ErrConflict) {
-		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", "the job has started or finished; only a one-off job that has not started, or a recurring job, can be cancelled")
-	}
-	if err != nil {
-		return apierr.Dependency(err)
-	}
-	return c.NoContent(http.StatusNoContent)
+	return cancelled(c, s.jobs.Cancel(c.Request().Context(), p.Owner(), j.ID, s.clock(), p.Audit(store.ActionJobCancel)))
 }
 
 // putJobByKey creates the job the body describes under the key (201), or,

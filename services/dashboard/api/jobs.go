@@ -351,14 +351,28 @@ func (s *Server) cancelJob(c *echo.Context) error {
 		return apierr.Invalid("purge", "must be true or false")
 	}
 	p := access.Caller(c)
-	err = s.jobs.Cancel(c.Request().Context(), p.Owner(), id, s.clock(), p.Audit(store.ActionJobCancel))
-	if errors.Is(err, job.ErrConflict) {
-		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", "the job has started or finished; only a one-off job that has not started, or a recurring job, can be cancelled")
+	return cancelled(c, s.jobs.Cancel(c.Request().Context(), p.Owner(), id, s.clock(), p.Audit(store.ActionJobCancel)))
+}
+
+// cancelled answers a cancel: 204, or a 409 that says why the job cannot
+// be cancelled.
+func cancelled(c *echo.Context, err error) error {
+	var refused *store.CancelRefused
+	switch {
+	case err == nil:
+		return c.NoContent(http.StatusNoContent)
+	case errors.As(err, &refused) && refused.Status == job.StatusCancelled:
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", "the job is already cancelled")
+	case errors.As(err, &refused) && refused.Started:
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "",
+			"the job has started: a one-off job can be cancelled only before its first attempt starts; to stop the attempt that runs, use POST /api/v1/jobs/{id}/abort")
+	case errors.As(err, &refused):
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "",
+			"the job has ended ("+string(refused.Status)+"): only a scheduled or paused job can be cancelled")
+	case errors.Is(err, job.ErrConflict):
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "", "the job cannot be cancelled: "+err.Error())
 	}
-	if err != nil {
-		return apierr.Dependency(err)
-	}
-	return c.NoContent(http.StatusNoContent)
+	return apierr.Dependency(err)
 }
 
 // purgeJob removes a finished job and its runs now (DELETE ?purge=true):

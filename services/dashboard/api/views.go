@@ -58,16 +58,20 @@ const (
 	viewTime  = 2 * time.Millisecond
 )
 
-// jobView shows j as of now, as jobspec.Fields say (jobspec.View). A stored
-// schedule that no longer compiles leaves next_run_at null rather than
-// failing the request: the loader ends such a job with a skipped run that
-// says why.
+// jobView shows j as of now, as jobspec.Fields say (jobspec.View). A paused
+// job has no next run (GET /api/v1/jobs/{id}/next still previews what it
+// would run once resumed). A stored schedule that no longer compiles leaves
+// next_run_at null rather than failing the request: the loader ends such a
+// job with a skipped run that says why.
 func (s *Server) jobView(j *job.Job, now time.Time) jobspec.View {
+	x := jobspec.ViewContext{Box: s.limits.Box}
+	if j.Status == job.StatusPaused {
+		return jobspec.NewView(j, x)
+	}
 	next, err := upcoming(schedule.NewBudget(context.Background(), viewUnits, viewTime), j, now, 1)
 	if err != nil {
 		s.log.Warn("stored_schedule_invalid", zap.Stringer("job_id", j.ID), zap.Error(err))
 	}
-	x := jobspec.ViewContext{Box: s.limits.Box}
 	if len(next) > 0 {
 		x.Next = next[0]
 	}
