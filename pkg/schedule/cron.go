@@ -3,6 +3,8 @@ package schedule
 import (
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +47,9 @@ func parseCron(expr string) (*cronRule, error) {
 		return nil, errors.New("cannot be parsed")
 	}
 	if err != nil {
+		if e := rangeError(expr, err); e != nil {
+			return nil, e
+		}
 		return nil, err // the message goes to the client as is
 	}
 	spec, ok := parsed.(*cron.SpecSchedule)
@@ -119,4 +124,52 @@ func (r *cronRule) rest(w time.Time) time.Time {
 		return w
 	}
 	return w.Add(time.Duration(59-minute) * time.Minute)
+}
+
+// cronFields names the fields of a 6-field expression and their ranges, as
+// go-cron bounds them; a 5-field one has no seconds.
+var cronFields = []struct {
+	name     string
+	min, max int
+}{{"second", 0, 59}, {"minute", 0, 59}, {"hour", 0, 23}, {"day of month", 1, 31}, {"month", 1, 12}, {"day of week", 0, 7}}
+
+// outOfRange matches go-cron's errors for a value out of its field's range,
+// such as `end of range (25) above maximum (23): "25"`.
+var outOfRange = regexp.MustCompile(`\((\d+)\) (above maximum|below minimum) \((\d+)\): "([^"]*)"$`)
+
+// rangeError rewrites go-cron's error for a value out of range (err) to
+// name the field it is in and the field's range, such as `hour 25 is out
+// of range: hours go from 0 to 23`; nil when err is another error or the
+// field cannot be told.
+func rangeError(expr string, err error) error {
+	m := outOfRange.FindStringSubmatch(err.Error())
+	if m == nil {
+		return nil
+	}
+	value, _ := strconv.Atoi(m[1])
+	bound, _ := strconv.Atoi(m[3])
+	fields := strings.Fields(expr)
+	names := cronFields
+	if len(fields) == 5 {
+		names = cronFields[1:]
+	}
+	if len(fields) != len(names) {
+		return nil
+	}
+	for i, f := range fields {
+		n := names[i]
+		if (m[2] == "above maximum" && bound != n.max) || (m[2] == "below minimum" && bound != n.min) {
+			continue
+		}
+		for _, part := range strings.Split(f, ",") {
+			if part == m[4] || strings.SplitN(part, "/", 2)[0] == m[4] {
+				in := ""
+				if f != strconv.Itoa(value) {
+					in = fmt.Sprintf(" (in %q)", f)
+				}
+				return fmt.Errorf("%s %d%s is out of range: the %s field goes from %d to %d", n.name, value, in, n.name, n.min, n.max)
+			}
+		}
+	}
+	return nil
 }

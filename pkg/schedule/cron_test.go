@@ -39,3 +39,22 @@ func TestCronWalls(t *testing.T) {
 		})
 	}
 }
+
+// A value out of its field's range names the field and the range, not
+// go-cron's "end of range (25) above maximum (23)".
+func TestCronRangeErrorNamesTheField(t *testing.T) {
+	for expr, want := range map[string]string{
+		"0 25 * * *":       "hour 25 is out of range: the hour field goes from 0 to 23",
+		"0 9-25 * * *":     `hour 25 (in "9-25") is out of range: the hour field goes from 0 to 23`,
+		"61 * * * *":       "minute 61 is out of range: the minute field goes from 0 to 59",
+		"0 0 0 * *":        "day of month 0 is out of range: the day of month field goes from 1 to 31",
+		"0 0 1 13 *":       "month 13 is out of range: the month field goes from 1 to 12",
+		"0 0 * * 1,9":      `day of week 9 (in "1,9") is out of range: the day of week field goes from 0 to 7`,
+		"75 0 0 * * *":     "second 75 is out of range: the second field goes from 0 to 59",
+		"0 */2 0-40/5 * *": `day of month 0 (in "0-40/5") is out of range: the day of month field goes from 1 to 31`,
+	} {
+		_, err := parseCron(expr)
+		require.Error(t, err, expr)
+		require.Equal(t, want, err.Error(), expr)
+	}
+}
