@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 
@@ -37,6 +38,9 @@ type app struct {
 	output string // table or json
 	url    string
 	token  string
+	// tokenFrom says where the token client used came from (the --token
+	// flag, TOCK_TOKEN or the config file), for a refused token's message.
+	tokenFrom string
 }
 
 // run executes the command line args and returns the exit code.
@@ -92,6 +96,9 @@ func (a *app) printError(err error) {
 	if e.Field != "" {
 		fmt.Fprintf(a.errOut, "field: %s\n", e.Field)
 	}
+	if e.Status == http.StatusUnauthorized && a.tokenFrom != "" {
+		fmt.Fprintf(a.errOut, "the token came from %s; run tock login to save one that works, or set TOCK_TOKEN\n", a.tokenFrom)
+	}
 	for _, it := range e.Items {
 		fmt.Fprintf(a.errOut, "  job %d: %s", it.Index, it.Message)
 		if it.Field != "" {
@@ -129,7 +136,7 @@ Exit codes: 0 ok, 1 error, 2 bad flags or arguments, 3 not found.`,
 		}
 		return nil
 	}
-	root.AddCommand(a.loginCmd(), a.jobsCmd(), a.runsCmd(), a.deadLettersCmd(), a.flowsCmd(), a.previewCmd(), a.applyCmd())
+	root.AddCommand(a.loginCmd(), a.jobsCmd(), a.runsCmd(), a.deadLettersCmd(), a.flowsCmd(), a.previewCmd(), a.applyCmd(), a.listenCmd())
 	return root
 }
 
@@ -170,6 +177,7 @@ func exactArgs(n int) cobra.PositionalArgs {
 // config file, in that order of precedence.
 func (a *app) client() (*tock.Client, error) {
 	url, token := a.url, a.token
+	a.tokenFrom = "the --token flag"
 	if url == "" || token == "" {
 		file, err := configPath(a.getenv)
 		if err != nil {
@@ -187,6 +195,13 @@ func (a *app) client() (*tock.Client, error) {
 			saved = cfg.Token
 		}
 		token = first(token, a.getenv("TOCK_TOKEN"), saved)
+		switch {
+		case a.token != "":
+		case a.getenv("TOCK_TOKEN") != "":
+			a.tokenFrom = "TOCK_TOKEN"
+		default:
+			a.tokenFrom = file + ", saved by tock login"
+		}
 	}
 	if url == "" || token == "" {
 		return nil, errors.New("no dashboard to talk to: run tock login, or set TOCK_URL and TOCK_TOKEN")

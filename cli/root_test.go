@@ -104,3 +104,28 @@ func TestLoginWritesPrivateConfig(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "unknown token", "TOCK_TOKEN wins over the file")
 }
+
+// A refused token's error says where the token came from and what to do.
+func TestRefusedTokenSaysWhereItCameFrom(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte(`{"error":{"code":"unauthorized","message":"unknown token"}}`))
+	}))
+	defer srv.Close()
+	home := t.TempDir()
+
+	_, errOut, code := invoke(t, map[string]string{"HOME": home, "TOCK_URL": srv.URL, "TOCK_TOKEN": "stale"}, "", "jobs", "list")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "unknown token")
+	require.Contains(t, errOut, "the token came from TOCK_TOKEN; run tock login")
+	require.NotContains(t, errOut, "stale")
+
+	_, errOut, _ = invoke(t, map[string]string{"HOME": home, "TOCK_URL": srv.URL}, "", "jobs", "list", "--token", "stale")
+	require.Contains(t, errOut, "the token came from the --token flag")
+
+	xdg := filepath.Join(home, "xdg")
+	require.NoError(t, saveConfig(filepath.Join(xdg, "tock", "config.json"), config{URL: srv.URL, Token: "stale"}))
+	_, errOut, _ = invoke(t, map[string]string{"XDG_CONFIG_HOME": xdg}, "", "jobs", "list")
+	require.Contains(t, errOut, "the token came from "+filepath.Join(xdg, "tock", "config.json")+", saved by tock login")
+}
