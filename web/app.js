@@ -227,6 +227,15 @@ function short(text, n) { return text && text.length > n ? text.slice(0, n - 1) 
 // wrap lets a wide table scroll inside itself, never the page.
 function wrap(table) { return h('div', {class: 'table-wrap'}, table); }
 
+// label names each cell of rows after its column (heads, by position), for
+// a table of class "stack", which a phone shows as one card per row with
+// each cell under its column's name (app.css). Labelled before morph, so
+// that an unchanged row keeps its markup.
+function label(rows, heads) {
+  for (const tr of rows) [...tr.children].forEach((td, i) => { if (heads[i]) td.setAttribute('data-label', heads[i]); });
+  return rows;
+}
+
 // ---- router
 
 const routes = [
@@ -368,7 +377,9 @@ function signinPage() {
   input,
   msg,
   h('button', {type: 'submit', id: 'signin'}, 'Sign in'),
-  h('p', {class: 'hint'}, 'The key is not kept: this browser holds only a session, in an HttpOnly cookie, for 12 hours or until you sign out.'));
+  h('p', {class: 'hint'}, 'The key is not kept: this browser holds only a session, in an HttpOnly cookie, for 12 hours or until you sign out.'),
+  h('p', {class: 'hint', id: 'token-hint'}, 'Started with make run? It printed the admin token and keeps it in .run/admin-token at the top of the checkout (',
+    h('code', null, 'cat .run/admin-token'), '). Otherwise the admin token is the dashboard\'s TOCK_ADMIN_TOKEN, and an API key comes from an administrator (POST /api/v1/users/{id}/keys, or the Keys page).'));
   live() && mount(form);
   input.focus();
 }
@@ -419,7 +430,7 @@ async function jobsPage() {
 
   const totals = h('div', {class: 'totals', id: 'totals', 'aria-label': 'jobs by status'});
   const msg = h('div', {id: 'bulk-result', role: 'status'});
-  const table = h('table', {class: 'jobs', id: 'jobs'});
+  const table = h('table', {class: 'jobs stack', id: 'jobs'});
   const pagerBox = h('div');
   const count = h('span', {id: 'selected-count'}, '0 selected');
   const action = h('select', {id: 'bulk-action', 'aria-label': 'bulk action'}, BULK_ACTIONS.map(([v, t]) => h('option', {value: v}, t)));
@@ -494,13 +505,16 @@ async function jobsPage() {
       for (const cb of table.querySelectorAll('input.pick')) cb.checked = ev.target.checked;
       count.textContent = selected.size + ' selected';
     }});
+    label(rows, ['', 'Job', 'Status', 'Type', 'Timing', 'Next run', 'Last outcome', 'Owner']);
     // data-query says which filters the rows answer, so a reader (or a test)
     // can tell the new list from the one it replaces.
     table.setAttribute('data-query', params.toString());
     morph(table, [
       h('thead', null, h('tr', null, h('th', null, all), h('th', null, 'Job'), h('th', null, 'Status'), h('th', null, 'Type'),
         h('th', null, 'Timing'), h('th', null, 'Next run'), h('th', null, 'Last outcome'), admin ? h('th', null, 'Owner') : null)),
-      h('tbody', {'data-morph': 'children'}, rows.length ? rows : h('tr', null, h('td', {colspan: 8, class: 'empty'}, 'No jobs match.')))]);
+      h('tbody', {'data-morph': 'children'}, rows.length ? rows : h('tr', null, h('td', {colspan: 8, class: 'empty'}, [...q.keys()].some((k) => k !== 'limit')
+        ? ['No jobs match these filters. ', h('a', {href: '#/jobs'}, 'Show all jobs')]
+        : ['No jobs yet. Create one with ', h('a', {href: '#/new'}, 'New job'), ', or with POST /api/v1/jobs (README, "Try it").'])))]);
     morph(pagerBox, [pager('#/jobs', q, list.next_cursor), pageSize(q, 'page-size')]);
   };
   await draw();
@@ -539,7 +553,7 @@ async function runsPage() {
   admin && q.get('owner') ? h('input', {type: 'hidden', name: 'owner', value: q.get('owner')}) : null,
   h('button', {type: 'submit', id: 'run-apply'}, 'Search'));
 
-  const table = h('table', {class: 'runs', id: 'all-runs'});
+  const table = h('table', {class: 'runs stack', id: 'all-runs'});
   const pagerBox = h('div');
   const draw = async () => {
     const list = await api('GET', '/api/v1/runs?' + params);
@@ -552,9 +566,11 @@ async function runsPage() {
         h('td', null, fmtTime(r.started_at)), h('td', null, fmtMS(r.lateness_ms)), h('td', null, dur === null ? 'running' : fmtMS(dur)),
         h('td', {class: 'output'}, r.error ? h('span', {class: 'error-text'}, r.error) : (r.output || '')));
     });
-    morph(table, [h('thead', null, h('tr', null, ['Job', 'Attempt', 'Status', 'Scheduled for', 'Started', 'Lateness', 'Duration', 'Output / error'].map((t) => h('th', null, t)))),
+    const heads = ['Job', 'Attempt', 'Status', 'Scheduled for', 'Started', 'Lateness', 'Duration', 'Output / error'];
+    label(rows, heads);
+    morph(table, [h('thead', null, h('tr', null, heads.map((t) => h('th', null, t)))),
       h('tbody', {'data-morph': 'children'}, rows.length ? rows : h('tr', null, h('td', {colspan: 8, class: 'empty'},
-        list.next_cursor ? 'None on this page: the search looked at 5,000 runs. Go on with Next.' : 'No runs match.')))]);
+        list.next_cursor ? 'None on this page: the search looked at 5,000 runs. Go on with Next.' : 'No runs match: widen the time range or clear the filters. A job\'s runs appear here once it is due.')))]);
     morph(pagerBox, [pager('#/runs', q, list.next_cursor), pageSize(q, 'run-page-size')]);
   };
   await draw();
@@ -783,7 +799,7 @@ function detailView(j, next, runs, ctl) {
     labels.length ? [h('dt', null, 'Labels'), h('dd', {class: 'labels'}, labels.map(([k, v]) => h('a', {class: 'label', href: '#/jobs?label=' + encodeURIComponent(`${k}=${v}`)}, `${k}=${v}`)))] : null,
     ...timing,
     h('dt', null, 'Time zone'), h('dd', null, j.timezone),
-    h('dt', null, 'Next run'), h('dd', null, fmtTime(j.next_run_at)),
+    h('dt', null, 'Next run'), h('dd', {id: 'next-run'}, j.status === 'paused' ? 'none while paused: resume it to run again' : fmtTime(j.next_run_at)),
     h('dt', null, 'Retries, timeout, priority'), h('dd', null, `${j.max_retries}, ${j.timeout}, ${j.priority}`),
     j.expires_after ? [h('dt', null, 'Expires after'), h('dd', null, j.expires_after)] : null,
     j.flow ? [h('dt', null, 'Flow key'), h('dd', {id: 'flow'}, h('a', {href: '#/flows'}, j.flow.key),
@@ -811,16 +827,20 @@ function detailView(j, next, runs, ctl) {
       h('td', null, fmtTime(r.started_at)), h('td', null, fmtMS(r.lateness_ms)), h('td', null, dur === null ? 'running' : fmtMS(dur)),
       h('td', {class: 'output'}, r.error ? h('span', {class: 'error-text'}, r.error) : (r.output || '')));
   });
-  const runTable = h('table', {class: 'runs', id: 'runs'},
-    h('thead', null, h('tr', null, ['Attempt', 'Status', 'Scheduled for', 'Started', 'Lateness', 'Duration', 'Output / error'].map((t) => h('th', null, t)))),
-    h('tbody', {'data-morph': 'children'}, runRows.length ? runRows : h('tr', null, h('td', {colspan: 7, class: 'empty'}, 'No runs yet.'))));
+  const runHeads = ['Attempt', 'Status', 'Scheduled for', 'Started', 'Lateness', 'Duration', 'Output / error'];
+  label(runRows, runHeads);
+  const runTable = h('table', {class: 'runs stack', id: 'runs'},
+    h('thead', null, h('tr', null, runHeads.map((t) => h('th', null, t)))),
+    h('tbody', {'data-morph': 'children'}, runRows.length ? runRows : h('tr', null, h('td', {colspan: 7, class: 'empty'},
+      j.status === 'scheduled' ? 'No runs yet: the first comes at the next run above; Run now starts one at once.' : 'No runs.'))));
   const c = ctl.runCursors;
   const runPager = h('nav', {class: 'pager', 'aria-label': 'run pages'},
     c.length > 1 ? h('button', {type: 'button', id: 'newer-runs', onclick: () => { c.pop(); ctl.draw(); }}, '« Newer runs') : null,
     runs.next_cursor ? h('button', {type: 'button', id: 'older-runs', onclick: () => { c.push(runs.next_cursor); ctl.draw(); }}, 'Older runs »') : null);
 
   return [h('div', {class: 'bar'}, h('h1', {id: 'job-title'}, j.name), actions),
-    h('div', {class: 'cols'}, h('section', null, facts), h('section', null, h('h2', null, 'Next runs'), nextList)),
+    h('div', {class: 'cols'}, h('section', null, facts), h('section', null, h('h2', null, 'Next runs'),
+      j.status === 'paused' && next.length ? h('p', {class: 'hint', id: 'paused-next'}, 'Paused: these run only once you resume it.') : null, nextList)),
     h('h2', null, 'Run history'), h('div', {class: 'table-wrap', 'data-morph': 'children'}, runTable), runPager];
 }
 
@@ -1144,7 +1164,7 @@ async function keysPage() {
           } catch (e) {
             msg.replaceChildren(errorBox(e));
           }
-        }}, 'Revoke')))) : h('tr', null, h('td', {colspan: 8, class: 'empty'}, 'No keys.'))))]);
+        }}, 'Revoke')))) : h('tr', null, h('td', {colspan: 8, class: 'empty'}, 'No keys yet: create one above to call the API (Authorization: Bearer <key>) or to sign in here.'))))]);
   };
   const create = h('form', {class: 'filters', id: 'key-form', onsubmit: async (ev) => {
     ev.preventDefault();
@@ -1244,7 +1264,7 @@ async function auditPage() {
     h('thead', null, h('tr', null, ['At', 'Actor', 'Action', 'Target', 'Change'].map((t) => h('th', null, t)))),
     h('tbody', null, list.entries.length ? list.entries.map((e) => h('tr', null, h('td', null, fmtTime(e.at)), h('td', {class: 'id'}, e.actor),
       h('td', null, e.action), h('td', null, e.target_type, ' ', h('span', {class: 'id'}, e.target_id)),
-      h('td', {class: 'output'}, short(JSON.stringify(e.change), 300)))) : h('tr', null, h('td', {colspan: 5, class: 'empty'}, 'No entries match.'))));
+      h('td', {class: 'output'}, short(JSON.stringify(e.change), 300)))) : h('tr', null, h('td', {colspan: 5, class: 'empty'}, 'No entries match: widen the filters. Every change to a job, user or key is recorded here.'))));
   live() && mount(h('div', {class: 'bar'}, h('h1', null, 'Audit log')), filters, wrap(table), pager('#/audit', q, list.next_cursor), pageSize(q, 'audit-page-size'));
 }
 
@@ -1282,7 +1302,7 @@ function systemView(sys) {
     h('thead', null, h('tr', null, ['Worker (consumer)', 'State', 'Pending', 'Idle'].map((t) => h('th', null, t)))),
     h('tbody', null, sys.workers.length ? sys.workers.map((w) => h('tr', null,
       h('td', null, w.name), h('td', null, w.idle_ms < 30000 ? badge('live') : badge('gone')),
-      h('td', null, w.pending), h('td', null, fmtMS(w.idle_ms)))) : h('tr', null, h('td', {colspan: 4, class: 'empty'}, 'No workers have joined the group.'))));
+      h('td', null, w.pending), h('td', null, fmtMS(w.idle_ms)))) : h('tr', null, h('td', {colspan: 4, class: 'empty'}, 'No workers have joined the group: nothing will run until one does. make run starts two; else start bin/worker (docs/operations.md).'))));
 
   const ago = (iso) => new Date(sys.generated_at) - new Date(iso);
   const schedulers = h('table', {class: 'workers', id: 'schedulers'},
@@ -1290,7 +1310,7 @@ function systemView(sys) {
     h('tbody', null, sys.schedulers.length ? sys.schedulers.map((s) => h('tr', null,
       h('td', null, s.name), h('td', null, ago(s.last_seen) < 5000 ? badge('live') : badge('gone')),
       h('td', null, s.leader ? 'loader (lock holder)' : 'publisher'), h('td', null, fmtMS(ago(s.last_seen)) + ' ago')))
-      : h('tr', null, h('td', {colspan: 4, class: 'empty'}, 'No scheduler has reported in the last hour.'))));
+      : h('tr', null, h('td', {colspan: 4, class: 'empty'}, 'No scheduler has reported in the last hour: nothing is loaded or published until one runs. Start bin/scheduler (docs/operations.md).'))));
 
   return [cards,
     h('section', {class: 'chart'}, h('h2', null, 'Jobs due in the next hour, per minute'),

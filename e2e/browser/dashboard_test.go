@@ -178,6 +178,7 @@ func TestDashboard(t *testing.T) {
 		)
 	})
 
+	var failingURL string
 	t.Run("RetryAPermanentlyFailedRun", func(t *testing.T) {
 		// A ping of a path the dashboard does not serve answers 404: with
 		// no retries the first attempt ends permanently_failed.
@@ -198,6 +199,7 @@ func TestDashboard(t *testing.T) {
 			chromedp.Click(chromedp.CSS(`#runs tr.run[data-status="permanently_failed"] button.retry`)),
 			chromedp.WaitVisible(chromedp.CSS(`#runs tr.run[data-attempt="2"][data-status="permanently_failed"]`)),
 			shot(t, dir, "retried.png"),
+			location(&failingURL),
 		)
 	})
 
@@ -561,6 +563,33 @@ func TestDashboard(t *testing.T) {
 			}
 			if scroll > width {
 				t.Fatalf("%s at 390 px: the page is %d px wide, wider than the %d px viewport", route, scroll, width)
+			}
+		}
+		// On a phone the jobs list and a job's run history are cards: no
+		// table scrolls inside its box, every cell says its column, and a
+		// run's error is on screen in full.
+		if failingURL == "" {
+			t.Fatal("no failed job to look at: RetryAPermanentlyFailedRun failed")
+		}
+		for _, c := range []struct{ url, rows, shot string }{
+			{"#/jobs", "#jobs tbody tr[data-id]", "mobile-jobs-cards.png"},
+			{failingURL, "#runs tbody tr.run", "mobile-run-history.png"},
+		} {
+			var scrolling, unlabelled []string
+			var offscreen int
+			within(t, ctx, 20*time.Second,
+				chromedp.EmulateViewport(390, 844),
+				page(base, c.url),
+				chromedp.WaitVisible(chromedp.CSS(c.rows)),
+				chromedp.Sleep(300*time.Millisecond),
+				eval(`[...document.querySelectorAll('.table-wrap')].filter(w => w.scrollWidth > w.clientWidth + 1).map(w => w.innerHTML.slice(0, 80))`, &scrolling),
+				eval(`[...document.querySelectorAll('`+c.rows+` td')].filter(td => td.textContent.trim() && !td.dataset.label && !td.querySelector('input')).map(td => td.textContent.slice(0, 40))`, &unlabelled),
+				eval(`[...document.querySelectorAll('`+c.rows+` .error-text')].filter(e => { const r = e.getBoundingClientRect(); return r.right > window.innerWidth || r.left < 0; }).length`, &offscreen),
+				shot(t, dir, c.shot),
+			)
+			if len(scrolling) > 0 || len(unlabelled) > 0 || offscreen > 0 {
+				t.Fatalf("%s at 390 px: %d tables scroll sideways (%q), cells without their column's name %q, %d errors off screen",
+					c.url, len(scrolling), scrolling, unlabelled, offscreen)
 			}
 		}
 		within(t, ctx, 10*time.Second, chromedp.EmulateViewport(1280, 900))
