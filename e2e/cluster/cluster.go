@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 )
 
 // Options says what to start.
@@ -347,7 +348,32 @@ func (c *Cluster) Stop() {
 			_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+c.dbName+" WITH (FORCE)")
 			admin.Close(ctx)
 		}
+		c.dropKeys(ctx)
 	}
+}
+
+// dropKeys removes the cluster's Redis keys (its prefix), so that a test run
+// leaves nothing behind in the Redis it shares with others. Best effort: on
+// a Redis Cluster it reaches only the node the URL names.
+func (c *Cluster) dropKeys(ctx context.Context) {
+	opt, err := redis.ParseURL(c.opts.RedisURL)
+	if err != nil || c.RedisPrefix == "" {
+		return
+	}
+	// A Redis a fault test stopped costs one short dial, not retries.
+	opt.MaxRetries, opt.DialTimeout = -1, 2*time.Second
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	it := rdb.Scan(ctx, 0, c.RedisPrefix+":*", 1000).Iterator()
+	pipe := rdb.Pipeline()
+	for it.Next(ctx) {
+		// One key per UNLINK: the keys of a prefix span hash slots.
+		pipe.Unlink(ctx, it.Val())
+		if pipe.Len() >= 500 {
+			_, _ = pipe.Exec(ctx)
+		}
+	}
+	_, _ = pipe.Exec(ctx)
 }
 
 // Names lists the processes started so far.
