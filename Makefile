@@ -10,7 +10,7 @@ FUZZTIME ?= 50000x
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: build run test lint unit e2e fuzz clean chaos browser bench bench-quick bench-1m generate
+.PHONY: build run test lint modules unit e2e fuzz clean chaos containers browser bench bench-quick bench-1m generate
 
 ## build: compile bin/dashboard, bin/scheduler, bin/worker and the command line bin/tock
 build:
@@ -28,14 +28,21 @@ run: build
 
 ## test: gofmt, go vet, then every module's tests (unit, integration, end-to-end)
 test: lint
+	@echo "== tests: unit, integration, end-to-end and browser (about 7 minutes on 2 cores; a package prints ok when it passes)"
 	go run ./scripts/pgpeak -max 40 -- go test -count=1 -timeout 20m $(PKGS)
+
+## modules: fetch every module's dependencies from the Go module proxy, saying so first: on a fresh machine this takes a few minutes, which go vet and go test would otherwise spend silently
+modules:
+	@echo "== Go modules: fetched from the module proxy if missing (a few minutes on a fresh machine, nothing afterwards)"
+	@go mod download
 
 ## generate: copy the OpenAPI document the dashboard serves to sdk/go/openapi.json and generate the Go SDK's types from it (sdk/go/types_gen.go); `make test` fails while either is stale
 generate:
 	go generate ./services/dashboard/api/ ./sdk/go/
 
 ## lint: gofmt and go vet over every module
-lint:
+lint: modules
+	@echo "== gofmt and go vet"
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet $(PKGS)
 
@@ -65,6 +72,10 @@ fuzz:
 ## browser: the dashboard's pages in headless Chromium (/usr/bin/chromium) on the real services; TOCK_SCREENSHOTS_DIR keeps the PNGs
 browser:
 	go test -count=1 -v -timeout 10m ./e2e/browser/...
+
+## containers: build the dashboard, scheduler and worker images (deployments/Containerfile.runtime, FROM scratch around binaries built here) and run the spine test through them as containers, as docker-compose.yml runs them (podman with runc; installed when missing)
+containers:
+	bash scripts/dev/containers.sh
 
 ## chaos: the fault suite on private Postgres and Redis (kills, stalls and restarts under load, one row per fault), then the tenant isolation tests (hanging targets, a 100,000-job burst, aborts), one package at a time as they measure lateness
 chaos:

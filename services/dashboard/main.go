@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/tockhq/tock/pkg/probe"
 	"github.com/tockhq/tock/pkg/service"
 )
 
@@ -23,6 +24,8 @@ import (
 const gcPercent = 200
 
 func main() {
+	// `dashboard healthcheck`: a container's health check (see probe.RunCheck).
+	probe.RunCheck(os.Args, "127.0.0.1:9090")
 	service.SetGCPercent(gcPercent)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx)

@@ -9,9 +9,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/tockhq/tock/pkg/probe"
 )
 
 func main() {
+	// `scheduler healthcheck`: a container's health check (see probe.RunCheck).
+	probe.RunCheck(os.Args, "127.0.0.1:9091")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx); err != nil {

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/tockhq/tock/pkg/probe"
 	"github.com/tockhq/tock/pkg/service"
 )
 
@@ -25,6 +26,8 @@ import (
 const gcPercent = 400
 
 func main() {
+	// `worker healthcheck`: a container's health check (see probe.RunCheck).
+	probe.RunCheck(os.Args, "127.0.0.1:9092")
 	service.SetGCPercent(gcPercent)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
