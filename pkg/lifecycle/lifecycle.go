@@ -443,11 +443,16 @@ const maxLoadedRemoved = 10_000
 // it to a new generation (an edit, a pause, a cancel): those due from a
 // horizon ago up to its cursor (before.DueAt), or up to its final occurrence
 // once the loader found it. Their instants are recomputed from the schedule
-// within the loader's budget, at most maxLoadedRemoved. Best effort, as
-// removeStale: a worker drops any left behind as stale, but until then they
-// would count as due work on the System page and hold Redis memory (an
-// every-second job leaves some 600).
+// within the loader's units (not its time, so that a busy machine does not
+// cut the walk short), at most maxLoadedRemoved. Only a scheduled job has
+// any: the loader claims no other. Best effort, as removeStale: a worker
+// drops any left behind as stale, but until then they would count as due
+// work on the System page and hold Redis memory (an every-second job leaves
+// some 600).
 func (l *Jobs) removeLoaded(ctx context.Context, before *job.Job, now time.Time) {
+	if before.Status != job.StatusScheduled {
+		return
+	}
 	until := before.DueAt
 	if until.IsZero() {
 		if before.LastAt.IsZero() {
@@ -459,19 +464,27 @@ func (l *Jobs) removeLoaded(ctx context.Context, before *job.Job, now time.Time)
 	if !until.After(from) {
 		return
 	}
-	sched, err := schedule.FromJSONWithin(schedule.LoaderBudget(ctx), before.Schedule)
+	ctx, cancel := AfterCommit(ctx)
+	defer cancel()
+	sched, err := schedule.FromJSONWithin(schedule.NewBudget(ctx, schedule.LoaderUnits, 0), before.Schedule)
 	if err != nil {
 		return
 	}
+	// One routed occurrence, its instant set per step, as the loader plans
+	// them (the payload is read once, not per occurrence).
+	base := before.Occurrence(time.Time{})
 	var occs []job.Occurrence
 	for t, ok := sched.Next(from.Add(-time.Millisecond)); ok && t.Before(until) && len(occs) < maxLoadedRemoved; t, ok = sched.Next(t) {
-		occs = append(occs, before.Occurrence(t))
+		o := base
+		o.ScheduledFor = t
+		occs = append(occs, o)
+	}
+	if err := sched.Err(); err != nil {
+		l.log.Warn("remove_loaded_cut_short", zap.Stringer("job_id", before.ID), zap.Int("occurrences", len(occs)), zap.Error(err))
 	}
 	if len(occs) == 0 {
 		return
 	}
-	ctx, cancel := AfterCommit(ctx)
-	defer cancel()
 	if err := l.queue.Remove(ctx, occs); err != nil {
 		l.log.Warn("remove_loaded_failed", zap.Stringer("job_id", before.ID), zap.Int("occurrences", len(occs)), zap.Error(err))
 	}

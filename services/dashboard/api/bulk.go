@@ -375,6 +375,7 @@ func (s *Server) bulkOne(ctx context.Context, p access.Principal, action string,
 func bulkReason(err error) string {
 	var fe *job.FieldError
 	var re *store.RateError
+	var cr *store.CancelRefused
 	switch {
 	case err == nil:
 		return ""
@@ -382,6 +383,8 @@ func bulkReason(err error) string {
 		return "not found"
 	case errors.As(err, &re):
 		return rateMessage(re)
+	case errors.As(err, &cr):
+		return cr.Error()
 	case errors.As(err, &fe):
 		return fe.Error()
 	case errors.Is(err, job.ErrConflict):

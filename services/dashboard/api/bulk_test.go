@@ -94,6 +94,12 @@ func TestBulkActions(t *testing.T) {
 	}
 	require.Equal(t, 4, calls, "dry runs leave no entry")
 
+	// A job cancelled already is skipped, with its status as the reason.
+	again := decode[api.BulkResult](t, b.as(t, ann, http.MethodPost, "/api/v1/jobs:bulk", map[string]any{"action": "cancel", "ids": []string{mine[4].String()}}))
+	require.Zero(t, again.Changed)
+	require.Len(t, again.Skipped, 1)
+	require.Equal(t, "job is cancelled", again.Skipped[0].Reason)
+
 	// An administrator may name the owner; a user may not name another.
 	admin := decode[api.BulkResult](t, b.do(t, http.MethodPost, "/api/v1/jobs:bulk", map[string]any{"action": "pause", "filter": map[string]any{"owner": bob.id.String(), "label": "batch=b1"}}))
 	require.Equal(t, 1, admin.Changed)
