@@ -28,7 +28,7 @@ run: build
 
 ## test: gofmt, go vet, then every module's tests (unit, integration, end-to-end)
 test: lint
-	@echo "== tests: unit, integration, end-to-end and browser (about 7 minutes on 2 cores; a package prints ok when it passes)"
+	@echo "== tests: unit, integration, end-to-end and browser (about 8 minutes on 2 cores; a package prints ok when it passes)"
 	go run ./scripts/pgpeak -max 40 -- go test -count=1 -timeout 20m $(PKGS)
 
 ## modules: fetch every module's dependencies from the Go module proxy, saying so first: on a fresh machine this takes a few minutes, which go vet and go test would otherwise spend silently
