@@ -36,9 +36,11 @@ modules:
 	@echo "== Go modules: fetched from the module proxy if missing (a few minutes on a fresh machine, nothing afterwards)"
 	@go mod download
 
-## generate: copy the OpenAPI document the dashboard serves to sdk/go/openapi.json and generate the Go SDK's types from it (sdk/go/types_gen.go); `make test` fails while either is stale
+## generate: copy the OpenAPI document the dashboard serves to sdk/go/openapi.json and generate the clients' types from it (sdk/go/types_gen.go, sdk/typescript/src/schema.gen.ts, sdk/python/src/tock/types_gen.py); `make test` fails while any is stale
 generate:
 	go generate ./services/dashboard/api/ ./sdk/go/
+	python3 sdk/python/scripts/generate.py
+	cd sdk/typescript && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm run --silent generate
 
 ## lint: gofmt and go vet over every module
 lint: modules

@@ -1,0 +1,123 @@
+// The paths users depend on, against the real services. e2e/typescript_test.go
+// starts them (dashboard, scheduler, worker) and runs these tests with
+// TOCK_URL and TOCK_TOKEN (the admin token), and TOCK_LOSSY_URL, a proxy in
+// front of the dashboard that answers 503 in place of its first answer to
+// POST /api/v1/jobs.
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { setTimeout as delay } from "node:timers/promises";
+
+import { ForbiddenError, InvalidError, NotFoundError, Tock, UnauthorizedError } from "@tockhq/tock";
+
+const { TOCK_URL, TOCK_TOKEN, TOCK_LOSSY_URL } = process.env;
+const skip = !TOCK_URL || !TOCK_TOKEN ? "TOCK_URL and TOCK_TOKEN are unset: `go test -run TestTypeScript ./e2e/` sets them" : false;
+
+describe("against the real services", { skip }, () => {
+  const tock = new Tock({ baseUrl: TOCK_URL, token: TOCK_TOKEN });
+  // The dashboard's own health check stands in for the caller's endpoint.
+  const ping = (name, labels) => ({ name, type: "ping", delay: "1h", payload: { url: `${TOCK_URL}/healthz` }, labels });
+
+  async function collect(iterable) {
+    const out = [];
+    for await (const item of iterable) out.push(item);
+    return out;
+  }
+
+  test("create: the job runs, and its run is listed", async () => {
+    const job = await tock.jobs.create({ ...ping("runs now", { case: "ts-run" }), delay: "0s" });
+    assert.equal(job.status, "scheduled");
+    let runs = [];
+    for (const deadline = Date.now() + 30_000; runs.length === 0 && Date.now() < deadline; await delay(100)) {
+      runs = (await tock.runs.list({ job: job.id, status: "completed" })).runs;
+    }
+    assert.equal(runs.length, 1, "the job's run completes within 30 s");
+    assert.equal(runs[0].job_id, job.id);
+    assert.equal(runs[0].job_name, "runs now");
+    assert.equal(runs[0].attempt, 1);
+    const own = await collect(tock.jobs.allRuns(job.id));
+    assert.deepEqual(own.map((r) => r.id), [runs[0].id]);
+  });
+
+  test("runs across jobs and their stats", async () => {
+    const runs = await collect(tock.runs.all({ label: ["case=ts-run"], status: "completed" }));
+    assert.equal(runs.length, 1);
+    const stats = await tock.runs.stats({ group_by: "status" });
+    assert.equal(stats.group_by, "status");
+    const completed = stats.groups.find((g) => g.key === "completed");
+    assert.ok(completed && completed.count >= 1, JSON.stringify(stats.groups));
+  });
+
+  test("put by key creates, then replaces in place", async () => {
+    const spec = { ...ping("nightly"), delay: undefined, schedule: { cron: "0 3 * * *", timezone: "Europe/Berlin" } };
+    const first = await tock.jobs.put("ts-nightly", spec);
+    assert.equal(first.created, true);
+    const second = await tock.jobs.put("ts-nightly", { ...spec, schedule: { ...spec.schedule, cron: "0 4 * * *" } });
+    assert.equal(second.created, false);
+    assert.equal(second.job.id, first.job.id);
+    assert.equal(second.job.schedule.cron, "0 4 * * *");
+    const dry = await tock.jobs.putDryRun("ts-nightly", { ...spec, schedule: { ...spec.schedule, cron: "0 4 * * *" } });
+    assert.equal(dry.action, "unchanged");
+    assert.equal((await tock.jobs.getByKey("ts-nightly")).id, first.job.id);
+    await tock.jobs.cancelByKey("ts-nightly");
+    assert.equal((await tock.jobs.getByKey("ts-nightly")).status, "cancelled");
+  });
+
+  test("list by label, page after page", async () => {
+    const specs = Array.from({ length: 7 }, (_, i) => ping(`paged ${i}`, { case: "ts-paged" }));
+    const created = await tock.jobs.batch({ jobs: specs });
+    assert.equal(created.created, 7);
+    const first = await tock.jobs.list({ label: ["case=ts-paged"], limit: 3 });
+    assert.equal(first.jobs.length, 3);
+    assert.notEqual(first.next_cursor, "");
+    const all = await collect(tock.jobs.all({ label: ["case=ts-paged"], limit: 3 }));
+    assert.deepEqual(all.map((j) => j.id).sort(), [...created.ids].sort(), "three pages of at most 3, each job once");
+  });
+
+  test("a bulk dry run counts and changes nothing", async () => {
+    const res = await tock.jobs.bulk({ action: "pause", dry_run: true, filter: { label: ["case=ts-paged"] } });
+    assert.equal(res.dry_run, true);
+    assert.equal(res.matched, 7);
+    assert.equal(res.changed, 0);
+    for await (const job of tock.jobs.all({ label: ["case=ts-paged"] })) assert.equal(job.status, "scheduled");
+  });
+
+  test("a refusal is an InvalidError naming the field", async () => {
+    const bad = { ...ping("bad cron"), delay: undefined, schedule: { cron: "61 * * * *" } };
+    await assert.rejects(tock.jobs.create(bad), (e) => {
+      assert.ok(e instanceof InvalidError, String(e));
+      assert.equal(e.status, 400);
+      assert.equal(e.code, "invalid");
+      assert.equal(e.field, "schedule.cron");
+      assert.ok(e.message);
+      return true;
+    });
+    const noPayload = { name: "no payload", type: "ping", delay: "1h" };
+    await assert.rejects(tock.jobs.batch({ jobs: [ping("ok"), noPayload] }), (e) => e instanceof InvalidError && e.items[0].index === 1);
+    await assert.rejects(tock.jobs.get("0190c0de-0000-7000-8000-000000000000"), (e) => e instanceof NotFoundError && e.code === "not_found");
+  });
+
+  test("a read-only key reads, and its write is a ForbiddenError", async () => {
+    const me = await tock.me();
+    const ro = await tock.keys.create(me.id, { name: "ts wall screen", scopes: ["jobs:read", "runs:read"] });
+    assert.deepEqual(ro.scopes, ["jobs:read", "runs:read"]);
+    const reader = new Tock({ baseUrl: TOCK_URL, token: ro.key });
+    await reader.jobs.list({ limit: 1 });
+    await assert.rejects(reader.jobs.create(ping("read-only")), (e) => {
+      assert.ok(e instanceof ForbiddenError, String(e));
+      assert.equal(e.status, 403);
+      assert.equal(e.code, "forbidden");
+      assert.match(e.message, /jobs:write/);
+      return true;
+    });
+    await tock.keys.revoke(ro.id);
+    await assert.rejects(reader.me(), UnauthorizedError);
+  });
+
+  test("a create whose answer is lost behind a 503 is retried to exactly one job", { skip: !TOCK_LOSSY_URL && "TOCK_LOSSY_URL is unset" }, async () => {
+    const lossy = new Tock({ baseUrl: TOCK_LOSSY_URL, token: TOCK_TOKEN, retries: { attempts: 3, baseMs: 10, maxMs: 100 } });
+    const job = await lossy.jobs.create(ping("lost answer", { case: "ts-lost-answer" }));
+    // e2e/typescript_test.go checks that the proxy saw the same Idempotency-Key twice.
+    const jobs = await collect(tock.jobs.all({ label: ["case=ts-lost-answer"] }));
+    assert.deepEqual(jobs.map((j) => j.id), [job.id], "one job, not two");
+  });
+});
