@@ -157,14 +157,14 @@ func strict(b []byte, v any) error {
 
 // jobFlags are the job fields a command line may give, over -f's.
 type jobFlags struct {
-	file                                     string
-	name, typ, payload, url                  string
-	cron, rrule, every, at, tz               string
-	runAt, delay, runOn                      string
-	timeout, retention, history, expires, ov string
-	key, debounce, debounceWindow            string
-	priority, maxRetries                     int
-	labels                                   []string
+	file                                             string
+	name, typ, payload, url                          string
+	cron, rrule, every, at, tz                       string
+	runAt, delay, runOn                              string
+	timeout, retention, history, expires, jitter, ov string
+	key, debounce, debounceWindow                    string
+	priority, maxRetries                             int
+	labels                                           []string
 }
 
 // register adds the flags to cmd; create adds those only a new job has.
@@ -194,6 +194,7 @@ func (f *jobFlags) register(cmd *cobra.Command, create bool) {
 	fl.StringVar(&f.retention, "retention", "", "how long the finished job is kept (90d)")
 	fl.StringVar(&f.history, "history", "", "runs kept: all or failures")
 	fl.StringVar(&f.expires, "expires-after", "", "record an attempt that cannot start this late as expired (15m)")
+	fl.StringVar(&f.jitter, "jitter", "", "spread jobs due at the same time: each occurrence is due up to this much later, by an offset of the job's own (60s)")
 	fl.StringVar(&f.ov, "overlap", "", "recurring: allow, skip or buffer_one")
 	fl.StringArrayVar(&f.labels, "label", nil, "label key=value (repeatable; replaces the job's labels)")
 }
@@ -227,6 +228,7 @@ func (f *jobFlags) fields(cmd *cobra.Command, stdin io.Reader) (map[string]any, 
 	set("retention", "retention", f.retention)
 	set("history", "history", f.history)
 	set("expires-after", "expires_after", f.expires)
+	set("jitter", "jitter", f.jitter)
 	set("overlap", "overlap", f.ov)
 	if cmd.Flags().Changed("debounce") || cmd.Flags().Changed("debounce-window") {
 		d, _ := m["debounce"].(map[string]any)

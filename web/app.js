@@ -28,7 +28,7 @@ const FIELD_LABELS = {
   'schedule.every': 'Every', 'schedule.at': 'At', 'schedule.on': 'On', 'schedule.timezone': 'Time zone',
   'schedule.start_at': 'Starts', 'schedule.end_at': 'Ends', 'schedule.count': 'Count', 'schedule.misfire': 'Misfire policy',
   'schedule.misfire_max': 'Misfire bound', 'schedule.dst': 'Daylight saving', priority: 'Priority', max_retries: 'Max retries',
-  timeout: 'Timeout', retention: 'Retention', history: 'History', labels: 'Labels', key: 'Key', expires_after: 'Expires after',
+  timeout: 'Timeout', retention: 'Retention', history: 'History', labels: 'Labels', key: 'Key', expires_after: 'Expires after', jitter: 'Jitter',
   overlap: 'Overlap', notify: 'Alerts', 'notify.on': 'Alert events', 'notify.webhook.url': 'Alert webhook URL',
   'notify.slack': 'Alert Slack URL', 'notify.email': 'Alert addresses', owner: 'Owner', limits: 'Limits', ids: 'Jobs', filter: 'Filter',
   flow: 'Flow key', 'flow.key': 'Flow key', 'flow.concurrency': 'Flow concurrency', 'flow.rate': 'Flow rate',
@@ -802,6 +802,7 @@ function detailView(j, next, runs, ctl) {
     h('dt', null, 'Next run'), h('dd', {id: 'next-run'}, j.status === 'paused' ? 'none while paused: resume it to run again' : fmtTime(j.next_run_at)),
     h('dt', null, 'Retries, timeout, priority'), h('dd', null, `${j.max_retries}, ${j.timeout}, ${j.priority}`),
     j.expires_after ? [h('dt', null, 'Expires after'), h('dd', null, j.expires_after)] : null,
+    j.jitter ? [h('dt', null, 'Jitter'), h('dd', {id: 'jitter'}, `up to ${j.jitter} after each nominal time (the next run above includes it)`)] : null,
     j.flow ? [h('dt', null, 'Flow key'), h('dd', {id: 'flow'}, h('a', {href: '#/flows'}, j.flow.key),
       [j.flow.concurrency ? ` · ${j.flow.concurrency} at once` : '', j.flow.rate ? ` · ${j.flow.rate}` : ''].join(''))] : null,
     j.debounce ? [h('dt', null, 'Debounce'), h('dd', {id: 'debounce'}, `${j.debounce.key}, window ${j.debounce.window}`)] : null,
@@ -930,6 +931,7 @@ async function formPage(id) {
   const retries = text('max_retries', j ? j.max_retries : 3, {type: 'number', min: 0});
   const timeout = text('timeout', j ? j.timeout : '30s');
   const expires = text('expires_after', j ? j.expires_after : '', {placeholder: 'never; or 15m'});
+  const jitter = text('jitter', j ? j.jitter : '', {placeholder: 'none; or 60s'});
   const retention = text('retention', j ? j.retention : '', {placeholder: 'the default; or 90d'});
   const history = choice('history', [['all', 'all runs'], ['failures', 'failures, and the last 100 successes']], j ? j.history : 'all');
   const labels = h('textarea', {id: 'labels', name: 'labels', rows: 2, placeholder: 'customer=1234, plan=pro'});
@@ -998,6 +1000,7 @@ async function formPage(id) {
       b.overlap = overlap.value;
     }
     b.expires_after = expires.value.trim();
+    b.jitter = jitter.value.trim();
     b.retention = retention.value.trim();
     b.history = history.value;
     b.labels = parseLabels();
@@ -1062,7 +1065,7 @@ async function formPage(id) {
     try {
       const b = body();
       if (!j) {
-        for (const k of ['expires_after', 'retention']) if (!b[k]) delete b[k];
+        for (const k of ['expires_after', 'jitter', 'retention']) if (!b[k]) delete b[k];
         if (!b.notify.on.length) delete b.notify;
         if (!Object.keys(b.labels).length) delete b.labels;
         if (b.overlap === 'allow') delete b.overlap;
@@ -1085,10 +1088,11 @@ async function formPage(id) {
   h('fieldset', null, h('legend', null, 'When'),
     h('div', null, h('label', {class: 'inline'}, kindOneoff, ' One-off'), h('label', {class: 'inline'}, kindRecurring, ' Recurring')),
     oneoffBox, zoneRow, zones, recurringBox),
-  h('details', {open: !!j}, h('summary', null, 'Retries, timeout, priority, expiry'),
+  h('details', {open: !!j}, h('summary', null, 'Retries, timeout, priority, expiry, jitter'),
     row('Max retries', 'max_retries', retries), row('Timeout', 'timeout', timeout, 'a Go duration, 100ms to 1h'),
     row('Priority', 'priority', priority, 'higher first among jobs due at the same millisecond'),
-    row('Expires after', 'expires_after', expires, 'an attempt that cannot start this long after it was due is not run')),
+    row('Expires after', 'expires_after', expires, 'an attempt that cannot start this long after it was due is not run'),
+    row('Jitter', 'jitter', jitter, 'spreads jobs due at the same time: each run is due up to this much later, by an offset of its own')),
   h('details', {open: !!j}, h('summary', null, 'Labels, key, retention'),
     row('Labels', 'labels', labels, 'key=value pairs, comma separated'),
     row('Key', 'key', key, 'unique among your jobs that can still run'),

@@ -14,9 +14,12 @@ type Delivery struct {
 	JobID          string
 	IdempotencyKey string
 	ScheduledFor   time.Time
-	Attempt        int
-	Path           string
-	At             time.Time
+	// Nominal is X-Tock-Nominal-Time: a jittered occurrence's time before
+	// its jitter; zero when the request carried none.
+	Nominal time.Time
+	Attempt int
+	Path    string
+	At      time.Time
 	// TraceParent is the W3C traceparent the request carried: the attempt's
 	// span when the worker traces, empty otherwise.
 	TraceParent string
@@ -43,9 +46,10 @@ func (t *Target) serve(w http.ResponseWriter, r *http.Request) {
 	at := time.Now()
 	_, _ = io.Copy(io.Discard, r.Body)
 	sched, _ := time.Parse(time.RFC3339Nano, r.Header.Get("X-Tock-Scheduled-For"))
+	nominal, _ := time.Parse(time.RFC3339Nano, r.Header.Get("X-Tock-Nominal-Time"))
 	attempt, _ := strconv.Atoi(r.Header.Get("X-Tock-Attempt"))
 	d := Delivery{JobID: r.Header.Get("X-Tock-Job-Id"), IdempotencyKey: r.Header.Get("Idempotency-Key"),
-		ScheduledFor: sched, Attempt: attempt, Path: r.URL.Path, At: at, TraceParent: r.Header.Get("traceparent")}
+		ScheduledFor: sched, Nominal: nominal, Attempt: attempt, Path: r.URL.Path, At: at, TraceParent: r.Header.Get("traceparent")}
 	t.mu.Lock()
 	t.deliveries = append(t.deliveries, d)
 	t.mu.Unlock()

@@ -129,6 +129,14 @@ type Job struct {
 	// Debounce is the key that folds a burst of creates of one-off jobs
 	// into this one, and its window; nil for none.
 	Debounce *Debounce
+	// Jitter spreads jobs due at the same instant: each occurrence is due
+	// JitterOffset after its nominal time, an offset in [0, Jitter) chosen
+	// once for the job (NewJitterOffset) and kept while Jitter stays the
+	// same, so previews, retries and idempotency keys are stable. Both are
+	// zero for none. RunAt, DueAt and every occurrence's ScheduledFor are
+	// the jittered times: the API shows a one-off job's nominal time
+	// (NominalRunAt).
+	Jitter, JitterOffset time.Duration
 	// Secrets are the credentials of Payload and Notify (see
 	// jobtype.Spot), sealed by package secretbox as one JSON object from
 	// each one's fingerprint to its value; "" when they hold none. Payload
@@ -191,6 +199,10 @@ const (
 	MinExpiresAfter = time.Second
 	MaxExpiresAfter = 366 * 24 * time.Hour
 )
+
+// MaxJitter bounds a job's jitter: a recurring job's is also at most the
+// shortest gap between its occurrences.
+const MaxJitter = 24 * time.Hour
 
 // MaxKeyLen bounds a job's key, in characters.
 const MaxKeyLen = 200

@@ -143,7 +143,7 @@ var Fields = []*Field{
 		Example:    `"2035-03-01T09:00:00Z"`, Other: `"2035-03-02T10:30:00Z"`,
 		Timing:  true,
 		parse:   timingParse(func(t *timingInput, raw json.RawMessage) { t.runAt = raw }),
-		show:    func(j *job.Job, _ *ViewContext) (any, bool) { return Instant(j.RunAt), true },
+		show:    func(j *job.Job, _ *ViewContext) (any, bool) { return Instant(j.NominalRunAt()), true },
 		Columns: []Column{timeColumn("run_at", func(j *job.Job) *time.Time { return &j.RunAt })},
 	},
 	{
@@ -191,6 +191,36 @@ var Fields = []*Field{
 		Columns: []Column{{Name: "timezone", Read: "coalesce(timezone, 'UTC')",
 			value: func(j *job.Job) any { return nullZone(j.Timezone) },
 			scan:  func(j *job.Job) (any, func() error) { return &j.Timezone, nil }}},
+	},
+	{
+		Name:       "jitter",
+		Omittable:  true,
+		Schema:     `{"type": "string", "description": "Spreads jobs due at the same instant: each occurrence is due at its nominal time (run_at, or the schedule's) plus the job's offset, a stable pseudo-random duration in [0, jitter) chosen when the jitter is set and kept while it stays the same, so previews, retries and idempotency keys stay stable. Lateness is measured from the jittered time; deliveries carry it in ` + "`X-Tock-Scheduled-For` and the nominal time in `X-Tock-Nominal-Time`. A Go duration from `1ms` to `24h`; for a recurring job at most the shortest gap between its occurrences. Absent, or `\\\"\\\"`: none." + `", "example": "60s"}`,
+		ViewSchema: `{"type": "string", "description": "The job's jitter (Go duration text, such as ` + "`1m0s`); absent when none." + `"}`,
+		Default:    `""`, Example: `"60s"`, Other: `"5m"`,
+		parse: func(raw json.RawMessage, _ *parser) (applier, error) {
+			d, err := parseJitter(raw)
+			if err != nil {
+				return nil, err
+			}
+			return func(j *job.Job, a *applyState) error { return setJitter(j, d, a) }, nil
+		},
+		show: func(j *job.Job, _ *ViewContext) (any, bool) { return j.Jitter.String(), j.Jitter > 0 },
+		Columns: []Column{
+			msColumn("jitter_ms", "coalesce(jitter_ms, 0)", func(j *job.Job) *time.Duration { return &j.Jitter }, true),
+			// 0 is an offset too: NULL says the job has no jitter.
+			{Name: "jitter_offset_ms", Read: "coalesce(jitter_offset_ms, 0)",
+				value: func(j *job.Job) any {
+					if j.Jitter == 0 {
+						return nil
+					}
+					return j.JitterOffset.Milliseconds()
+				},
+				scan: func(j *job.Job) (any, func() error) {
+					var ms int64
+					return &ms, func() error { j.JitterOffset = time.Duration(ms) * time.Millisecond; return nil }
+				}},
+		},
 	},
 	{
 		Name:       "next_run_at",

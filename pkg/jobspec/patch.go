@@ -57,6 +57,7 @@ func rewind(j *job.Job, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("job %s: %w", j.ID, err)
 	}
+	sched = sched.Jittered(j.JitterOffset)
 	due, used := sched.Rewind(now.Add(-time.Millisecond), j.DueAt, j.LastAt, j.Occurrences)
 	if err := sched.Err(); err != nil {
 		return fmt.Errorf("job %s: rewind: %w", j.ID, err)

@@ -65,6 +65,10 @@ func (p *parser) timingStep() (applier, error) {
 			j.Generation++
 			a.timingChanged = true
 		}
+		if j.JitterOffset > 0 {
+			// next is in nominal times: the job's jitter moves them.
+			return replan(j, a.now)
+		}
 		return nil
 	}, nil
 }
@@ -206,7 +210,7 @@ func sameTiming(cur, next *job.Job, spec *timingSpec, b *schedule.Budget) bool {
 		if spec.Delay != "" {
 			return true
 		}
-		return cur.RunAt.Equal(next.RunAt) && zoneName(cur.Timezone) == zoneName(next.Timezone)
+		return cur.NominalRunAt().Equal(next.RunAt) && zoneName(cur.Timezone) == zoneName(next.Timezone)
 	}
 	var stored schedule.Spec
 	if json.Unmarshal(cur.Schedule, &stored) != nil {

@@ -354,6 +354,9 @@ func (e *emailExecutor) message(p EmailPayload, t Task) (*gomail.Msg, int, error
 	m.SetGenHeader(headerJobID, t.JobID.String())
 	m.SetGenHeader(headerScheduledFor, t.ScheduledFor.UTC().Format(scheduledForLayout))
 	m.SetGenHeader(headerAttempt, strconv.Itoa(t.Attempt))
+	if !t.Nominal.IsZero() {
+		m.SetGenHeader(headerNominalTime, t.Nominal.UTC().Format(scheduledForLayout))
+	}
 	switch {
 	case p.Text != "" && p.HTML != "":
 		m.SetBodyString(gomail.TypeTextPlain, p.Text)

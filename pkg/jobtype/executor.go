@@ -18,7 +18,11 @@ type Task struct {
 	Name         string
 	Type         job.Type
 	ScheduledFor time.Time
-	Attempt      int
+	// Nominal is the occurrence's time before its job's jitter moved it to
+	// ScheduledFor (sent as X-Tock-Nominal-Time); zero for a job without
+	// jitter, and for a triggered run, which is due when it is triggered.
+	Nominal time.Time
+	Attempt int
 	// Key is the occurrence's idempotency key, the same on every attempt.
 	Key     string
 	Payload json.RawMessage

@@ -39,6 +39,7 @@ const (
 	headerIdempotencyKey = "Idempotency-Key"
 	headerJobID          = "X-Tock-Job-Id"
 	headerScheduledFor   = "X-Tock-Scheduled-For"
+	headerNominalTime    = "X-Tock-Nominal-Time"
 	headerAttempt        = "X-Tock-Attempt"
 	headerUserAgent      = "User-Agent"
 )

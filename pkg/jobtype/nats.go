@@ -253,7 +253,9 @@ func tockHeaders(t Task) iter.Seq2[string, string] {
 	return func(yield func(string, string) bool) {
 		if !yield(headerIdempotencyKey, t.Key) || !yield(headerJobID, t.JobID.String()) ||
 			!yield(headerScheduledFor, t.ScheduledFor.UTC().Format(scheduledForLayout)) ||
-			!yield(headerAttempt, strconv.Itoa(t.Attempt)) || t.TraceParent == "" {
+			!yield(headerAttempt, strconv.Itoa(t.Attempt)) ||
+			!t.Nominal.IsZero() && !yield(headerNominalTime, t.Nominal.UTC().Format(scheduledForLayout)) ||
+			t.TraceParent == "" {
 			return
 		}
 		// Lower case, as W3C writes them: a broker's headers keep the case given.

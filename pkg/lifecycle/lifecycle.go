@@ -470,6 +470,7 @@ func (l *Jobs) removeLoaded(ctx context.Context, before *job.Job, now time.Time)
 	if err != nil {
 		return
 	}
+	sched = sched.Jittered(before.JitterOffset)
 	// One routed occurrence, its instant set per step, as the loader plans
 	// them (the payload is read once, not per occurrence).
 	base := before.Occurrence(time.Time{})

@@ -58,6 +58,17 @@ const (
 // Nothing following after is an empty Load. So is a budget that ran out, or
 // whatever the walk saw until then: the caller checks Err.
 func (s *Schedule) Load(after time.Time, used int) job.Load {
+	if s.offsetMs != 0 {
+		// The rule's own load, moved by the jitter offset's whole seconds
+		// (the rule fires on whole seconds, so that is the second each
+		// shifted occurrence falls in).
+		off := s.offsetMs / 1000
+		l := s.Jittered(0).Load(after.Add(-time.Duration(s.offsetMs)*time.Millisecond), used)
+		if off == 0 || l.Empty() {
+			return l
+		}
+		return shifted(job.Load{}, l.Hours, l.Minutes, l.Seconds, -off)
+	}
 	left := loadOccurrences
 	if c := s.spec.Count; c > 0 {
 		left = min(left, c-max(used, 0))

@@ -43,6 +43,10 @@ type Schedule struct {
 	hasEnd      bool
 	gapSkip     bool
 	overlapBoth bool
+	// offsetMs shifts every occurrence later by a job's jitter offset
+	// (Jittered): the rule, start_at and end_at are evaluated as written,
+	// and each instant they yield is then offsetMs later.
+	offsetMs int64
 }
 
 // Within returns the schedule bound to b: every evaluation spends from it,
@@ -50,6 +54,17 @@ type Schedule struct {
 func (s *Schedule) Within(b *Budget) *Schedule {
 	c := *s
 	c.budget = b
+	return &c
+}
+
+// Jittered returns the schedule with every occurrence moved later by
+// offset, a job's stable jitter offset: a whole shift, so the order of
+// occurrences, their count and the gaps between them stay as the rule says,
+// and every evaluation (Next, Load, Misfired, Rewind...) answers in the
+// shifted times.
+func (s *Schedule) Jittered(offset time.Duration) *Schedule {
+	c := *s
+	c.offsetMs = offset.Milliseconds()
 	return &c
 }
 
@@ -103,18 +118,18 @@ func (s *Schedule) Next(t time.Time) (time.Time, bool) {
 	}
 	lower := s.startMs - 1
 	if !t.Before(minStart) {
-		lower = max(lower, t.UnixMilli())
+		lower = max(lower, t.UnixMilli()-s.offsetMs)
 	}
 	sec, ok := s.next(lower)
 	if !ok {
 		return time.Time{}, false
 	}
-	return time.UnixMilli(sec * 1000).UTC(), true
+	return time.UnixMilli(sec*1000 + s.offsetMs).UTC(), true
 }
 
 // First returns the first occurrence at or after start_at.
 func (s *Schedule) First() (time.Time, bool) {
-	return s.Next(time.UnixMilli(s.startMs - 1))
+	return s.Next(time.UnixMilli(s.startMs - 1 + s.offsetMs))
 }
 
 // MaxUpcoming bounds the n of Upcoming.

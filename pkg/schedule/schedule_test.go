@@ -508,3 +508,46 @@ func TestPerHour(t *testing.T) {
 		})
 	}
 }
+
+// A jittered schedule is the rule's occurrences, each moved later by the
+// offset, whatever the evaluation: Next, First, Upcoming, Misfired, Load.
+func TestJitteredShiftsEveryOccurrence(t *testing.T) {
+	start := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	spec := schedule.Spec{Cron: "0 9 * * *", StartAt: &start}
+	sched, err := spec.Compile(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := 37*time.Second + 250*time.Millisecond
+	j := sched.Jittered(off)
+
+	first, _ := j.First()
+	if want := time.Date(2026, 11, 2, 9, 0, 37, 250e6, time.UTC); !first.Equal(want) {
+		t.Fatalf("First = %v, want %v", first, want)
+	}
+	// After the nominal time but before the shifted one: still that day's.
+	next, _ := j.Next(time.Date(2026, 11, 3, 9, 0, 10, 0, time.UTC))
+	if want := time.Date(2026, 11, 3, 9, 0, 37, 250e6, time.UTC); !next.Equal(want) {
+		t.Fatalf("Next = %v, want %v", next, want)
+	}
+	for i, at := range j.Upcoming(start, 3, 0) {
+		nominal := sched.Upcoming(start, 3, 0)[i]
+		if at.Sub(nominal) != off {
+			t.Fatalf("occurrence %d at %v, nominal %v: not moved by %v", i, at, nominal, off)
+		}
+	}
+	// A day late, run_once: superseded by the next shifted occurrence.
+	late := time.Date(2026, 11, 4, 9, 0, 40, 0, time.UTC)
+	if run, reason := j.Misfired(first.Add(24*time.Hour), late, time.Minute); run || reason != "superseded by 2026-11-04T09:00:37Z" {
+		t.Fatalf("Misfired = %v %q", run, reason)
+	}
+	l := j.Load(start, 0)
+	if l.Hours != 1<<9 || l.Minutes != 1 || l.Seconds != 1<<37 {
+		t.Fatalf("Load = %+v, want 09:00:37 only", l)
+	}
+	// An offset that crosses midnight folds onto the next hour and day.
+	l = sched.Jittered(15*time.Hour+30*time.Minute).Load(start, 0)
+	if l.Hours != 1<<0 || l.Minutes != 1<<30 || l.Seconds != 1 {
+		t.Fatalf("Load = %+v, want 00:30:00", l)
+	}
+}

@@ -54,6 +54,12 @@ type AttemptJob struct {
 	ExpiresAfter time.Duration
 	Overlap      job.Overlap
 	TraceParent  string
+	// RunAt is a one-off job's due time. Jittered says the job has a
+	// jitter, and JitterOffset how much later than their nominal times its
+	// occurrences are due.
+	RunAt        time.Time
+	Jittered     bool
+	JitterOffset time.Duration
 	// SigningSecret and PreviousSigningSecret are the owner's, opened;
 	// SigningErr says why they could not be (the operator key is not held).
 	SigningSecret, PreviousSigningSecret string
@@ -96,7 +102,7 @@ const fetchSQL = `WITH req AS (
 SELECT r.n, j.id IS NOT NULL, coalesce(j.status::text, ''), coalesce(j.generation, 0), coalesce(j.owner_id, r.job_id),
        coalesce(j.type, ''), coalesce(j.name, ''), j.payload, coalesce(j.timeout_ms, 0), coalesce(j.max_retries, 0),
        j.schedule, j.last_at, coalesce(j.history, 'all'), coalesce(j.expires_after_ms, 0), coalesce(j.overlap, ''),
-       j.notify, coalesce(j.trace_parent, ''), coalesce(j.secrets, ''),
+       j.notify, coalesce(j.trace_parent, ''), coalesce(j.secrets, ''), j.run_at, j.jitter_offset_ms,
        coalesce(u.signing_secret, ''),
        CASE WHEN u.previous_signing_until > $4 THEN coalesce(u.previous_signing_secret, '') ELSE '' END,
        coalesce(o.status::text, ''), CASE WHEN o.status = 'running' THEN o.lease_until END
@@ -104,11 +110,11 @@ FROM req r
 LEFT JOIN LATERAL (
     SELECT * FROM (
         SELECT id, status, generation, owner_id, type, name, payload, timeout_ms, max_retries, schedule, last_at, history,
-               expires_after_ms, overlap, notify, trace_parent, secrets
+               expires_after_ms, overlap, notify, trace_parent, secrets, run_at, jitter_offset_ms
         FROM jobs WHERE id = r.job_id AND due_hour = -1
         UNION ALL
         SELECT id, status, generation, owner_id, type, name, payload, timeout_ms, max_retries, schedule, last_at, history,
-               expires_after_ms, overlap, notify, trace_parent, secrets
+               expires_after_ms, overlap, notify, trace_parent, secrets, run_at, jitter_offset_ms
         FROM jobs WHERE id = r.job_id AND due_hour >= 0
     ) x LIMIT 1
 ) j ON true
@@ -185,11 +191,13 @@ func (s *Store) fetch(ctx context.Context, db querier, occs []job.Occurrence, no
 			generation           int32
 			expMS                int64
 			lastAt, leaseUntil   *time.Time
+			runAt                *time.Time
+			jitterMs             *int64
 			notify               []byte
 			signing, prevSigning string
 		)
 		if err := rows.Scan(&n, &found, &status, &generation, &aj.Owner, &typ, &aj.Name, &aj.Payload, &timeoutMS, &maxRetries,
-			&aj.Schedule, &lastAt, &history, &expMS, &overlap, &notify, &aj.TraceParent, &aj.Secrets,
+			&aj.Schedule, &lastAt, &history, &expMS, &overlap, &notify, &aj.TraceParent, &aj.Secrets, &runAt, &jitterMs,
 			&signing, &prevSigning, &outcome, &leaseUntil); err != nil {
 			return nil, fmt.Errorf("fetch attempts: %w", err)
 		}
@@ -210,6 +218,12 @@ func (s *Store) fetch(ctx context.Context, db querier, occs []job.Occurrence, no
 		aj.History, aj.ExpiresAfter, aj.Overlap = job.History(history), time.Duration(expMS)*time.Millisecond, job.Overlap(overlap)
 		if lastAt != nil {
 			aj.LastAt = lastAt.UTC()
+		}
+		if runAt != nil {
+			aj.RunAt = runAt.UTC()
+		}
+		if jitterMs != nil {
+			aj.Jittered, aj.JitterOffset = true, time.Duration(*jitterMs)*time.Millisecond
 		}
 		if len(notify) > 0 {
 			if err := json.Unmarshal(notify, &aj.Notify); err != nil {

@@ -224,7 +224,7 @@ const BackfillBatch = 300
 
 // unknownLoadsSQL finds the next recurring jobs that can still run and have
 // no load yet, through jobs_load_unknown.
-const unknownLoadsSQL = `SELECT id, generation, occurrences, schedule FROM jobs
+const unknownLoadsSQL = `SELECT id, generation, occurrences, schedule, coalesce(jitter_offset_ms, 0) FROM jobs
 WHERE load_seconds IS NULL AND schedule IS NOT NULL AND status IN ('scheduled', 'paused') AND id > $1
 ORDER BY id
 LIMIT $2`
@@ -251,6 +251,7 @@ func (s *Store) BackfillLoads(ctx context.Context, now time.Time) (filled, skipp
 		generation  int32
 		occurrences int
 		schedule    []byte
+		jitterMs    int64
 	}
 	after := uuid.Nil
 	for {
@@ -260,7 +261,7 @@ func (s *Store) BackfillLoads(ctx context.Context, now time.Time) (filled, skipp
 		}
 		batch, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
 			var x row
-			err := r.Scan(&x.id, &x.generation, &x.occurrences, &x.schedule)
+			err := r.Scan(&x.id, &x.generation, &x.occurrences, &x.schedule, &x.jitterMs)
 			return x, err
 		})
 		if err != nil {
@@ -279,7 +280,7 @@ func (s *Store) BackfillLoads(ctx context.Context, now time.Time) (filled, skipp
 			// starting up, a deadline would skip jobs at random, and the
 			// units bound the work of each as well.
 			b := schedule.NewBudget(ctx, schedule.RequestUnits, 0)
-			sched, err := schedule.FromJSONWithin(b, x.schedule)
+			sched, err := jitteredSchedule(b, x.schedule, x.jitterMs)
 			if err != nil {
 				skipped++
 				continue

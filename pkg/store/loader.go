@@ -33,14 +33,14 @@ func WindowHours(since, until time.Time) []int16 {
 // claimDueSQL locks the earliest unclaimed due jobs of the window. It filters
 // on due_hour = ANY($1), so Postgres prunes to the window's hour partitions
 // (TestClaimDue/PrunesToWindowPartitions shows the plan).
-const claimDueSQL = `SELECT id, due_hour, due_at, owner_id, priority, generation, occurrences, schedule, per_hour, ` + routeSQL + ` FROM jobs
+const claimDueSQL = `SELECT id, due_hour, due_at, owner_id, priority, generation, occurrences, schedule, per_hour, coalesce(jitter_offset_ms, 0), ` + routeSQL + ` FROM jobs
 WHERE due_hour = ANY($1) AND due_at >= $2 AND due_at < $3 AND status = 'scheduled'
 ORDER BY due_at
 LIMIT $4
 FOR UPDATE SKIP LOCKED`
 
 // claimJobSQL locks one job for loading right away (after a create or edit).
-const claimJobSQL = `SELECT id, due_hour, due_at, owner_id, priority, generation, occurrences, schedule, per_hour, ` + routeSQL + ` FROM jobs
+const claimJobSQL = `SELECT id, due_hour, due_at, owner_id, priority, generation, occurrences, schedule, per_hour, coalesce(jitter_offset_ms, 0), ` + routeSQL + ` FROM jobs
 WHERE id = $1 AND due_at < $2 AND status = 'scheduled'
 FOR UPDATE`
 
@@ -145,8 +145,10 @@ type claimRow struct {
 	occurrences int32
 	schedule    []byte
 	perHour     *int32
-	target      *string
-	flow        *string
+	// jitterMs is the job's jitter offset (job.Job.JitterOffset).
+	jitterMs int64
+	target   *string
+	flow     *string
 }
 
 // ClaimDue claims up to w.Limit jobs due in the window and passes their
@@ -218,7 +220,7 @@ func (s *Store) plan(ctx context.Context, tx pgx.Tx, rows pgx.Rows, w Window,
 	enqueue func(context.Context, []job.Occurrence) error) (Claimed, error) {
 	claimed, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (claimRow, error) {
 		var c claimRow
-		err := r.Scan(&c.id, &c.hour, &c.dueAt, &c.owner, &c.priority, &c.generation, &c.occurrences, &c.schedule, &c.perHour, &c.target, &c.flow)
+		err := r.Scan(&c.id, &c.hour, &c.dueAt, &c.owner, &c.priority, &c.generation, &c.occurrences, &c.schedule, &c.perHour, &c.jitterMs, &c.target, &c.flow)
 		c.dueAt = c.dueAt.UTC()
 		return c, err
 	})
@@ -319,7 +321,7 @@ type expansion struct {
 // planned twice, and the rest follows in the next round.
 func expand(ctx context.Context, c claimRow, base job.Occurrence, w Window) expansion {
 	e := expansion{used: c.occurrences}
-	sched, err := schedule.FromJSONWithin(schedule.LoaderBudget(ctx), c.schedule)
+	sched, err := jitteredSchedule(schedule.LoaderBudget(ctx), c.schedule, c.jitterMs)
 	if err != nil {
 		if errors.Is(err, schedule.ErrTooExpensive) || ctx.Err() != nil {
 			return e // try again next round
@@ -498,4 +500,14 @@ func insertSkipped(ctx context.Context, tx pgx.Tx, skipped []Skipped, owners map
 	}
 	_, err := tx.Exec(ctx, skipSQL, jobIDs, sched, ids, ownerIDs, now, reasons)
 	return err
+}
+
+// jitteredSchedule compiles a stored schedule within b, moved by the job's
+// jitter offset (ms): every cursor the store keeps is in jittered times.
+func jitteredSchedule(b *schedule.Budget, raw []byte, jitterMs int64) (*schedule.Schedule, error) {
+	sched, err := schedule.FromJSONWithin(b, raw)
+	if err != nil {
+		return nil, err
+	}
+	return sched.Jittered(time.Duration(jitterMs) * time.Millisecond), nil
 }

@@ -50,7 +50,7 @@ func (s *Store) LostRetries(ctx context.Context, limit int) ([]job.Occurrence, e
 
 // recurringSQL pages through scheduled recurring jobs with the last occurrence
 // that has a run, so their cursors can be moved back over what Redis held.
-const recurringSQL = `SELECT j.id, j.due_hour, j.due_at, j.last_at, j.occurrences, j.schedule,
+const recurringSQL = `SELECT j.id, j.due_hour, j.due_at, j.last_at, j.occurrences, j.schedule, coalesce(j.jitter_offset_ms, 0),
        (SELECT max(r.scheduled_for) FROM job_runs r WHERE r.job_id = j.id AND r.scheduled_for > $1)
 FROM jobs j
 WHERE j.schedule IS NOT NULL AND j.status = 'scheduled' AND j.id > $2
@@ -94,10 +94,11 @@ func (s *Store) rewindBatch(ctx context.Context, since time.Time, after uuid.UUI
 				due, lastAt, ran *time.Time
 				occurrences      int32
 				schedule         []byte
+				jitterMs         int64
 			}
 			recs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (rec, error) {
 				var x rec
-				err := r.Scan(&x.id, &x.hour, &x.due, &x.lastAt, &x.occurrences, &x.schedule, &x.ran)
+				err := r.Scan(&x.id, &x.hour, &x.due, &x.lastAt, &x.occurrences, &x.schedule, &x.jitterMs, &x.ran)
 				return x, err
 			})
 			if err != nil || len(recs) == 0 {
@@ -109,7 +110,7 @@ func (s *Store) rewindBatch(ctx context.Context, since time.Time, after uuid.UUI
 			for i, x := range recs {
 				ids[i], oldHours[i], counts[i], newHours[i] = x.id, x.hour, x.occurrences, x.hour
 				dues[i], lasts[i] = x.due, x.lastAt
-				sched, err := schedule.FromJSONWithin(schedule.LoaderBudget(ctx), x.schedule)
+				sched, err := jitteredSchedule(schedule.LoaderBudget(ctx), x.schedule, x.jitterMs)
 				if err != nil {
 					continue // left as it is; the loader reports it
 				}

@@ -457,6 +457,9 @@ type Job struct {
 	// The job's id, a time-ordered UUIDv7.
 	ID string `json:"id"`
 
+	// The job's jitter (Go duration text, such as `1m0s`); absent when none.
+	Jitter string `json:"jitter,omitempty"`
+
 	// The job's key, when it has one.
 	Key string `json:"key,omitempty"`
 
@@ -598,6 +601,17 @@ type JobPatch struct {
 	// newest 100 completed ones, so a job every second does not keep 86,400
 	// runs a day.
 	History *string `json:"history,omitempty"`
+
+	// Spreads jobs due at the same instant: each occurrence is due at its
+	// nominal time (run_at, or the schedule's) plus the job's offset, a
+	// stable pseudo-random duration in [0, jitter) chosen when the jitter is
+	// set and kept while it stays the same, so previews, retries and
+	// idempotency keys stay stable. Lateness is measured from the jittered
+	// time; deliveries carry it in `X-Tock-Scheduled-For` and the nominal
+	// time in `X-Tock-Nominal-Time`. A Go duration from `1ms` to `24h`; for a
+	// recurring job at most the shortest gap between its occurrences. Absent,
+	// or `""`: none.
+	Jitter *string `json:"jitter,omitempty"`
 
 	// The caller's own references on the job, at most 20 pairs: keys of
 	// `a-z`, `0-9`, `_`, `.` and `-` up to 63 long, values up to 200
@@ -754,6 +768,17 @@ type JobSpec struct {
 	// newest 100 completed ones, so a job every second does not keep 86,400
 	// runs a day.
 	History string `json:"history,omitempty"`
+
+	// Spreads jobs due at the same instant: each occurrence is due at its
+	// nominal time (run_at, or the schedule's) plus the job's offset, a
+	// stable pseudo-random duration in [0, jitter) chosen when the jitter is
+	// set and kept while it stays the same, so previews, retries and
+	// idempotency keys stay stable. Lateness is measured from the jittered
+	// time; deliveries carry it in `X-Tock-Scheduled-For` and the nominal
+	// time in `X-Tock-Nominal-Time`. A Go duration from `1ms` to `24h`; for a
+	// recurring job at most the shortest gap between its occurrences. Absent,
+	// or `""`: none.
+	Jitter string `json:"jitter,omitempty"`
 
 	// Your own name for the job, 1 to 200 characters without spaces, `/`,
 	// control characters or bidirectional formatting characters, unique among

@@ -104,7 +104,7 @@ func (r *runners) execute(ctx context.Context, it *item) {
 	w, aj, occ := r.w, it.job, it.msg.Occurrence
 	task := jobtype.Task{
 		JobID: occ.JobID, Owner: aj.Owner, Name: aj.Name, Type: aj.Type,
-		ScheduledFor: occ.ScheduledFor, Attempt: occ.Attempt, Key: occ.Key(), Payload: aj.Payload, Timeout: aj.Timeout,
+		ScheduledFor: occ.ScheduledFor, Nominal: nominal(aj, occ.ScheduledFor), Attempt: occ.Attempt, Key: occ.Key(), Payload: aj.Payload, Timeout: aj.Timeout,
 		SigningSecret: aj.SigningSecret, PreviousSigningSecret: aj.PreviousSigningSecret,
 	}
 	sctx := ctx

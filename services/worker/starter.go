@@ -401,10 +401,38 @@ func (s *starter) misfired(it *item, now time.Time) string {
 		s.w.Log.Warn("stored_schedule_unreadable", zap.String("job_id", occ.JobID.String()), zap.Error(err))
 		return ""
 	}
+	sched = sched.Jittered(it.job.JitterOffset)
 	if run, reason := sched.Misfired(occ.ScheduledFor, now, s.w.MisfireThreshold); !run && sched.Err() == nil {
 		return reason
 	}
 	// Judged to run, or too costly to judge (a catch_up bound of thousands
 	// on a dense rule): it runs, late, and says how late.
 	return ""
+}
+
+// nominal is the time the occurrence due at sf had before its job's
+// jitter moved it: sf less the job's offset, when sf is the job's run_at or
+// one of its schedule's occurrences; zero for a job without jitter, and
+// for a triggered run (due when it was triggered, not on the schedule).
+func nominal(aj *store.AttemptJob, sf time.Time) time.Time {
+	if !aj.Jittered {
+		return time.Time{}
+	}
+	n := sf.Add(-aj.JitterOffset)
+	if len(aj.Schedule) == 0 {
+		if sf.Equal(aj.RunAt) {
+			return n
+		}
+		return time.Time{}
+	}
+	// Units only: a deadline would drop the header of an attempt at
+	// random on a busy worker, and the stored rule was checked when stored.
+	sched, err := schedule.FromJSONWithin(schedule.NewBudget(context.Background(), misfireUnits, 0), aj.Schedule)
+	if err != nil {
+		return time.Time{}
+	}
+	if at, ok := sched.Next(n.Add(-time.Millisecond)); ok && at.Equal(n) {
+		return n
+	}
+	return time.Time{}
 }

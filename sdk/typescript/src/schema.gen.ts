@@ -1355,6 +1355,8 @@ export interface components {
              * @description The job's id, a time-ordered UUIDv7.
              */
             id: string;
+            /** @description The job's jitter (Go duration text, such as `1m0s`); absent when none. */
+            jitter?: string;
             /** @description The job's key, when it has one. */
             key?: string;
             /** @description The job's labels; `{}` when none. */
@@ -1493,6 +1495,12 @@ export interface components {
              */
             history?: "all" | "failures";
             /**
+             * @description Spreads jobs due at the same instant: each occurrence is due at its nominal time (run_at, or the schedule's) plus the job's offset, a stable pseudo-random duration in [0, jitter) chosen when the jitter is set and kept while it stays the same, so previews, retries and idempotency keys stay stable. Lateness is measured from the jittered time; deliveries carry it in `X-Tock-Scheduled-For` and the nominal time in `X-Tock-Nominal-Time`. A Go duration from `1ms` to `24h`; for a recurring job at most the shortest gap between its occurrences. Absent, or `""`: none.
+             * @default
+             * @example 60s
+             */
+            jitter?: string;
+            /**
              * @description The caller's own references on the job, at most 20 pairs: keys of `a-z`, `0-9`, `_`, `.` and `-` up to 63 long, values up to 200 characters, no control character (CR, LF, tab, ESC, C1) or bidirectional formatting character (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069). Filter with `GET /api/v1/jobs?label=key=value`. `{}` removes them.
              * @default {}
              * @example {
@@ -1607,6 +1615,12 @@ export interface components {
              * @enum {string}
              */
             history?: "all" | "failures";
+            /**
+             * @description Spreads jobs due at the same instant: each occurrence is due at its nominal time (run_at, or the schedule's) plus the job's offset, a stable pseudo-random duration in [0, jitter) chosen when the jitter is set and kept while it stays the same, so previews, retries and idempotency keys stay stable. Lateness is measured from the jittered time; deliveries carry it in `X-Tock-Scheduled-For` and the nominal time in `X-Tock-Nominal-Time`. A Go duration from `1ms` to `24h`; for a recurring job at most the shortest gap between its occurrences. Absent, or `""`: none.
+             * @default
+             * @example 60s
+             */
+            jitter?: string;
             /**
              * @description Your own name for the job, 1 to 200 characters without spaces, `/`, control characters or bidirectional formatting characters, unique among your jobs that can still run (scheduled or paused). `PUT /api/v1/jobs/by-key/{key}` creates or replaces the job that holds it.
              * @example nightly-report

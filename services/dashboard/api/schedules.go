@@ -72,7 +72,8 @@ func jobLocation(j *job.Job) *time.Location {
 	return loc
 }
 
-// upcoming returns up to n occurrences of j at or after now. A one-off job
+// upcoming returns up to n occurrences of j at or after now, each at its
+// due time (moved by the job's jitter offset). A one-off job
 // has its run_at while it is scheduled or paused. A recurring job has its
 // schedule's occurrences from now on, within what its count leaves, up to
 // its final occurrence once the loader has found it; none once the job has
@@ -96,6 +97,7 @@ func upcoming(b *schedule.Budget, j *job.Job, now time.Time, n int) ([]time.Time
 	if err != nil {
 		return nil, fmt.Errorf("job %s: %w", j.ID, err)
 	}
+	sched = sched.Jittered(j.JitterOffset)
 	used := 0
 	if sched.Count() > 0 {
 		used = j.Occurrences - loadedAhead(j, sched, now)

@@ -687,6 +687,10 @@ class Job:
     id: str
     """The job's id, a time-ordered UUIDv7."""
 
+    jitter: str | None = None
+    """The job's jitter (Go duration text, such as `1m0s`); absent when none.
+    """
+
     key: str | None = None
     """The job's key, when it has one."""
 
@@ -860,6 +864,18 @@ class JobPatch:
     period; `failures` keeps the runs that did not complete, and only the
     newest 100 completed ones, so a job every second does not keep 86,400
     runs a day.
+    """
+
+    jitter: str | None = None
+    """Spreads jobs due at the same instant: each occurrence is due at its
+    nominal time (run_at, or the schedule's) plus the job's offset, a stable
+    pseudo-random duration in [0, jitter) chosen when the jitter is set and
+    kept while it stays the same, so previews, retries and idempotency keys
+    stay stable. Lateness is measured from the jittered time; deliveries
+    carry it in `X-Tock-Scheduled-For` and the nominal time in
+    `X-Tock-Nominal-Time`. A Go duration from `1ms` to `24h`; for a
+    recurring job at most the shortest gap between its occurrences. Absent,
+    or `""`: none.
     """
 
     labels: dict[str, str] | None = None
@@ -1046,6 +1062,18 @@ class JobSpec:
     period; `failures` keeps the runs that did not complete, and only the
     newest 100 completed ones, so a job every second does not keep 86,400
     runs a day.
+    """
+
+    jitter: str | None = None
+    """Spreads jobs due at the same instant: each occurrence is due at its
+    nominal time (run_at, or the schedule's) plus the job's offset, a stable
+    pseudo-random duration in [0, jitter) chosen when the jitter is set and
+    kept while it stays the same, so previews, retries and idempotency keys
+    stay stable. Lateness is measured from the jittered time; deliveries
+    carry it in `X-Tock-Scheduled-For` and the nominal time in
+    `X-Tock-Nominal-Time`. A Go duration from `1ms` to `24h`; for a
+    recurring job at most the shortest gap between its occurrences. Absent,
+    or `""`: none.
     """
 
     key: str | None = None
