@@ -21,6 +21,11 @@ func parseJitter(raw json.RawMessage) (time.Duration, error) {
 	if err := decodeValue("jitter", raw, &s); err != nil {
 		return 0, err
 	}
+	return ParseJitter(s)
+}
+
+// ParseJitter reads a jitter's text as parseJitter does.
+func ParseJitter(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
@@ -77,7 +82,7 @@ func replan(j *job.Job, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if err := jitterFits(sched.Jittered(0), j.Jitter, now); err != nil {
+	if err := JitterFits(sched.Jittered(0), j.Jitter, now); err != nil {
 		return err
 	}
 	first, ok := sched.Next(now.Add(-time.Millisecond))
@@ -99,7 +104,7 @@ func checkJitterGap(j *job.Job, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	return jitterFits(sched.Jittered(0), j.Jitter, now)
+	return JitterFits(sched.Jittered(0), j.Jitter, now)
 }
 
 // jitteredSchedule compiles j's stored schedule, moved by its offset,
@@ -113,10 +118,10 @@ func jitteredSchedule(j *job.Job) (*schedule.Schedule, error) {
 	return sched.Jittered(j.JitterOffset), nil
 }
 
-// jitterFits checks that jitter is at most the shortest gap between the
+// JitterFits checks that jitter is at most the shortest gap between the
 // schedule's next occurrences (up to jitterGapSample of them): a jitter is
 // a spread within one period, not a move past the next occurrence.
-func jitterFits(sched *schedule.Schedule, jitter time.Duration, now time.Time) error {
+func JitterFits(sched *schedule.Schedule, jitter time.Duration, now time.Time) error {
 	prev, ok := sched.Next(now.Add(-time.Millisecond))
 	gap := time.Duration(0)
 	for i := 0; ok && i < jitterGapSample; i++ {

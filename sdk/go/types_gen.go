@@ -1134,6 +1134,12 @@ type PreviewRequest struct {
 	// `0s` runs at once.
 	Delay string `json:"delay,omitempty"`
 
+	// Checked as on a job (a Go duration from `1ms` to `24h`; for a recurring
+	// job at most the shortest gap between its occurrences). The times listed
+	// are nominal: a job's offset is drawn when it is created, and its own
+	// preview (`GET /api/v1/jobs/{id}/next`) shows them jittered.
+	Jitter string `json:"jitter,omitempty"`
+
 	// How many occurrences to list.
 	N int `json:"n,omitempty"`
 

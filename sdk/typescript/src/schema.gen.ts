@@ -1910,6 +1910,11 @@ export interface components {
              */
             delay?: string;
             /**
+             * @description Checked as on a job (a Go duration from `1ms` to `24h`; for a recurring job at most the shortest gap between its occurrences). The times listed are nominal: a job's offset is drawn when it is created, and its own preview (`GET /api/v1/jobs/{id}/next`) shows them jittered.
+             * @example 60s
+             */
+            jitter?: string;
+            /**
              * @description How many occurrences to list.
              * @default 10
              */

@@ -403,6 +403,8 @@ func TestPreviewSchedule(t *testing.T) {
 			{"TooManyN", map[string]any{"delay": "1m", "n": 101}, "n"},
 			{"JobFieldsAreUnknown", map[string]any{"delay": "1m", "name": "x"}, "name"},
 			{"UnknownNestedField", map[string]any{"schedule": map[string]any{"cron": "@daily", "tz": "UTC"}}, "schedule.tz"},
+			{"BadJitter", map[string]any{"delay": "1m", "jitter": "later"}, "jitter"},
+			{"JitterPastTheGap", map[string]any{"schedule": map[string]any{"cron": "@hourly"}, "jitter": "61m"}, "jitter"},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -411,6 +413,15 @@ func TestPreviewSchedule(t *testing.T) {
 				require.Equal(t, tc.field, e.Field, "message: %s", e.Message)
 			})
 		}
+	})
+
+	t.Run("JitterListsNominalTimes", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		list := decode[api.UpcomingList](t, b.do(t, http.MethodPost, "/api/v1/schedules/preview", map[string]any{
+			"schedule": map[string]any{"cron": "0 9 * * *", "start_at": "2030-01-01T00:00:00Z"}, "jitter": "60s", "n": 2}))
+		require.Equal(t, []api.Upcoming{{At: "2030-01-01T09:00:00Z", UTC: "2030-01-01T09:00:00Z"},
+			{At: "2030-01-02T09:00:00Z", UTC: "2030-01-02T09:00:00Z"}}, list.Next)
 	})
 
 	t.Run("NeedsToken", func(t *testing.T) {

@@ -136,6 +136,7 @@ type previewRequest struct {
 	RunOn    string         `json:"run_on"`
 	Timezone string         `json:"timezone"`
 	Schedule *schedule.Spec `json:"schedule"`
+	Jitter   string         `json:"jitter"`
 	N        *int           `json:"n"`
 }
 
@@ -200,6 +201,15 @@ func (r *previewRequest) preview(b *schedule.Budget, now time.Time, n int) ([]ti
 		if err := sched.Err(); err != nil {
 			return nil, nil, r.Schedule.BudgetError(err)
 		}
+		if r.Jitter != "" {
+			d, err := jobspec.ParseJitter(r.Jitter)
+			if err != nil {
+				return nil, nil, err
+			}
+			if err := jobspec.JitterFits(sched, d, now); err != nil {
+				return nil, nil, err
+			}
+		}
 		return times, sched.Location(), nil
 	}
 	loc := time.UTC
@@ -231,6 +241,11 @@ func (r *previewRequest) preview(b *schedule.Budget, now time.Time, n int) ([]ti
 		}
 		if at = day.UTC(); at.Before(now) {
 			return nil, nil, apierr.Invalid("run_on", "is in the past")
+		}
+	}
+	if r.Jitter != "" {
+		if _, err := jobspec.ParseJitter(r.Jitter); err != nil {
+			return nil, nil, err
 		}
 	}
 	return []time.Time{at}, loc, nil

@@ -1527,6 +1527,13 @@ class PreviewRequest:
     `0s` runs at once.
     """
 
+    jitter: str | None = None
+    """Checked as on a job (a Go duration from `1ms` to `24h`; for a recurring
+    job at most the shortest gap between its occurrences). The times listed
+    are nominal: a job's offset is drawn when it is created, and its own
+    preview (`GET /api/v1/jobs/{id}/next`) shows them jittered.
+    """
+
     n: int | None = None
     """How many occurrences to list."""
 
