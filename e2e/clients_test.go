@@ -2,13 +2,29 @@ package e2e
 
 import (
 	"bytes"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tockhq/tock/e2e/cluster"
 )
+
+// clientServices starts the services a client's tests run against (a
+// dashboard, a scheduler and a worker), and a proxy in front of the
+// dashboard that answers 503 in place of the first POST /api/v1/jobs's
+// answer. env tells the tests where: TOCK_URL, TOCK_TOKEN (the admin's)
+// and TOCK_LOSSY_URL.
+func clientServices(t *testing.T) (proxy *lossyProxy, env []string) {
+	c := start(t, cluster.Options{Schedulers: 1, Workers: 1})
+	proxy = newLossyProxy(t, c.APIURL, func(r *http.Request) bool {
+		return r.Method == http.MethodPost && r.URL.Path == "/api/v1/jobs"
+	})
+	return proxy, []string{"TOCK_URL=" + c.APIURL, "TOCK_TOKEN=" + c.Token, "TOCK_LOSSY_URL=" + proxy.URL}
+}
 
 // runTool runs name with args in dir, with env added to the test's own,
 // logging what it prints a line at a time as it comes, and how long it

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/tockhq/tock/e2e/cluster"
 )
 
 // TestPython runs the Python client's tests (sdk/python, python3 -m
@@ -28,11 +25,7 @@ func TestPython(t *testing.T) {
 	requirePython(t)
 	runPython(t, sdk, nil, "scripts/generate.py", "--check")
 
-	c := start(t, cluster.Options{Schedulers: 1, Workers: 1})
-	proxy := newLossyProxy(t, c.APIURL, func(r *http.Request) bool {
-		return r.Method == http.MethodPost && r.URL.Path == "/api/v1/jobs"
-	})
-	env := []string{"TOCK_URL=" + c.APIURL, "TOCK_TOKEN=" + c.Token, "TOCK_LOSSY_URL=" + proxy.URL}
+	proxy, env := clientServices(t)
 	// unittest reports on standard error. With the services up no test may
 	// skip: a skip means the environment did not reach the tests.
 	_, report := runPython(t, sdk, append(env, "PYTHONPATH="+filepath.Join(sdk, "src")),

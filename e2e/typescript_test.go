@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,8 +9,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/tockhq/tock/e2e/cluster"
 )
 
 // TestTypeScript runs the TypeScript SDK's tests (sdk/typescript, node's own
@@ -36,11 +33,7 @@ func TestTypeScript(t *testing.T) {
 	runNPM(t, sdk, nil, "npm", "run", "check-generated")
 	runNPM(t, sdk, nil, "npm", "run", "build")
 
-	c := start(t, cluster.Options{Schedulers: 1, Workers: 1})
-	proxy := newLossyProxy(t, c.APIURL, func(r *http.Request) bool {
-		return r.Method == http.MethodPost && r.URL.Path == "/api/v1/jobs"
-	})
-	env := []string{"TOCK_URL=" + c.APIURL, "TOCK_TOKEN=" + c.Token, "TOCK_LOSSY_URL=" + proxy.URL}
+	proxy, env := clientServices(t)
 	runNPM(t, sdk, env, "node", "--test", "--test-reporter=spec")
 
 	keys := proxy.tries("POST /api/v1/jobs")
