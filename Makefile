@@ -30,11 +30,14 @@ run: build
 test: lint
 	@echo "== tests: unit, integration, end-to-end and browser (about 8 minutes on 2 cores; a package prints ok when it passes)"
 	go run ./scripts/pgpeak -max 40 -- go test -count=1 -timeout 20m $(PKGS)
+	@echo "== the Helm chart: helm lint and template of three profiles, decoded strictly; every README setting through values"
+	cd deployments/helm/check && GOWORK=off go test -count=1 ./...
 
 ## modules: fetch every module's dependencies from the Go module proxy, saying so first: on a fresh machine this takes a few minutes, which go vet and go test would otherwise spend silently
 modules:
 	@echo "== Go modules: fetched from the module proxy if missing (a few minutes on a fresh machine, nothing afterwards)"
 	@go mod download
+	@cd deployments/helm/check && GOWORK=off go mod download
 
 ## generate: copy the OpenAPI document the dashboard serves to sdk/go/openapi.json and generate the clients' types from it (sdk/go/types_gen.go, sdk/typescript/src/schema.gen.ts, sdk/python/src/tock/types_gen.py); `make test` fails while any is stale
 generate:
@@ -42,11 +45,12 @@ generate:
 	python3 sdk/python/scripts/generate.py
 	cd sdk/typescript && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm run --silent generate
 
-## lint: gofmt and go vet over every module
+## lint: gofmt and go vet over every module (and the Helm chart's checks, a module of their own outside the workspace)
 lint: modules
 	@echo "== gofmt and go vet"
-	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $(MODULES) deployments/helm/check); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet $(PKGS)
+	cd deployments/helm/check && GOWORK=off go vet ./...
 
 ## unit: the fast tests only (no end-to-end)
 unit:

@@ -1,0 +1,2 @@
+// Package check holds the offline checks of tock's Helm chart.
+package check
