@@ -78,6 +78,10 @@ type applyState struct {
 	started bool
 	// timingChanged is set once the job's timing was replaced.
 	timingChanged bool
+	// jitterChanged is set once the job's jitter was replaced, and
+	// oldOffset is the offset it had (settleJitter).
+	jitterChanged bool
+	oldOffset     time.Duration
 }
 
 // Mode is what a request does to a job's fields.

@@ -543,9 +543,9 @@ func rerouted(j *job.Job, a *applyState) error {
 	}
 	j.Generation++
 	switch {
-	case j.Recurring() && !a.timingChanged:
+	case j.Recurring() && !a.timingChanged && !a.jitterChanged:
 		// Its loaded occurrences carry the old priority and generation:
-		// plan them again from now.
+		// plan them again from now (settleJitter does, with a new jitter).
 		return rewind(j, a.now)
 	case j.DueAt.IsZero() && !j.Recurring() && !a.started:
 		// Its member is in Redis under the old priority: load it again.

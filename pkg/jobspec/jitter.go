@@ -39,33 +39,43 @@ func ParseJitter(s string) (time.Duration, error) {
 	return d.Truncate(time.Millisecond), nil
 }
 
-// setJitter gives j the jitter d. A new jitter is a new offset, so the job
-// is planned again from now on a new generation: what Redis holds under
-// the old offset never runs.
+// setJitter gives j the jitter d, and a new offset: on an edit, a new
+// generation, so what Redis holds under the old offset never runs. The job
+// is planned with it once every field is set (settleJitter).
 func setJitter(j *job.Job, d time.Duration, a *applyState) error {
 	if d == j.Jitter {
 		return nil
 	}
-	nominal := j.NominalRunAt()
-	j.Jitter, j.JitterOffset = d, job.NewJitterOffset(d)
-	if !j.Recurring() {
-		if a.mode != Create && !a.timingChanged {
-			if a.started {
-				return fmt.Errorf("%w: a one-off job that has started cannot be rescheduled", job.ErrConflict)
-			}
-			j.Generation++
+	if !a.jitterChanged {
+		a.jitterChanged, a.oldOffset = true, j.JitterOffset
+	}
+	if a.mode != Create && !a.timingChanged {
+		if !j.Recurring() && a.started {
+			return fmt.Errorf("%w: a one-off job that has started cannot be rescheduled", job.ErrConflict)
 		}
-		j.RunAt = nominal
+		j.Generation++
+	}
+	j.Jitter, j.JitterOffset = d, job.NewJitterOffset(d)
+	return nil
+}
+
+// settleJitter plans j with its final jitter once a change has set every
+// field. A timing set by the change is in nominal times, and moves by the
+// offset (replan); a new jitter on the job's own timing moves it from the
+// old offset to the new one (rejitter).
+func settleJitter(j *job.Job, a *applyState) error {
+	planned := a.mode == Create || a.timingChanged
+	switch {
+	case planned && j.Jitter > 0:
 		return replan(j, a.now)
+	case planned || !a.jitterChanged:
+		return nil
+	case !j.Recurring():
+		j.RunAt = j.RunAt.Add(j.JitterOffset - a.oldOffset)
+		j.DueAt = j.RunAt
+		return nil
 	}
-	if a.mode == Create || a.timingChanged {
-		return replan(j, a.now)
-	}
-	j.Generation++
-	if err := checkJitterGap(j, a.now); err != nil {
-		return err
-	}
-	return rewind(j, a.now)
+	return rejitter(j, a)
 }
 
 // replan moves a timing just set in nominal times (a one-off job's RunAt;
@@ -78,13 +88,14 @@ func replan(j *job.Job, now time.Time) error {
 		j.DueAt = j.RunAt
 		return nil
 	}
-	sched, err := jitteredSchedule(j)
+	rule, err := storedRule(j)
 	if err != nil {
 		return err
 	}
-	if err := JitterFits(sched.Jittered(0), j.Jitter, now); err != nil {
+	if err := JitterFits(rule, j.Jitter, now); err != nil {
 		return err
 	}
+	sched := rule.Jittered(j.JitterOffset)
 	first, ok := sched.Next(now.Add(-time.Millisecond))
 	used := sched.UsedBefore(first)
 	load := sched.Load(now.Add(-time.Millisecond), used)
@@ -98,24 +109,47 @@ func replan(j *job.Job, now time.Time) error {
 	return nil
 }
 
-// checkJitterGap checks a recurring job's jitter against its schedule.
-func checkJitterGap(j *job.Job, now time.Time) error {
-	sched, err := jitteredSchedule(j)
+// rejitter moves a recurring job's plan from its old offset to its new one.
+// The rewind is done in nominal times: the occurrences handed out under the
+// old offset that were not due yet (nominal time after now less the old
+// offset) are planned again at their new times, each once, and count is
+// given back for them, so no occurrence runs twice or is lost, whichever
+// way the offset moved. One whose new time has passed runs at once, late.
+func rejitter(j *job.Job, a *applyState) error {
+	rule, err := storedRule(j)
 	if err != nil {
 		return err
 	}
-	return JitterFits(sched.Jittered(0), j.Jitter, now)
+	if err := JitterFits(rule, j.Jitter, a.now); err != nil {
+		return err
+	}
+	nominal := func(t time.Time) time.Time {
+		if t.IsZero() {
+			return t
+		}
+		return t.Add(-a.oldOffset)
+	}
+	next, used := rule.Rewind(a.now.Add(-a.oldOffset-time.Millisecond), nominal(j.DueAt), nominal(j.LastAt), j.Occurrences)
+	load := rule.Jittered(j.JitterOffset).Load(a.now.Add(-time.Millisecond), used)
+	if err := rule.Err(); err != nil {
+		return fmt.Errorf("job %s: rewind: %w", j.ID, err)
+	}
+	if !next.IsZero() {
+		next = next.Add(j.JitterOffset)
+	}
+	j.DueAt, j.Occurrences, j.LastAt, j.Load = next, used, time.Time{}, &load
+	return nil
 }
 
-// jitteredSchedule compiles j's stored schedule, moved by its offset,
-// within a request's units.
-func jitteredSchedule(j *job.Job) (*schedule.Schedule, error) {
+// storedRule compiles j's stored schedule as written, without its offset,
+// within a request's units: the rule was checked when it was stored.
+func storedRule(j *job.Job) (*schedule.Schedule, error) {
 	b := schedule.NewBudget(context.Background(), schedule.RequestUnits, 0)
 	sched, err := schedule.FromJSONWithin(b, j.Schedule)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: %w", j.ID, err)
 	}
-	return sched.Jittered(j.JitterOffset), nil
+	return sched, nil
 }
 
 // JitterFits checks that jitter is at most the shortest gap between the

@@ -106,6 +106,70 @@ func TestJitter(t *testing.T) {
 	})
 }
 
+// A new jitter on a job's own schedule moves its plan in nominal times:
+// the occurrences already due keep having run once, those handed out but
+// not due yet are planned again at their new times, count is given back
+// for them, and the load follows the new offset. A schedule and a jitter
+// changed together are checked against each other as they end up.
+func TestJitterEdits(t *testing.T) {
+	hourly := func(jitter string) *job.Job {
+		s := validSpec()
+		delete(s, "run_at")
+		s["schedule"] = map[string]any{"cron": "0 * * * *", "count": 3}
+		s["jitter"] = jitter
+		j, err := s.Build(owner, now, jobspec.DefaultLimits)
+		require.NoError(t, err)
+		return j
+	}
+	at := func(d time.Duration) time.Time { return now.Add(d) }
+	edit := func(j *job.Job, when time.Time, p spec) error {
+		r, err := jobspec.NewRequest(jobspec.Patch, p)
+		require.NoError(t, err)
+		c, err := r.Prepare(nil, j, when, jobspec.DefaultLimits)
+		if err != nil {
+			return err
+		}
+		return c.Apply(j, true)
+	}
+
+	t.Run("LargerOffsetRunsNothingTwice", func(t *testing.T) {
+		j := hourly("10m")
+		off := j.JitterOffset
+		// The loader handed out 14:00 (due 14:00+off) and moved on.
+		j.DueAt, j.Occurrences = at(time.Hour+off), 1
+		// Edited after 14:00+off: that occurrence ran.
+		when := at(off + time.Minute)
+		require.NoError(t, edit(j, when, spec{"jitter": "59m"}))
+		require.Equal(t, at(time.Hour+j.JitterOffset), j.DueAt, "15:00 next, at its new offset")
+		require.Equal(t, 1, j.Occurrences)
+		require.Equal(t, uint64(1)<<(j.JitterOffset/time.Second%60), j.Load.Seconds)
+	})
+	t.Run("HandedOutButNotDuePlannedAgain", func(t *testing.T) {
+		j := hourly("30m")
+		off := j.JitterOffset
+		j.DueAt, j.Occurrences = at(time.Hour+off), 1
+		// Edited before 14:00+off: 14:00 is planned again, its count given back.
+		when := at(off / 2)
+		require.NoError(t, edit(j, when, spec{"jitter": ""}))
+		require.Zero(t, j.JitterOffset)
+		// 14:00 with no offset is due: it runs at once, late, not never.
+		require.Equal(t, at(0), j.DueAt)
+		require.Equal(t, 0, j.Occurrences)
+		require.Equal(t, uint64(1), j.Load.Seconds)
+	})
+	t.Run("ScheduleAndJitterTogether", func(t *testing.T) {
+		j := hourly("30m")
+		require.NoError(t, edit(j, now, spec{"schedule": map[string]any{"cron": "* * * * *"}, "jitter": "30s"}))
+		require.Less(t, j.JitterOffset, 30*time.Second)
+		require.NoError(t, edit(j, now, spec{"schedule": map[string]any{"cron": "0 * * * *"}, "jitter": ""}))
+		require.Equal(t, now, j.DueAt)
+		err := edit(j, now, spec{"schedule": map[string]any{"cron": "* * * * *"}, "jitter": "2m"})
+		var fe *job.FieldError
+		require.True(t, errors.As(err, &fe), "%v", err)
+		require.Equal(t, "jitter", fe.Field)
+	})
+}
+
 // view is j as the API shows it, decoded.
 func view(t *testing.T, j *job.Job) map[string]any {
 	raw, err := json.Marshal(jobspec.NewView(j, jobspec.ViewContext{}))

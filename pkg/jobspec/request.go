@@ -326,6 +326,9 @@ func (c *Change) Apply(j *job.Job, started bool) error {
 			return err
 		}
 	}
+	if err := settleJitter(j, a); err != nil {
+		return err
+	}
 	if j.Overlap != "" && !j.Recurring() {
 		return invalid("overlap", "applies to recurring jobs only")
 	}
@@ -372,9 +375,9 @@ func (r *Request) With(name string, value any) (*Request, error) {
 }
 
 // debounceFields are what a debounced create brings to the pending job
-// that holds its key: its payload (and so its credentials), its timing and
+// that holds its key: its payload (and so its credentials), its timing, its jitter and
 // its debounce.
-var debounceFields = []string{"payload", "run_at", "delay", "run_on", "timezone", "debounce"}
+var debounceFields = []string{"payload", "run_at", "delay", "run_on", "timezone", "debounce", "jitter"}
 
 // Debounced returns the debounce a create or replace gives (nil for none)
 // and the request it runs as: one that gives no timing of its own runs the

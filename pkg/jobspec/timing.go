@@ -65,11 +65,7 @@ func (p *parser) timingStep() (applier, error) {
 			j.Generation++
 			a.timingChanged = true
 		}
-		if j.JitterOffset > 0 {
-			// next is in nominal times: the job's jitter moves them.
-			return replan(j, a.now)
-		}
-		return nil
+		return nil // in nominal times: settleJitter moves them by the job's jitter
 	}, nil
 }
 
