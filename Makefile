@@ -28,7 +28,7 @@ run: build
 
 ## test: gofmt, go vet, then every module's tests (unit, integration, end-to-end)
 test: lint
-	@echo "== tests: unit, integration, end-to-end and browser (about 8 minutes on 2 cores; a package prints ok when it passes)"
+	@echo "== tests: unit, integration, end-to-end and browser (about 9 minutes on 2 cores; a package prints ok when it passes)"
 	go run ./scripts/pgpeak -max 40 -- go test -count=1 -timeout 20m $(PKGS)
 	@echo "== the Helm chart: helm lint and template of three profiles, decoded strictly; every README setting through values"
 	cd deployments/helm/check && GOWORK=off go test -count=1 ./...
