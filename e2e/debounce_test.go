@@ -131,7 +131,7 @@ func TestDebounce(t *testing.T) {
 				var j struct {
 					ID string `json:"id"`
 				}
-				codes[i], _ = api.Do(ctx, "POST", "/api/v1/jobs", debouncedJob(url, "race", i, "1s"), &j)
+				codes[i], _ = api.Do(ctx, "POST", "/api/v1/jobs", debouncedJob(url, "race", i, "3s"), &j)
 				ids[i] = j.ID
 			}()
 		}

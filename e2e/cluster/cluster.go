@@ -28,17 +28,20 @@ import (
 
 // Options says what to start.
 type Options struct {
-	BinDir      string // holds dashboard, scheduler, worker; Build fills it
-	AdminURL    string // a Postgres URL with rights to CREATE DATABASE
-	RedisURL    string
-	Schedulers  int
-	Workers     int
-	Env         []string // extra KEY=VALUE for every service
-	WorkerEnv   []string // extra KEY=VALUE for workers only
-	LogDir      string   // service logs go here
-	AdminToken  string
-	KeepDB      bool
-	Logf        func(format string, args ...any)
+	BinDir     string // holds dashboard, scheduler, worker; Build fills it
+	AdminURL   string // a Postgres URL with rights to CREATE DATABASE
+	RedisURL   string
+	Schedulers int
+	Workers    int
+	Env        []string // extra KEY=VALUE for every service
+	WorkerEnv  []string // extra KEY=VALUE for workers only
+	LogDir     string   // service logs go here
+	AdminToken string
+	KeepDB     bool
+	Logf       func(format string, args ...any)
+	// StartupWait bounds each service's wait for /readyz (90 s by default:
+	// a dashboard migrates a fresh database first, slow while make test
+	// runs every package at once).
 	StartupWait time.Duration
 	// Pooler, host:port of a Postgres pooler in transaction mode
 	// (PgBouncer), puts it between the services and Postgres: their
@@ -111,7 +114,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		opts.AdminToken = "e2e-admin-token-0123456789"
 	}
 	if opts.StartupWait == 0 {
-		opts.StartupWait = 30 * time.Second
+		opts.StartupWait = 90 * time.Second
 	}
 	suffix := fmt.Sprintf("%d_%d", time.Now().UnixNano()%1e9, os.Getpid())
 	var key [32]byte
