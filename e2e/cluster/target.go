@@ -18,8 +18,10 @@ type Delivery struct {
 	// its jitter; zero when the request carried none.
 	Nominal time.Time
 	Attempt int
-	Path    string
-	At      time.Time
+	// Backfill is X-Tock-Backfill: a backfill queued the occurrence.
+	Backfill bool
+	Path     string
+	At       time.Time
 	// TraceParent is the W3C traceparent the request carried: the attempt's
 	// span when the worker traces, empty otherwise.
 	TraceParent string
@@ -27,7 +29,7 @@ type Delivery struct {
 
 // Target is a local HTTP server that records every delivery (a ledger) and
 // answers by path: /fail answers 500, /hang never answers within a job's
-// timeout, anything else 200.
+// timeout, /slow answers 200 after 300 ms, anything else 200 at once.
 type Target struct {
 	*httptest.Server
 	mu         sync.Mutex
@@ -49,7 +51,7 @@ func (t *Target) serve(w http.ResponseWriter, r *http.Request) {
 	nominal, _ := time.Parse(time.RFC3339Nano, r.Header.Get("X-Tock-Nominal-Time"))
 	attempt, _ := strconv.Atoi(r.Header.Get("X-Tock-Attempt"))
 	d := Delivery{JobID: r.Header.Get("X-Tock-Job-Id"), IdempotencyKey: r.Header.Get("Idempotency-Key"),
-		ScheduledFor: sched, Nominal: nominal, Attempt: attempt, Path: r.URL.Path, At: at, TraceParent: r.Header.Get("traceparent")}
+		ScheduledFor: sched, Nominal: nominal, Attempt: attempt, Backfill: r.Header.Get("X-Tock-Backfill") == "true", Path: r.URL.Path, At: at, TraceParent: r.Header.Get("traceparent")}
 	t.mu.Lock()
 	t.deliveries = append(t.deliveries, d)
 	t.mu.Unlock()
@@ -60,6 +62,9 @@ func (t *Target) serve(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/fail":
 		http.Error(w, "target says no", http.StatusInternalServerError)
+	case "/slow":
+		time.Sleep(300 * time.Millisecond)
+		w.WriteHeader(http.StatusOK)
 	case "/hang":
 		select {
 		case <-r.Context().Done():

@@ -37,6 +37,11 @@ type Occurrence struct {
 	// job's flow key), "" for none: it is also held back while that key is
 	// at its own limits.
 	Flow string
+	// Backfill is the backfill that queued the occurrence (a past one, run
+	// now at its owner's request), uuid.Nil for none: the worker runs it
+	// even though it is overdue, while the backfill is not cancelled, and
+	// tells the target (X-Tock-Backfill).
+	Backfill uuid.UUID
 }
 
 // Key is the occurrence's idempotency key, sent to targets as Idempotency-Key.
@@ -51,13 +56,18 @@ func (o Occurrence) Key() string {
 // equal score lexicographically, so the member starts with the priority
 // inverted into five digits: among occurrences due at the same millisecond,
 // the higher priority sorts first and is published first. The publisher's
-// script reads the last two parts (see pkg/queue).
+// script reads the parts after the generation (see pkg/queue). A
+// backfill's occurrence, always routed, has a ninth part, the backfill's
+// id as OwnerKey writes an owner, after its flow lane (empty for none).
 func (o Occurrence) Member() string {
 	m := fmt.Sprintf("%05d:%s:%d:%d:%d", MaxPriority-o.Priority, o.JobID, o.ScheduledFor.UnixMilli(), o.Attempt, o.Generation)
 	if o.Owner == uuid.Nil {
 		return m
 	}
 	m += ":" + OwnerKey(o.Owner) + ":" + o.Target
+	if o.Backfill != uuid.Nil {
+		return m + ":" + o.Flow + ":" + OwnerKey(o.Backfill)
+	}
 	if o.Flow != "" {
 		m += ":" + o.Flow
 	}
@@ -125,8 +135,8 @@ func (o Occurrence) Through(key string) Occurrence {
 // ParseMember decodes what Member encoded.
 func ParseMember(m string) (Occurrence, error) {
 	parts := strings.Split(m, ":")
-	if len(parts) != 5 && len(parts) != 7 && len(parts) != 8 {
-		return Occurrence{}, fmt.Errorf("parse member %q: want 5, 7 or 8 parts", m)
+	if len(parts) != 5 && len(parts) != 7 && len(parts) != 8 && len(parts) != 9 {
+		return Occurrence{}, fmt.Errorf("parse member %q: want 5, 7, 8 or 9 parts", m)
 	}
 	inv, err := strconv.Atoi(parts[0])
 	if err != nil || inv < 0 || inv > MaxPriority-MinPriority {
@@ -152,7 +162,17 @@ func ParseMember(m string) (Occurrence, error) {
 		return Occurrence{}, fmt.Errorf("parse member %q: bad generation", m)
 	}
 	o := Occurrence{JobID: id, ScheduledFor: time.UnixMilli(ms).UTC(), Attempt: attempt, Priority: MaxPriority - inv, Generation: gen}
-	if len(parts) == 8 {
+	if len(parts) == 9 {
+		raw, err := base64.RawURLEncoding.DecodeString(parts[8])
+		if err != nil || len(raw) != 16 {
+			return Occurrence{}, fmt.Errorf("parse member %q: bad backfill", m)
+		}
+		copy(o.Backfill[:], raw)
+		if o.Backfill == uuid.Nil {
+			return Occurrence{}, fmt.Errorf("parse member %q: bad backfill", m)
+		}
+	}
+	if len(parts) >= 8 && (len(parts) == 8 || parts[7] != "") {
 		if !validFlowLane(parts[7]) {
 			return Occurrence{}, fmt.Errorf("parse member %q: bad flow", m)
 		}

@@ -54,6 +54,25 @@ func TestOccurrence(t *testing.T) {
 		require.Equal(t, o.Next().Owner, o.Owner, "a retry keeps its route")
 	})
 
+	t.Run("BackfillMemberRoundTrips", func(t *testing.T) {
+		t.Parallel()
+		owner := uuid.MustParse("01890000-0000-7000-8000-00000000abcd")
+		for _, flow := range []string{"", "k"} {
+			o := job.Occurrence{JobID: job.NewID(), ScheduledFor: time.UnixMilli(1_700_000_000_000).UTC(), Attempt: 1, Generation: 2,
+				Backfill: job.NewID()}.Route(owner, []byte(`{"url":"https://example.com/hook"}`)).Through(flow)
+			parts := strings.Split(o.Member(), ":")
+			require.Len(t, parts, 9, o.Member())
+			require.Equal(t, job.OwnerKey(o.Backfill), parts[8])
+			got, err := job.ParseMember(o.Member())
+			require.NoError(t, err)
+			require.Equal(t, o, got)
+			require.Equal(t, o.Backfill, o.Next().Backfill, "a retry stays in its backfill")
+			require.Equal(t, job.Occurrence{JobID: o.JobID, ScheduledFor: o.ScheduledFor}.Key(), o.Key(), "the occurrence's own key")
+		}
+		_, err := job.ParseMember("00000:" + job.NewID().String() + ":1:1:0:AYkAAAAAcACAAAAAAACrzQ::" + ":" + job.OwnerKey(uuid.Nil))
+		require.Error(t, err)
+	})
+
 	t.Run("TargetKeyNamesTheHostAndPort", func(t *testing.T) {
 		t.Parallel()
 		require.Equal(t, job.TargetKey("https://api.example.com/a"), job.TargetKey("HTTPS://API.EXAMPLE.COM:443/b?c"))
@@ -161,6 +180,8 @@ func FuzzParseMember(f *testing.F) {
 		{JobID: id, ScheduledFor: time.UnixMilli(-1).UTC(), Attempt: 3, Priority: job.MaxPriority},
 		{JobID: id, ScheduledFor: time.UnixMilli(1_900_000_000_000).UTC(), Attempt: 2, Owner: id, Target: "0badc0de"},
 		{JobID: id, ScheduledFor: time.UnixMilli(1_900_000_000_000).UTC(), Attempt: 2, Owner: id},
+		{JobID: id, ScheduledFor: time.UnixMilli(1_900_000_000_000).UTC(), Attempt: 1, Owner: id, Backfill: id},
+		{JobID: id, ScheduledFor: time.UnixMilli(1_900_000_000_000).UTC(), Attempt: 1, Owner: id, Backfill: id, Flow: job.FlowLane(id, "k")},
 	} {
 		f.Add(o.Member())
 	}

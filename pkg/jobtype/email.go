@@ -357,6 +357,9 @@ func (e *emailExecutor) message(p EmailPayload, t Task) (*gomail.Msg, int, error
 	if !t.Nominal.IsZero() {
 		m.SetGenHeader(headerNominalTime, t.Nominal.UTC().Format(scheduledForLayout))
 	}
+	if t.Backfill {
+		m.SetGenHeader(headerBackfill, "true")
+	}
 	switch {
 	case p.Text != "" && p.HTML != "":
 		m.SetBodyString(gomail.TypeTextPlain, p.Text)

@@ -23,6 +23,9 @@ type Task struct {
 	// jitter, and for a triggered run, which is due when it is triggered.
 	Nominal time.Time
 	Attempt int
+	// Backfill says a backfill queued the occurrence, past due, at its
+	// owner's request (sent as X-Tock-Backfill: true).
+	Backfill bool
 	// Key is the occurrence's idempotency key, the same on every attempt.
 	Key     string
 	Payload json.RawMessage

@@ -40,6 +40,7 @@ const (
 	headerJobID          = "X-Tock-Job-Id"
 	headerScheduledFor   = "X-Tock-Scheduled-For"
 	headerNominalTime    = "X-Tock-Nominal-Time"
+	headerBackfill       = "X-Tock-Backfill"
 	headerAttempt        = "X-Tock-Attempt"
 	headerUserAgent      = "User-Agent"
 )

@@ -255,6 +255,7 @@ func tockHeaders(t Task) iter.Seq2[string, string] {
 			!yield(headerScheduledFor, t.ScheduledFor.UTC().Format(scheduledForLayout)) ||
 			!yield(headerAttempt, strconv.Itoa(t.Attempt)) ||
 			!t.Nominal.IsZero() && !yield(headerNominalTime, t.Nominal.UTC().Format(scheduledForLayout)) ||
+			t.Backfill && !yield(headerBackfill, "true") ||
 			t.TraceParent == "" {
 			return
 		}

@@ -318,7 +318,8 @@ end
 -- lanes returns a member's owner lane, host lane (nil if none) and flow
 -- lane (nil if none); nil for a member without a route. A member without a
 -- flow key (the common case) is matched once; one prefetchMembers matched
--- already is not matched again.
+-- already is not matched again. A backfill's member has a ninth part after
+-- its flow lane (empty for none): the backfill, which routes nothing.
 local lanesc = {}
 local function lanes(m)
   local c = lanesc[m]
@@ -327,8 +328,12 @@ local function lanes(m)
   local f = nil
   if not o then
     o, h, f = string.match(m, '^[^:]*:[^:]*:[^:]*:[^:]*:[^:]*:([^:]+):([^:]*):([^:]+)$')
-    if not o then return nil, nil, nil end
-    f = 'f:' .. f
+    if not o then
+      o, h, f = string.match(m, '^[^:]*:[^:]*:[^:]*:[^:]*:[^:]*:([^:]+):([^:]*):([^:]*):[^:]+$')
+      if not o then return nil, nil, nil end
+      if f == '' then f = nil end
+    end
+    if f then f = 'f:' .. f end
   end
   if h == '' then return 'o:' .. o, nil, f end
   return 'o:' .. o, 'h:' .. h, f

@@ -91,6 +91,34 @@ func TestFairDispatch(t *testing.T) {
 		})
 	})
 
+	t.Run("ABackfillsOccurrencesTakeTheirOwnersLanes", func(t *testing.T) {
+		t.Parallel()
+		onBothRedis(t, func(t *testing.T, b *bundle) {
+			// A backfill's members carry a ninth part: they are held at
+			// their owner's cap like any other, with or without a flow key.
+			occs := routedRun(ownerA, "0000000a", 4, 10*time.Millisecond)
+			for i := range occs {
+				occs[i].Backfill = uuid.MustParse("01900000-0000-7000-8000-0000000000bf")
+			}
+			occs[0] = occs[0].Through("k")
+			b.setFlow(t, queue.FlowLimits{Lane: occs[0].Flow, Concurrency: 1})
+			b.enqueue(t, append(occs, routed(ownerB, "0000000b", base))...)
+			p, err := b.q.Publish(b.ctx, 100, base, queue.Caps{Owner: 2, Host: 100})
+			require.NoError(t, err)
+			require.Equal(t, 3, p.Sent)
+			require.Equal(t, 2, p.Held)
+			require.Equal(t, 2, b.inflight(t, laneA))
+			var backfilled int
+			for _, o := range b.streamOccurrences(t) {
+				if o.Backfill != uuid.Nil {
+					backfilled++
+				}
+			}
+			require.Equal(t, 2, backfilled, "A's first two, their backfill kept")
+			require.Equal(t, queue.FlowState{InFlight: 1}, b.flowState(t, occs[0].Flow), "the flow lane read from a backfill's member")
+		})
+	})
+
 	t.Run("MarksTheEntriesThatTakeALanesLastPlace", func(t *testing.T) {
 		t.Parallel()
 		onBothRedis(t, func(t *testing.T, b *bundle) {

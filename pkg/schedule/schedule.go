@@ -68,6 +68,16 @@ func (s *Schedule) Jittered(offset time.Duration) *Schedule {
 	return &c
 }
 
+// Unbounded returns the schedule without its start_at and end_at: its rule
+// in its time zone, from 1970 on, as a backfill walks a past range its
+// owner names (which may lie before the job was created). An RRULE has no
+// occurrence before its DTSTART all the same.
+func (s *Schedule) Unbounded() *Schedule {
+	c := *s
+	c.startMs, c.hasEnd = minStart.UnixMilli(), false
+	return &c
+}
+
 // Err says why an evaluation answered "no occurrence" when the answer is not
 // that none exists: ErrTooExpensive, or the budget's context's error. It is
 // nil for a schedule without a budget of its own.

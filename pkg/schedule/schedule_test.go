@@ -199,6 +199,21 @@ func TestBounds(t *testing.T) {
 		require.Equal(t, first, next)
 	})
 
+	t.Run("UnboundedWalksTheRuleBeforeStartAndAfterEnd", func(t *testing.T) {
+		t.Parallel()
+		end := start.Add(2 * time.Hour)
+		s := compile(t, schedule.Spec{Cron: "0 * * * *", StartAt: &start, EndAt: &end, Timezone: "Europe/Berlin"}).Unbounded()
+		next, ok := s.Next(time.Date(2026, 4, 30, 0, 0, 0, 0, time.UTC))
+		require.True(t, ok)
+		require.Equal(t, utc(t, "2026-04-30T01:00:00Z"), next, "the rule, before start_at")
+		next, ok = s.Next(end.Add(time.Hour))
+		require.True(t, ok)
+		require.Equal(t, utc(t, "2026-05-01T14:00:00Z"), next, "and after end_at")
+		next, ok = s.Jittered(1500 * time.Millisecond).Next(time.Date(2026, 4, 30, 0, 0, 0, 0, time.UTC))
+		require.True(t, ok)
+		require.Equal(t, utc(t, "2026-04-30T00:00:01.5Z"), next, "jittered too")
+	})
+
 	t.Run("StartAtIsInclusive", func(t *testing.T) {
 		t.Parallel()
 		at := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)

@@ -37,6 +37,8 @@ const eraseUserSQL = `WITH owned AS (
     DELETE FROM job_keys WHERE owner_id = $1
 ), debounced AS (
     DELETE FROM debounces WHERE owner_id = $1
+), backfilled AS (
+    DELETE FROM backfills WHERE owner_id = $1
 ), jobs AS (
     DELETE FROM jobs WHERE owner_id = $1 RETURNING 1
 ), keys AS (

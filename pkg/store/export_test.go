@@ -100,3 +100,15 @@ func (s *Store) FinishRunsPlan(ctx context.Context, results []Result, now time.T
 }
 
 var errRolledBack = errors.New("rolled back")
+
+// RunBackfill is the backfill_id of one attempt's run row (uuid.Nil for
+// none).
+func (s *Store) RunBackfill(ctx context.Context, jobID uuid.UUID, scheduledFor time.Time, attempt int) (uuid.UUID, error) {
+	var id *uuid.UUID
+	err := s.pool.QueryRow(ctx, `SELECT backfill_id FROM job_runs WHERE job_id = $1 AND scheduled_for = $2 AND attempt = $3`,
+		jobID, scheduledFor, attempt).Scan(&id)
+	if err != nil || id == nil {
+		return uuid.Nil, err
+	}
+	return *id, nil
+}

@@ -11,14 +11,16 @@ const finishedStatuses = `('completed', 'permanently_failed', 'cancelled', 'expi
 
 // goneWithJobsSQL continues a WITH whose CTE gone deleted jobs (returning
 // id, owner_id, labels, key and debounce): it deletes their runs (CTE runs,
-// one row each, for counting), their job_keys and debounces rows and their
-// job_labels rows.
+// one row each, for counting), their job_keys, debounces and backfills
+// rows and their job_labels rows.
 const goneWithJobsSQL = `), runs AS (
     DELETE FROM job_runs WHERE job_id = ANY(ARRAY(SELECT id FROM gone)) RETURNING 1
 ), keys AS (
     DELETE FROM job_keys k USING gone g WHERE k.owner_id = g.owner_id AND k.key = g.key AND k.job_id = g.id
 ), debounced AS (
     DELETE FROM debounces d USING gone g WHERE d.owner_id = g.owner_id AND d.key = g.debounce->>'key' AND d.job_id = g.id
+), backfilled AS (
+    DELETE FROM backfills b USING gone g WHERE b.job_id = g.id
 ), labels AS (
     DELETE FROM job_labels l USING gone g, jsonb_each_text(g.labels) e
     WHERE l.owner_id = g.owner_id AND l.key = e.key AND l.value = e.value AND l.job_id = g.id

@@ -119,6 +119,28 @@ UPDATE jobs_idle j SET status = e.status, updated_at = $12
 FROM ending e
 WHERE j.ctid = e.ctid`
 
+// finishBackfillRunsSQL is finishRunsSQL for a batch that holds a
+// backfill's outcomes: each row also names its backfill ($14, uuid.Nil for
+// none). The hot statement stays as it was for every other batch.
+var finishBackfillRunsSQL = mustReplace(finishRunsSQL,
+	"$13::integer[])", "$13::integer[], $14::uuid[])",
+	"started_at, throttled_ms)", "started_at, throttled_ms, backfill_id)",
+	"error, throttled_ms)", "error, throttled_ms, backfill_id)",
+	"nullif(throttled_ms, 0)", "nullif(throttled_ms, 0), nullif(backfill_id, '00000000-0000-0000-0000-000000000000')",
+	"throttled_ms = EXCLUDED.throttled_ms", "throttled_ms = EXCLUDED.throttled_ms, backfill_id = EXCLUDED.backfill_id")
+
+// mustReplace replaces each old of pairs (old, new, ...) in s, each found
+// exactly once.
+func mustReplace(s string, pairs ...string) string {
+	for i := 0; i < len(pairs); i += 2 {
+		if strings.Count(s, pairs[i]) != 1 {
+			panic(fmt.Sprintf("store: %q is not in the statement exactly once", pairs[i]))
+		}
+		s = strings.Replace(s, pairs[i], pairs[i+1], 1)
+	}
+	return s
+}
+
 // trimRunsSQL deletes, for each job of $1 (jobs that keep only failures),
 // up to $3 of its completed runs older than its newest $2. It runs just
 // before finishRunsSQL, in the same transaction, so the batch's own
@@ -153,9 +175,13 @@ func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time)
 		return nil
 	}
 	args, trim, ending := finishArgs(results, now)
+	sql := finishRunsSQL
+	if backfills := backfillArg(results); backfills != nil {
+		sql, args = finishBackfillRunsSQL, append(args, backfills)
+	}
 	var ended int64
 	if len(trim) == 0 {
-		tag, err := s.pool.Exec(ctx, finishRunsSQL, args...)
+		tag, err := s.pool.Exec(ctx, sql, args...)
 		if err != nil {
 			return fmt.Errorf("finish runs: %w", translate(err))
 		}
@@ -164,7 +190,7 @@ func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time)
 		// One round trip, one implicit transaction: a batch ends with one Sync.
 		b := &pgx.Batch{}
 		b.Queue(trimRunsSQL, trim, job.KeptSuccesses, trimBatch)
-		b.Queue(finishRunsSQL, args...)
+		b.Queue(sql, args...)
 		br := s.pool.SendBatch(ctx, b)
 		_, err := br.Exec()
 		var tag pgconn.CommandTag
@@ -213,6 +239,20 @@ func finishArgs(results []Result, now time.Time) (args []any, trim []uuid.UUID, 
 		}
 	}
 	return []any{jobIDs, sched, attempts, statuses, finished, outputs, errs, ids, owners, dues, started, now, throttled}, trim, ending
+}
+
+// backfillArg is the backfill of each of results, nil when none has one.
+func backfillArg(results []Result) []uuid.UUID {
+	var out []uuid.UUID
+	for i, r := range results {
+		if r.Occurrence.Backfill != uuid.Nil && out == nil {
+			out = make([]uuid.UUID, len(results))
+		}
+		if out != nil {
+			out[i] = results[i].Occurrence.Backfill
+		}
+	}
+	return out
 }
 
 // endsJob says whether r's outcome should end its job: the occurrence

@@ -33,9 +33,10 @@ type AbortedAttempt struct {
 type AuditEntry struct {
 	// One of `job.create`, `job.create_batch`, `job.update`, `job.debounce`,
 	// `job.pause`, `job.resume`, `job.cancel`, `job.trigger`, `job.retry`,
-	// `job.abort`, `job.purge`, `job.bulk`, `user.create`, `user.update`,
-	// `user.disable`, `user.enable`, `user.erase`, `key.create`,
-	// `key.revoke`, `user.rotate_signing_secret` or `dead_letters`.
+	// `job.abort`, `job.purge`, `job.bulk`, `job.backfill`, `user.create`,
+	// `user.update`, `user.disable`, `user.enable`, `user.erase`,
+	// `key.create`, `key.revoke`, `user.rotate_signing_secret`,
+	// `dead_letters`, `backfill.cancel`, `flow.put` or `flow.delete`.
 	Action string `json:"action"`
 
 	// The user who made it.
@@ -55,7 +56,7 @@ type AuditEntry struct {
 	// The job, user or key changed.
 	TargetID string `json:"target_id"`
 
-	// One of `job`, `user`, `key`, `batch` or `bulk`.
+	// One of `job`, `user`, `key`, `batch`, `bulk`, `flow` or `backfill`.
 	TargetType string `json:"target_type"`
 }
 
@@ -66,6 +67,88 @@ type AuditList struct {
 
 	// Pass as `cursor` for the next page; empty on the last page.
 	NextCursor string `json:"next_cursor"`
+}
+
+// Backfill is the API's Backfill schema. A backfill and its progress.
+type Backfill struct {
+	// Those queued that completed.
+	Completed int `json:"completed"`
+
+	// When it was started.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Those left alone because they had a run already.
+	Existing int `json:"existing"`
+
+	// Those queued that failed permanently, expired or were aborted.
+	Failed int `json:"failed"`
+
+	// When it completed or was cancelled; null while it runs.
+	FinishedAt *time.Time `json:"finished_at"`
+
+	// The range's start (included).
+	From time.Time `json:"from"`
+
+	// The backfill's id.
+	ID string `json:"id"`
+
+	// The job backfilled.
+	JobID string `json:"job_id"`
+
+	// The overlap policy its occurrences run under. One of `allow`, `skip` or
+	// `buffer_one`.
+	Overlap string `json:"overlap"`
+
+	// Those queued so far.
+	Queued int `json:"queued"`
+
+	// Why it was cancelled; absent otherwise.
+	Reason string `json:"reason,omitempty"`
+
+	// Those not reached yet: `total - existing - queued`.
+	Remaining int `json:"remaining"`
+
+	// Those queued whose final outcome is not recorded yet.
+	Running int `json:"running"`
+
+	// Those queued that were skipped (overlap).
+	Skipped int `json:"skipped"`
+
+	// `running` until every occurrence of the range was queued and ended
+	// (`completed`), or it was cancelled: by a `DELETE`, or because its job
+	// ended or was deleted (`reason` says which). One of `running`,
+	// `completed` or `cancelled`.
+	Status string `json:"status"`
+
+	// The range's end (excluded).
+	To time.Time `json:"to"`
+
+	// The occurrences whose nominal times fall in the range.
+	Total int `json:"total"`
+}
+
+// BackfillList is the API's BackfillList schema. A job's backfills, newest
+// first.
+type BackfillList struct {
+	Backfills []Backfill `json:"backfills"`
+}
+
+// BackfillRequest is the API's BackfillRequest schema. A past range of a
+// recurring job's schedule to run.
+type BackfillRequest struct {
+	// The range's start (included): an RFC 3339 instant.
+	From time.Time `json:"from"`
+
+	// How the backfill's occurrences run beside each other and the job's own:
+	// `allow` several at once (up to half the owner's cap on attempts in
+	// flight), `skip` and `buffer_one` one at a time, an occurrence whose
+	// turn comes while one of the job's own runs is skipped (recorded
+	// `skipped`) or waits. Absent: the job's own policy.
+	Overlap string `json:"overlap,omitempty"`
+
+	// The range's end (excluded): an RFC 3339 instant after `from`, not in
+	// the future.
+	To time.Time `json:"to"`
 }
 
 // BatchCreated is the API's BatchCreated schema. Every job was created, or,

@@ -17,7 +17,8 @@ import (
 )
 
 // Leader competes for the loader lock and, while it holds it, runs the loader,
-// the reconciler, partition upkeep, retention and statistics upkeep. The lock is refreshed every third of its
+// the reconciler, partition upkeep, retention, statistics upkeep and the
+// backfills. The lock is refreshed every third of its
 // TTL; the first refresh that fails ends the leadership at once, cancelling any
 // round in flight (its claim transaction rolls back).
 type Leader struct {
@@ -27,6 +28,9 @@ type Leader struct {
 	log    *zap.Logger
 	clock  func() time.Time
 	cfg    Config
+	// caps are the caps on attempts in flight the publishers apply (nil:
+	// none known), which bound a backfill's window.
+	caps func() queue.Caps
 	// metrics counts the occurrences the loader claims.
 	metrics *metrics.Scheduler
 	// tracer makes a span per loader round that claimed something; nil
@@ -134,6 +138,8 @@ func (l *Leader) lead(parent context.Context, lock *redislock.Lock) {
 	defer analyze.Stop()
 	orphans := time.NewTicker(dashboardCheck)
 	defer orphans.Stop()
+	backfill := time.NewTimer(0)
+	defer backfill.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -151,6 +157,12 @@ func (l *Leader) lead(parent context.Context, lock *redislock.Lock) {
 			l.analyze(ctx)
 		case <-orphans.C:
 			l.adoptOrphans(ctx)
+		case <-backfill.C:
+			if l.backfill(ctx) {
+				backfill.Reset(backfillBusy)
+			} else {
+				backfill.Reset(backfillIdle)
+			}
 		}
 	}
 }

@@ -43,6 +43,7 @@ func run(ctx context.Context) error {
 	// A publisher per shard: each sleeps until its own shard's next due time,
 	// and records the caps on attempts in flight that caps works out.
 	caps := NewCapsWatcher(q, cfg.MaxRunning, cfg.MaxRunningPerHost, cfg.LendIdle, log.Named("caps"), time.Now)
+	leader.caps = caps.Caps
 	pubs := make([]*Publisher, len(q.Shards()))
 	for i, sq := range q.Shards() {
 		pubs[i] = &Publisher{queue: sq, log: log.Named("publisher").With(zap.Int("shard", i)), batch: cfg.PublishBatch, tick: cfg.PublishTick, lead: cfg.PublishLead,

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/codes"
 	"go.uber.org/zap"
 
@@ -105,6 +106,7 @@ func (r *runners) execute(ctx context.Context, it *item) {
 	task := jobtype.Task{
 		JobID: occ.JobID, Owner: aj.Owner, Name: aj.Name, Type: aj.Type,
 		ScheduledFor: occ.ScheduledFor, Nominal: nominal(aj, occ.ScheduledFor), Attempt: occ.Attempt, Key: occ.Key(), Payload: aj.Payload, Timeout: aj.Timeout,
+		Backfill:      occ.Backfill != uuid.Nil,
 		SigningSecret: aj.SigningSecret, PreviousSigningSecret: aj.PreviousSigningSecret,
 	}
 	sctx := ctx

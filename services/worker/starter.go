@@ -144,9 +144,51 @@ func (s *starter) startAll(ctx context.Context, batches []batch) {
 				s.w.Log.Warn("end_jobs_failed", zap.Int("jobs", len(unended)), zap.String("code", pgCode(err)))
 			}
 		}
+		leasing, dropped := s.backfilled(ctx, leasing)
+		settle = append(settle, dropped...)
 		settle = append(settle, s.lease(ctx, leasing)...)
 	}
 	s.comp.settleAll(settle)
+}
+
+// backfilled reads the backfills of the attempts among items that a
+// backfill queued (one read, only for a batch that holds one), and drops
+// those of a backfill cancelled or gone, returning the others, each to run
+// under its backfill's overlap policy, and those dropped. Should the read
+// fail, the backfill's attempts are left pending, to be reclaimed.
+func (s *starter) backfilled(ctx context.Context, items []*item) (run, settle []*item) {
+	var ids []uuid.UUID
+	for _, it := range items {
+		if b := it.msg.Occurrence.Backfill; b != uuid.Nil && !slices.Contains(ids, b) {
+			ids = append(ids, b)
+		}
+	}
+	if len(ids) == 0 {
+		return items, nil
+	}
+	states, err := s.w.Store.BackfillStates(ctx, ids)
+	for _, it := range items {
+		b := it.msg.Occurrence.Backfill
+		switch {
+		case b == uuid.Nil:
+			run = append(run, it)
+		case err != nil:
+			it.action = leave
+			settle = append(settle, it)
+		case !states[b].Running:
+			s.w.Log.Info("entry_dropped_backfill_not_running", zap.String("job_id", it.msg.Occurrence.JobID.String()),
+				zap.String("backfill_id", b.String()))
+			it.action, it.dropped = ack, true
+			settle = append(settle, it)
+		default:
+			it.overlap = states[b].Overlap
+			run = append(run, it)
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		s.w.Log.Warn("backfill_states_failed", zap.Int("backfills", len(ids)), zap.String("code", pgCode(err)))
+	}
+	return run, settle
 }
 
 // awaitRetries fetches again, in place, once their transactions end, the
@@ -266,6 +308,9 @@ func (s *starter) lease(ctx context.Context, items []*item) []*item {
 			it.startedAt, it.run = at, job.NewID()
 			it.leaseUntil = at.Add(it.job.Timeout + s.w.LeaseMargin)
 			overlap := it.job.Overlap
+			if it.overlap != "" {
+				overlap = it.overlap // its backfill's
+			}
 			if occ.Attempt > 1 || overlap == job.OverlapAllow {
 				overlap = "" // a retry is not held back
 			}
@@ -387,9 +432,10 @@ const (
 
 // misfired applies a recurring job's misfire policy to a first attempt that
 // starts later than the threshold, and returns why it must be skipped, or "".
+// A backfill's attempt is overdue by design: it runs.
 func (s *starter) misfired(it *item, now time.Time) string {
 	occ := it.msg.Occurrence
-	if len(it.job.Schedule) == 0 || occ.Attempt != 1 || now.Sub(occ.ScheduledFor) <= s.w.MisfireThreshold {
+	if len(it.job.Schedule) == 0 || occ.Attempt != 1 || occ.Backfill != uuid.Nil || now.Sub(occ.ScheduledFor) <= s.w.MisfireThreshold {
 		return ""
 	}
 	if it.job.LastAt.Equal(occ.ScheduledFor) {

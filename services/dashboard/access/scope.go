@@ -124,7 +124,8 @@ func neededScope(method, path string) Scopes {
 		return canJobsWrite
 	case path == "/api/v1/schedules/preview":
 		return canJobsRead
-	case strings.HasPrefix(path, "/api/v1/jobs"):
+	case strings.HasPrefix(path, "/api/v1/jobs"), strings.HasPrefix(path, "/api/v1/backfills"):
+		// A backfill runs a job's past occurrences: read and started with it.
 		if read {
 			return canJobsRead
 		}
