@@ -19,6 +19,7 @@ func (a *app) jobsCmd() *cobra.Command {
 		a.jobActionCmd("trigger", "Run a job once now, besides its schedule"),
 		a.jobActionCmd("cancel", "Cancel a job: a one-off that has not started, a recurring one at any time"),
 		a.jobActionCmd("retry", "Run one more attempt, now, of the latest permanently failed occurrence"),
+		a.jobsBackfillCmd(), a.jobsBackfillsCmd(),
 	)
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -330,6 +331,52 @@ jobs:
 		require.Equal(t, 0, r.code, r.err)
 		require.Len(t, strings.Split(strings.TrimSpace(r.out), "\n"), 4, "a header and three rows")
 	})
+}
+
+// TestCLIBackfill drives the backfill commands on the real services: tock
+// jobs backfill --wait follows three past occurrences of an hourly job until
+// they completed and exits 0, each delivered once as a backfill; jobs
+// backfills lists it, backfills get shows it, cancelling it once completed
+// is refused (exit 1), and a range in the future is refused with its field.
+func TestCLIBackfill(t *testing.T) {
+	c := start(t, cluster.Options{Schedulers: 1, Workers: 1})
+	target := cluster.NewTarget()
+	defer target.Close()
+	ctx := t.Context()
+	_, _, token := newUser(t, c.API(), "backfiller")
+	j, err := tock.New(c.APIURL, token).Jobs.Create(ctx, tock.JobSpec{Name: "hourly", Type: "webhook",
+		Schedule: &tock.Schedule{Cron: "0 * * * *"}, Payload: tock.WebhookPayload{URL: target.URL + "/hourly"}})
+	require.NoError(t, err)
+	from := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
+	to := from.Add(3 * time.Hour)
+
+	r := cli(t, c, token, "jobs", "backfill", j.ID, "--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339), "--wait")
+	require.Equal(t, 0, r.code, r.err)
+	require.Contains(t, r.out, "running: 0 queued")
+	require.Contains(t, r.out, "completed: 3 queued, 3 completed, 0 failed, 0 skipped of 3 (0 ran before, 0 remaining)")
+	ds := cluster.ForJob(target.Deliveries(), j.ID)
+	require.Len(t, ds, 3)
+	for _, d := range ds {
+		require.True(t, d.Backfill, "X-Tock-Backfill")
+		require.True(t, !d.ScheduledFor.Before(from) && d.ScheduledFor.Before(to), "due %s", d.ScheduledFor)
+	}
+
+	r = cli(t, c, token, "jobs", "backfills", j.ID, "-o", "json")
+	require.Equal(t, 0, r.code, r.err)
+	var list tock.BackfillList
+	require.NoError(t, json.Unmarshal([]byte(r.out), &list))
+	require.Len(t, list.Backfills, 1)
+	id := list.Backfills[0].ID
+	require.Contains(t, cli(t, c, token, "backfills", "get", id).out, "status:    completed\n")
+
+	r = cli(t, c, token, "backfills", "cancel", id)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.err, "completed already")
+	require.Equal(t, 3, cli(t, c, token, "backfills", "get", "0190c0de-0000-7000-8000-000000000000").code)
+
+	r = cli(t, c, token, "jobs", "backfill", j.ID, "--from", from.Format(time.RFC3339), "--to", time.Now().Add(time.Hour).Format(time.RFC3339))
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.err, "field: to")
 }
 
 // newUser adds a user with a key as the admin, returning the user's API

@@ -34,12 +34,13 @@ type Client struct {
 	agent string
 	retry retryPolicy
 
-	// Jobs, Runs, DeadLetters, Users and Keys group the routes by what
-	// they act on.
+	// Jobs, Runs, DeadLetters, Flows, Backfills, Users and Keys group the
+	// routes by what they act on.
 	Jobs        *JobsService
 	Runs        *RunsService
 	DeadLetters *DeadLettersService
 	Flows       *FlowsService
+	Backfills   *BackfillsService
 	Users       *UsersService
 	Keys        *KeysService
 }
@@ -83,6 +84,7 @@ func New(baseURL, token string, opts ...Option) *Client {
 	c.Runs = &RunsService{c: c}
 	c.DeadLetters = &DeadLettersService{c: c}
 	c.Flows = &FlowsService{c: c}
+	c.Backfills = &BackfillsService{c: c}
 	c.Users = &UsersService{c: c}
 	c.Keys = &KeysService{c: c}
 	return c

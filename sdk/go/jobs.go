@@ -191,6 +191,30 @@ func (s *JobsService) Abort(ctx context.Context, id string, opts ...CallOption) 
 	return &out, nil
 }
 
+// Backfill runs the occurrences of a scheduled recurring job whose nominal
+// times fall in the past range [req.From, req.To) and that never ran (POST
+// /api/v1/jobs/{id}/backfill); the scheduler queues them a few at a time.
+// It returns at once with the backfill running: follow it with
+// Backfills.Get, stop it with Backfills.Cancel. It carries an
+// Idempotency-Key like a create, so a retried call starts one backfill.
+func (s *JobsService) Backfill(ctx context.Context, id string, req BackfillRequest, opts ...CallOption) (*Backfill, error) {
+	var out Backfill
+	if err := s.c.do(ctx, call{method: http.MethodPost, path: path("/api/v1/jobs", id, "backfill"), body: req, create: true}, &out, opts...); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Backfills returns the job's backfills, newest first (one bounded list,
+// not pages).
+func (s *JobsService) Backfills(ctx context.Context, id string) ([]Backfill, error) {
+	var out BackfillList
+	if err := s.c.do(ctx, call{method: http.MethodGet, path: path("/api/v1/jobs", id, "backfills")}, &out); err != nil {
+		return nil, err
+	}
+	return out.Backfills, nil
+}
+
 // Next returns up to n (1 to 100; 0 for the server's 10) coming
 // occurrences of the job.
 func (s *JobsService) Next(ctx context.Context, id string, n int) ([]Upcoming, error) {
