@@ -17,7 +17,10 @@ has the same name in both clients:
   by its x-go-type-name or after its parent and the field (Notify's webhook is
   NotifyWebhook);
 - a field is named as its JSON property, its docstring is the property's
-  description, and the fields are in the order of their names;
+  description, and the fields are in the order of their JSON names; a JSON
+  name that is a Python keyword ("from") gets a trailing underscore (from_,
+  PEP 8's convention) and keeps its JSON name in the field's metadata
+  ({"json": "from"}), which the client reads and writes on the wire;
 - string is str, or datetime with format date-time; integer is int; number is
   float; boolean is bool; an array is a list, an object with
   additionalProperties a dict with str keys, a free-form object
@@ -67,8 +70,26 @@ INITIALISMS = {
 }
 
 
+# The key of a field's metadata that holds its JSON name, where that is not
+# the field's own name (src/tock/_wire.py reads it), and the name the
+# generated module gives dataclasses.field to set it: not field, which a
+# property of the same class may be named (ErrorDetail's is), shadowing it in
+# the class's body.
+JSON_NAME = "json"
+FIELD = "_field"
+
+
 class GenError(Exception):
     """A schema the conventions above cannot turn into a type."""
+
+
+def py_name(json_name: str) -> str:
+    """The field's name for a JSON name: the name itself, or with a trailing
+    underscore when it is a keyword (from → from_); one that is no Python
+    name at all (a-b) has none."""
+    if not json_name.isidentifier():
+        return ""
+    return json_name + "_" if keyword.iskeyword(json_name) else json_name
 
 
 def go_name(json_name: str) -> str:
@@ -146,6 +167,9 @@ class Generator:
         self.go_types: dict[str, str] = {}
         self.decls: dict[str, Decl] = {}
         self.queue: list[Decl] = []
+        # renamed says whether a field's name differs from its JSON name,
+        # which then rides in its metadata (dataclasses.field).
+        self.renamed = False
 
     def run(self) -> str:
         for name in sorted(self.schemas):
@@ -171,7 +195,7 @@ class Generator:
             "",
             "from __future__ import annotations",
             "",
-            "from dataclasses import dataclass",
+            "from dataclasses import dataclass" + (f", field as {FIELD}" if self.renamed else ""),
             "from datetime import datetime",
             "from typing import Any",
             "",
@@ -194,16 +218,27 @@ class Generator:
         if d.schema.get("description"):
             doc += " " + d.schema["description"]
         out = ["@dataclass(kw_only=True)", f"class {d.name}:", *docstring(doc, "    ")]
+        fields: dict[str, str] = {}
         for name in sorted(props):
             p = props[name]
-            if not name.isidentifier() or keyword.iskeyword(name):
+            field = py_name(name)
+            if not field or field == FIELD:
                 raise GenError(f"{d.path}: property {name!r} is not a Python name")
+            if field in fields:
+                raise GenError(f"{d.path}: properties {fields[field]!r} and {name!r} are both field {field}")
+            fields[field] = name
             t = self.type_of(p, d.name + go_name(name), f"{d.path}.{name}")
             req = name in required
             if (not req or p.get("nullable")) and t != "Any":
                 t += " | None"
+            if field == name:
+                default = "" if req else " = None"
+            else:
+                self.renamed = True
+                meta = f"metadata={{{json.dumps(JSON_NAME)}: {json.dumps(name)}}}"
+                default = f" = {FIELD}({meta})" if req else f" = {FIELD}(default=None, {meta})"
             out.append("")
-            out.append(f"    {name}: {t}" + ("" if req else " = None"))
+            out.append(f"    {field}: {t}{default}")
             if desc := describe(p):
                 out += docstring(desc, "    ")
         return "\n".join(out) + "\n"

@@ -6,7 +6,7 @@ import json
 import re
 import threading
 import unittest
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from unittest import mock
@@ -18,6 +18,10 @@ JOB = {"id": "j1", "name": "n", "type": "ping", "status": "scheduled", "payload"
        "priority": 0, "max_retries": 3, "timeout": "30s", "run_at": None, "timezone": "UTC", "next_run_at": None,
        "history": "all", "labels": {}, "created_at": "2035-03-01T09:00:00Z", "updated_at": "2035-03-01T09:00:00Z",
        "owner": "u1", "last_run": None}
+BACKFILL = {"id": "b1", "job_id": "j1", "from": "2035-03-01T00:00:00.000Z", "to": "2035-03-01T03:00:00.000Z",
+            "overlap": "allow", "status": "running", "total": 3, "existing": 0, "queued": 0, "running": 0,
+            "completed": 0, "failed": 0, "skipped": 0, "remaining": 3, "created_at": "2035-03-01T04:00:00.000Z",
+            "finished_at": None}
 
 
 class Fake:
@@ -159,6 +163,36 @@ class Answers(ClientTest):
         with self.assertRaisesRegex(tock.TransportError, "decode answer"):
             self.client(f).jobs.get("j1")
 
+    def test_a_backfill_sends_from_and_reads_it_back_as_from_(self):
+        f = self.fake((503, {}, b""), (202, {"Location": "/api/v1/backfills/b1"}, BACKFILL),
+                      (200, {}, {"backfills": [BACKFILL]}))
+        c = self.client(f)
+        start = datetime(2035, 3, 1, tzinfo=timezone.utc)
+        b = c.jobs.backfill("j1", start, start + timedelta(hours=3), overlap=tock.OVERLAP_SKIP)
+        self.assertIsInstance(b, tock.Backfill)
+        self.assertEqual((b.id, b.from_, b.to, b.status, b.finished_at),
+                         ("b1", start, start + timedelta(hours=3), tock.BACKFILL_RUNNING, None))
+        self.assertEqual(f.requests[0][:2], ("POST", "/api/v1/jobs/j1/backfill"))
+        self.assertEqual(f.requests[0][3], {"from": "2035-03-01T00:00:00+00:00", "to": "2035-03-01T03:00:00+00:00",
+                                            "overlap": "skip"})
+        keys = [r[2].get("Idempotency-Key") for r in f.requests[:2]]
+        self.assertRegex(keys[0], r"^tock-py-", "a backfill carries a key like a create")
+        self.assertEqual(keys[0], keys[1], "the same on its retry")
+        self.assertEqual([b.from_ for b in c.jobs.backfills("j1")], [start])
+        self.assertEqual(f.requests[2][:2], ("GET", "/api/v1/jobs/j1/backfills"))
+
+    def test_a_backfill_is_named_by_its_id_or_under_its_job(self):
+        f = self.fake((200, {}, {**BACKFILL, "status": "cancelled", "finished_at": "2035-03-01T04:01:00.000Z"}))
+        c = self.client(f)
+        self.assertEqual(c.backfills.get("b1").status, tock.BACKFILL_CANCELLED)
+        c.backfills.cancel("b1", idempotency_key="stop-1")
+        c.backfills.get("b1", job="j1")
+        c.backfills.cancel("b1", job="j1")
+        self.assertEqual([r[:2] for r in f.requests], [
+            ("GET", "/api/v1/backfills/b1"), ("DELETE", "/api/v1/backfills/b1"),
+            ("GET", "/api/v1/jobs/j1/backfills/b1"), ("DELETE", "/api/v1/jobs/j1/backfills/b1")])
+        self.assertEqual(f.requests[1][2].get("Idempotency-Key"), "stop-1")
+
     def test_a_replayed_rotation_reads_the_secret(self):
         secret = {"secret": "s2", "header": "X-Tock-Signature", "scheme": "v1", "previous_valid_until": None}
         f = self.fake((200, {}, {**secret, "secret": "secret:sha256:" + "0" * 32}), (200, {}, secret))
@@ -198,6 +232,7 @@ class EveryRoute(ClientTest):
         f = self.fake((404, {}, {"error": {"code": "not_found"}}))
         c = self.client(f)
         s, fl, dl = self.spec(), tock.JobFilter(), tock.RunFilter()
+        at = datetime(2035, 3, 1, tzinfo=timezone.utc)
         calls = [
             lambda: c.jobs.create(s), lambda: c.jobs.batch(tock.BatchRequest(jobs=[s])), lambda: c.jobs.get("i"),
             lambda: c.jobs.list(fl), lambda: c.jobs.update("i", tock.JobPatch(name="m")),
@@ -206,6 +241,9 @@ class EveryRoute(ClientTest):
             lambda: c.jobs.next("i"), lambda: c.jobs.runs("i"), lambda: c.jobs.put("k", s),
             lambda: c.jobs.get_by_key("k"), lambda: c.jobs.cancel_by_key("k"),
             lambda: c.jobs.bulk(tock.BulkRequest(action=tock.BULK_PAUSE, ids=["i"])), lambda: c.jobs.counts(),
+            lambda: c.jobs.backfill("i", at, at + timedelta(hours=1)), lambda: c.jobs.backfills("i"),
+            lambda: c.backfills.get("b"), lambda: c.backfills.cancel("b"),
+            lambda: c.backfills.get("b", job="i"), lambda: c.backfills.cancel("b", job="i"),
             lambda: c.runs.list(dl), lambda: c.runs.stats(),
             lambda: c.flows.list(), lambda: c.flows.get("k"), lambda: c.flows.put("k", tock.FlowRequest()),
             lambda: c.flows.pause("k"), lambda: c.flows.resume("k"), lambda: c.flows.delete("k"),

@@ -10,6 +10,7 @@ import secrets
 import time
 import unittest
 from dataclasses import replace
+from datetime import datetime, timedelta, timezone
 
 import tock
 
@@ -85,6 +86,32 @@ class AgainstTheRealServices(unittest.TestCase):
         self.assertEqual((res.matched, res.changed, len(res.ids)), (3, 0, 3))
         statuses = {j.status for j in self.tock.jobs.all(tock.JobFilter(labels=specs[0].labels))}
         self.assertEqual(statuses, {"scheduled"})
+
+    def test_a_backfill_runs_a_past_range_and_is_cancelled(self):
+        job = self.tock.jobs.create(self.ping("hourly", "py-backfill", schedule=tock.Schedule(cron="0 * * * *")))
+        start = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0) - timedelta(hours=4)
+        end = start + timedelta(hours=3)
+        b = self.tock.jobs.backfill(job.id, start, end)
+        self.assertIsInstance(b, tock.Backfill)
+        self.assertEqual((b.job_id, b.from_, b.to, b.total, b.status), (job.id, start, end, 3, tock.BACKFILL_RUNNING))
+        self.assertIsNone(b.finished_at)
+        got = self.tock.backfills.get(b.id)
+        self.assertEqual((got.id, got.from_, got.total), (b.id, start, 3))
+        self.assertEqual(self.tock.backfills.get(b.id, job=job.id).id, b.id)
+        self.assertEqual([x.id for x in self.tock.jobs.backfills(job.id)], [b.id])
+        try:
+            cancelled = self.tock.backfills.cancel(b.id)
+        except tock.ConflictError:
+            # Its three pings may all have ended before the cancel: it completed.
+            self.assertEqual(self.tock.backfills.get(b.id).status, tock.BACKFILL_COMPLETED)
+        else:
+            self.assertEqual(cancelled.status, tock.BACKFILL_CANCELLED)
+            self.assertIsNotNone(cancelled.finished_at)
+        with self.assertRaises(tock.InvalidError) as cm:
+            self.tock.jobs.backfill(job.id, end, start)
+        self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.field), (400, "invalid", "to"))
+        with self.assertRaises(tock.NotFoundError):
+            self.tock.backfills.get(UNKNOWN_ID)
 
     def test_a_refusal_is_an_invalid_error_naming_the_field(self):
         with self.assertRaises(tock.InvalidError) as cm:

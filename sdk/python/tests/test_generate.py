@@ -61,11 +61,34 @@ class Conventions(unittest.TestCase):
         for schemas in (
             {"A": {"type": "object", "properties": {"b": {"$ref": "#/components/schemas/Nope"}}}},
             {"A": {"allOf": [{"type": "object"}, {"type": "object"}]}},
-            {"A": {"type": "object", "properties": {"class": {"type": "string"}}}},
+            {"A": {"type": "object", "properties": {"a-b": {"type": "string"}}}},
+            {"A": {"type": "object", "properties": {"from": {"type": "string"}, "from_": {"type": "string"}}}},
+            {"A": {"type": "object", "properties": {"_field": {"type": "string"}}}},
             {"A": {"type": "object", "properties": {"b": {"type": "object", "x-go-type": "chan int"}}}},
         ):
             with self.subTest(schemas=schemas), self.assertRaises(generate.GenError):
                 source(schemas)
+
+    def test_a_keyword_gets_a_trailing_underscore_and_keeps_its_json_name(self):
+        schemas = {"Range": {"type": "object", "required": ["from", "to"], "properties": {
+            "from": {"type": "string", "format": "date-time"},
+            "to": {"type": "string", "format": "date-time"},
+            "class": {"type": "string"},
+            "field": {"type": "string"},
+        }}}
+        src = source(schemas)
+        self.assertIn("from dataclasses import dataclass, field as _field\n", src)
+        self.assertIn('    from_: datetime = _field(metadata={"json": "from"})\n', src)
+        self.assertIn('    class_: str | None = _field(default=None, metadata={"json": "class"})\n', src)
+        self.assertIn("    field: str | None = None\n", src, "a property named field does not hide the helper")
+        self.assertLess(src.index("    class_:"), src.index("    field:"), "fields in the order of their JSON names")
+        self.assertEqual(src, source(schemas), "the same document makes the same file")
+        self.assertNotIn("_field", source({"A": {"type": "object", "properties": {"b": {"type": "string"}}}}),
+                         "the helper is imported only where a field needs it")
+        ns = {}
+        exec(compile(src, "types_gen.py", "exec"), ns)
+        r = ns["Range"](from_="2035-03-01T00:00:00Z", to="2035-03-01T03:00:00Z", field="f")
+        self.assertEqual((r.from_, r.field), ("2035-03-01T00:00:00Z", "f"))
 
     def test_the_output_runs(self):
         src = source({"A": {"type": "object", "required": ["b"], "properties": {"b": {"type": "string"}}}})

@@ -22,6 +22,11 @@ class ToJSON(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "time zone"):
             to_json(tock.RetryRequest(scheduled_for=datetime(2035, 3, 1)))
 
+    def test_a_keyword_field_is_sent_by_its_json_name(self):
+        at = datetime(2035, 3, 1, 9, 0, tzinfo=timezone.utc)
+        self.assertEqual(to_json(tock.BackfillRequest(from_=at, to=at)),
+                         {"from": "2035-03-01T09:00:00+00:00", "to": "2035-03-01T09:00:00+00:00"})
+
 
 class FromJSON(unittest.TestCase):
     def test_nested_optional_and_unknown(self):
@@ -41,6 +46,17 @@ class FromJSON(unittest.TestCase):
         self.assertEqual(counts.counts, {"scheduled": 2})
         change = from_json(tock.FieldChange, {"field": "payload", "old": {"url": "a"}, "new": None})
         self.assertEqual((change.old, change.new), ({"url": "a"}, None))
+
+    def test_a_keyword_field_is_read_from_its_json_name(self):
+        counts = dict.fromkeys(("total", "existing", "queued", "running", "completed", "failed", "skipped",
+                                "remaining"), 0)
+        b = from_json(tock.Backfill, {"id": "b", "job_id": "j", "from": "2035-03-01T00:00:00.000Z",
+                                      "to": "2035-03-01T03:00:00.000Z", "overlap": "allow", "status": "running",
+                                      "created_at": "2035-03-01T04:00:00.000Z", "finished_at": None, **counts})
+        self.assertEqual(b.from_, datetime(2035, 3, 1, tzinfo=timezone.utc))
+        self.assertEqual(to_json(b)["from"], "2035-03-01T00:00:00+00:00")
+        with self.assertRaises(TypeError, msg="from_ on the wire is not from"):
+            from_json(tock.BackfillRequest, {"from_": "2035-03-01T00:00:00Z", "to": "2035-03-01T03:00:00Z"})
 
     def test_a_missing_required_field_is_an_error(self):
         with self.assertRaises(TypeError):

@@ -1,4 +1,5 @@
 import { Audit } from "./audit.js";
+import { Backfills } from "./backfills.js";
 import { DeadLetters } from "./deadletters.js";
 import { Flows } from "./flows.js";
 import { Transport, type CallOptions, type WriteOptions } from "./http.js";
@@ -47,6 +48,7 @@ export class Tock {
   readonly runs: Runs;
   readonly deadLetters: DeadLetters;
   readonly flows: Flows;
+  readonly backfills: Backfills;
   readonly users: Users;
   readonly keys: Keys;
   readonly audit: Audit;
@@ -66,6 +68,7 @@ export class Tock {
     this.runs = new Runs(this.t);
     this.deadLetters = new DeadLetters(this.t);
     this.flows = new Flows(this.t);
+    this.backfills = new Backfills(this.t);
     this.users = new Users(this.t);
     this.keys = new Keys(this.t);
     this.audit = new Audit(this.t);

@@ -15,6 +15,7 @@ export type { Jobs } from "./jobs.js";
 export type { Runs } from "./runs.js";
 export type { DeadLetters } from "./deadletters.js";
 export type { Flows } from "./flows.js";
+export type { Backfills, BackfillOptions } from "./backfills.js";
 export type { Users, Keys } from "./users.js";
 export type { Audit } from "./audit.js";
 export type * from "./types.js";

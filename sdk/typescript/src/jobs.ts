@@ -2,6 +2,9 @@ import { path, type CallOptions, type Transport, type WriteOptions } from "./htt
 import { paginate } from "./page.js";
 import type {
   Aborted,
+  Backfill,
+  BackfillList,
+  BackfillRequest,
   BatchCreated,
   BatchRequest,
   BulkRequest,
@@ -114,6 +117,24 @@ export class Jobs {
   /** Stops the job's running attempts, recorded aborted and never retried; a one-off job is cancelled with them. */
   abort(id: string, options?: WriteOptions): Promise<Aborted> {
     return this.t.json({ method: "POST", path: path(jobs, id, "abort"), options });
+  }
+
+  /**
+   * Runs the occurrences of a scheduled recurring job whose nominal times fall
+   * in the past range [`from`, `to`) and that never ran (POST
+   * /api/v1/jobs/{id}/backfill); the scheduler queues them a few at a time.
+   * It returns at once with the backfill running: follow it with
+   * backfills.get, stop it with backfills.cancel. It carries an
+   * Idempotency-Key like a create, so a retried call starts one backfill.
+   */
+  backfill(id: string, req: BackfillRequest, options?: WriteOptions): Promise<Backfill> {
+    return this.t.json({ method: "POST", path: path(jobs, id, "backfill"), body: req, create: true, options });
+  }
+
+  /** Returns the job's backfills, newest first (one bounded list, not pages). */
+  async backfills(id: string, options?: CallOptions): Promise<Backfill[]> {
+    const out = await this.t.json<BackfillList>({ method: "GET", path: path(jobs, id, "backfills"), options });
+    return out.backfills;
   }
 
   /** Returns up to n (1 to 100; the server's 10 when left out) coming occurrences of the job. */

@@ -24,6 +24,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/backfills/{backfill}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The backfill's id. */
+                backfill: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Show a backfill
+         * @description A backfill and its progress.
+         */
+        get: operations["getBackfill"];
+        put?: never;
+        post?: never;
+        /**
+         * Cancel a backfill
+         * @description Cancels a running backfill: nothing more of it is queued, and no occurrence of it starts after the answer (one running ends as it would). A backfill cancelled already is answered as it is; a completed one is a 409.
+         */
+        delete: operations["cancelBackfill"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/dead-letters": {
         parameters: {
             query?: never;
@@ -361,6 +388,81 @@ export interface paths {
          */
         post: operations["abortJob"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{id}/backfill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id. A malformed id is answered 404, like an unknown one. */
+                id: components["parameters"]["Id"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Backfill a past range
+         * @description Runs the occurrences of a scheduled recurring job whose nominal times fall in the past range [from, to) and that never ran (an occurrence with any run, skipped ones included, is counted in `existing` and left alone: retry a failed one by its run). The scheduler queues them a few at a time, at most half the owner's cap on attempts in flight under `allow` and one at a time under `skip` or `buffer_one`, so a backfill never takes more than its owner's share. Each occurrence keeps its own idempotency key (`<job id>:<unix ms>` of its due time, the jitter offset included) and is delivered with `X-Tock-Backfill: true`, `X-Tock-Scheduled-For` its due time and, for a job with jitter, `X-Tock-Nominal-Time`. At most 10,000 occurrences per backfill and 10 running backfills per owner. Answered 202 with the backfill; `Location` names it.
+         */
+        post: operations["backfillJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{id}/backfills": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id. A malformed id is answered 404, like an unknown one. */
+                id: components["parameters"]["Id"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a job's backfills
+         * @description The job's backfills, newest first (at most 500).
+         */
+        get: operations["listBackfills"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{id}/backfills/{backfill}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id. A malformed id is answered 404, like an unknown one. */
+                id: components["parameters"]["Id"];
+                /** @description The backfill's id. */
+                backfill: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Show a backfill
+         * @description A backfill and its progress. The same as `GET /api/v1/backfills/{backfill}`, 404 unless the backfill is this job's.
+         */
+        get: operations["getJobBackfill"];
+        put?: never;
+        post?: never;
+        /**
+         * Cancel a backfill
+         * @description Cancels a running backfill: nothing more of it is queued, and no occurrence of it starts after the answer (one running ends as it would). A backfill cancelled already is answered as it is; a completed one is a 409. The same as `DELETE /api/v1/backfills/{backfill}`, 404 unless the backfill is this job's.
+         */
+        delete: operations["cancelJobBackfill"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1000,7 +1102,7 @@ export interface components {
         /** @description One change made through the API. */
         AuditEntry: {
             /** @enum {string} */
-            action: "job.create" | "job.create_batch" | "job.update" | "job.debounce" | "job.pause" | "job.resume" | "job.cancel" | "job.trigger" | "job.retry" | "job.abort" | "job.purge" | "job.bulk" | "user.create" | "user.update" | "user.disable" | "user.enable" | "user.erase" | "key.create" | "key.revoke" | "user.rotate_signing_secret" | "dead_letters";
+            action: "job.create" | "job.create_batch" | "job.update" | "job.debounce" | "job.pause" | "job.resume" | "job.cancel" | "job.trigger" | "job.retry" | "job.abort" | "job.purge" | "job.bulk" | "job.backfill" | "user.create" | "user.update" | "user.disable" | "user.enable" | "user.erase" | "key.create" | "key.revoke" | "user.rotate_signing_secret" | "dead_letters" | "backfill.cancel" | "flow.put" | "flow.delete";
             /**
              * Format: uuid
              * @description The user who made it.
@@ -1025,13 +1127,102 @@ export interface components {
              */
             target_id: string;
             /** @enum {string} */
-            target_type: "job" | "user" | "key" | "batch" | "bulk";
+            target_type: "job" | "user" | "key" | "batch" | "bulk" | "flow" | "backfill";
         };
         /** @description One page of the audit log, newest first. */
         AuditList: {
             entries: components["schemas"]["AuditEntry"][];
             /** @description Pass as `cursor` for the next page; empty on the last page. */
             next_cursor: string;
+        };
+        /** @description A backfill and its progress. */
+        Backfill: {
+            /** @description Those queued that completed. */
+            completed: number;
+            /**
+             * Format: date-time
+             * @description When it was started.
+             * @example 2026-11-28T10:00:00.000Z
+             */
+            created_at: string;
+            /** @description Those left alone because they had a run already. */
+            existing: number;
+            /** @description Those queued that failed permanently, expired or were aborted. */
+            failed: number;
+            /**
+             * Format: date-time
+             * @description When it completed or was cancelled; null while it runs.
+             * @example 2026-11-28T10:01:00.000Z
+             */
+            finished_at: string | null;
+            /**
+             * Format: date-time
+             * @description The range's start (included).
+             * @example 2026-11-20T00:00:00.000Z
+             */
+            from: string;
+            /**
+             * Format: uuid
+             * @description The backfill's id.
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The job backfilled.
+             */
+            job_id: string;
+            /**
+             * @description The overlap policy its occurrences run under.
+             * @enum {string}
+             */
+            overlap: "allow" | "skip" | "buffer_one";
+            /** @description Those queued so far. */
+            queued: number;
+            /** @description Why it was cancelled; absent otherwise. */
+            reason?: string;
+            /** @description Those not reached yet: `total - existing - queued`. */
+            remaining: number;
+            /** @description Those queued whose final outcome is not recorded yet. */
+            running: number;
+            /** @description Those queued that were skipped (overlap). */
+            skipped: number;
+            /**
+             * @description `running` until every occurrence of the range was queued and ended (`completed`), or it was cancelled: by a `DELETE`, or because its job ended or was deleted (`reason` says which).
+             * @enum {string}
+             */
+            status: "running" | "completed" | "cancelled";
+            /**
+             * Format: date-time
+             * @description The range's end (excluded).
+             * @example 2026-11-21T00:00:00.000Z
+             */
+            to: string;
+            /** @description The occurrences whose nominal times fall in the range. */
+            total: number;
+        };
+        /** @description A job's backfills, newest first. */
+        BackfillList: {
+            backfills: components["schemas"]["Backfill"][];
+        };
+        /** @description A past range of a recurring job's schedule to run. */
+        BackfillRequest: {
+            /**
+             * Format: date-time
+             * @description The range's start (included): an RFC 3339 instant.
+             * @example 2026-11-20T00:00:00Z
+             */
+            from: string;
+            /**
+             * @description How the backfill's occurrences run beside each other and the job's own: `allow` several at once (up to half the owner's cap on attempts in flight), `skip` and `buffer_one` one at a time, an occurrence whose turn comes while one of the job's own runs is skipped (recorded `skipped`) or waits. Absent: the job's own policy.
+             * @enum {string}
+             */
+            overlap?: "allow" | "skip" | "buffer_one";
+            /**
+             * Format: date-time
+             * @description The range's end (excluded): an RFC 3339 instant after `from`, not in the future.
+             * @example 2026-11-21T00:00:00Z
+             */
+            to: string;
         };
         /** @description Every job was created, or, for a job with a `debounce`, folded into the pending job that holds its key. */
         BatchCreated: {
@@ -2565,7 +2756,7 @@ export interface operations {
                 job?: string;
                 /** @description Only changes to this job, user or key. */
                 target?: string;
-                /** @description Only this action: `job.create`, `job.create_batch`, `job.update`, `job.debounce`, `job.pause`, `job.resume`, `job.cancel`, `job.trigger`, `job.retry`, `user.create`, `user.update`, `user.disable`, `user.enable`, `key.create`, `key.revoke`. */
+                /** @description Only this action: `job.create`, `job.create_batch`, `job.update`, `job.debounce`, `job.pause`, `job.resume`, `job.cancel`, `job.trigger`, `job.retry`, `job.abort`, `job.purge`, `job.bulk`, `job.backfill`, `backfill.cancel`, `flow.put`, `flow.delete`, `user.create`, `user.update`, `user.disable`, `user.enable`, `user.erase`, `user.rotate_signing_secret`, `key.create`, `key.revoke`, `dead_letters`. */
                 action?: string;
                 /** @description Only changes at or after this instant (RFC 3339). */
                 since?: string;
@@ -2594,6 +2785,70 @@ export interface operations {
             400: components["responses"]["Invalid"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getBackfill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The backfill's id. */
+                backfill: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The backfill. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Backfill"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    cancelBackfill: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to repeat: 1 to 255 printable ASCII characters, scoped to the caller. A repeat of the same request (method, path, query and body) with the same key within 24 hours is answered with the first response (same status and body) and the header `Idempotent-Replayed: true`, and changes nothing. The same key on a different request is 422 `idempotency_key_reused`; a repeat while the first is still being answered is 409. Only final answers are kept: a 429 (whose Retry-After would be stale) and a server error (5xx) are not, so their repeat runs again. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The backfill's id. */
+                backfill: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The backfill, cancelled. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Backfill"];
+                };
+            };
+            400: components["responses"]["Invalid"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -3417,6 +3672,145 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Aborted"];
+                };
+            };
+            400: components["responses"]["Invalid"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    backfillJob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to repeat: 1 to 255 printable ASCII characters, scoped to the caller. A repeat of the same request (method, path, query and body) with the same key within 24 hours is answered with the first response (same status and body) and the header `Idempotent-Replayed: true`, and changes nothing. The same key on a different request is 422 `idempotency_key_reused`; a repeat while the first is still being answered is 409. Only final answers are kept: a 429 (whose Retry-After would be stale) and a server error (5xx) are not, so their repeat runs again. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The resource's id. A malformed id is answered 404, like an unknown one. */
+                id: components["parameters"]["Id"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BackfillRequest"];
+            };
+        };
+        responses: {
+            /** @description The backfill started. */
+            202: {
+                headers: {
+                    /** @description The backfill: `/api/v1/backfills/{id}`. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Backfill"];
+                };
+            };
+            400: components["responses"]["Invalid"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listBackfills: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id. A malformed id is answered 404, like an unknown one. */
+                id: components["parameters"]["Id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job's backfills. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackfillList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getJobBackfill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id. A malformed id is answered 404, like an unknown one. */
+                id: components["parameters"]["Id"];
+                /** @description The backfill's id. */
+                backfill: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The backfill. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Backfill"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    cancelJobBackfill: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to repeat: 1 to 255 printable ASCII characters, scoped to the caller. A repeat of the same request (method, path, query and body) with the same key within 24 hours is answered with the first response (same status and body) and the header `Idempotent-Replayed: true`, and changes nothing. The same key on a different request is 422 `idempotency_key_reused`; a repeat while the first is still being answered is 409. Only final answers are kept: a 429 (whose Retry-After would be stale) and a server error (5xx) are not, so their repeat runs again. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The resource's id. A malformed id is answered 404, like an unknown one. */
+                id: components["parameters"]["Id"];
+                /** @description The backfill's id. */
+                backfill: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The backfill, cancelled. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Backfill"];
                 };
             };
             400: components["responses"]["Invalid"];

@@ -187,11 +187,45 @@ test("put says whether it created, and escapes the key", async () => {
   assert.match(f.requests[0].headers["idempotency-key"], /^tock-ts-/);
 });
 
+test("a backfill carries an Idempotency-Key across its retry; a backfill is named by its id or under its job", async () => {
+  const backfill = { id: "b1", job_id: "j1", from: "2035-03-01T00:00:00.000Z", to: "2035-03-01T03:00:00.000Z", status: "running", total: 3 };
+  const f = await fake((r, res, n) => {
+    if (n === 1) return answer(res, 503, unavailable);
+    if (r.url === "/api/v1/jobs/j1/backfills") return answer(res, 200, { backfills: [backfill] });
+    answer(res, r.method === "POST" ? 202 : 200, backfill, { Location: "/api/v1/backfills/b1" });
+  });
+  const c = client(f.url);
+  const req = { from: "2035-03-01T00:00:00Z", to: "2035-03-01T03:00:00Z", overlap: "skip" };
+  const b = await c.jobs.backfill("j1", req);
+  assert.deepEqual([b.id, b.from, b.total], ["b1", "2035-03-01T00:00:00.000Z", 3]);
+  const [first, second] = f.requests.map((r) => r.headers["idempotency-key"]);
+  assert.match(first, /^tock-ts-[0-9a-f]{32}$/);
+  assert.equal(second, first);
+  assert.deepEqual(JSON.parse(f.requests[1].body), req);
+  assert.deepEqual((await c.jobs.backfills("j1")).map((x) => x.id), ["b1"]);
+  await c.backfills.get("b1");
+  await c.backfills.cancel("b1", { idempotencyKey: "stop-1" });
+  await c.backfills.get("b1", { job: "j1" });
+  await c.backfills.cancel("b1", { job: "j1" });
+  assert.deepEqual(
+    f.requests.slice(1).map((r) => `${r.method} ${r.url}`),
+    [
+      "POST /api/v1/jobs/j1/backfill",
+      "GET /api/v1/jobs/j1/backfills",
+      "GET /api/v1/backfills/b1",
+      "DELETE /api/v1/backfills/b1",
+      "GET /api/v1/jobs/j1/backfills/b1",
+      "DELETE /api/v1/jobs/j1/backfills/b1",
+    ],
+  );
+  assert.equal(f.requests[4].headers["idempotency-key"], "stop-1");
+});
+
 test("every route of the OpenAPI document has a method", async () => {
   const doc = JSON.parse(readFileSync(new URL("../../go/openapi.json", import.meta.url), "utf8"));
   // One answer fits every route's reader.
   const body = { secret: "s", next: [], keys: [], job_types: [], next_cursor: "" };
-  for (const list of ["jobs", "runs", "flows", "users", "entries", "dead_letters"]) body[list] = [];
+  for (const list of ["jobs", "runs", "flows", "users", "entries", "dead_letters", "backfills"]) body[list] = [];
   const f = await fake((r, res) => answer(res, 200, body));
   const c = client(f.url);
   const first = (iterator) => iterator.next();
@@ -201,6 +235,8 @@ test("every route of the OpenAPI document has a method", async () => {
     c.jobs.trigger("j1"), c.jobs.retry("j1"), c.jobs.abort("j1"), c.jobs.next("j1", 3), c.jobs.runs("j1"), first(c.jobs.allRuns("j1")),
     c.jobs.put("k1", spec), c.jobs.putDryRun("k1", spec), c.jobs.getByKey("k1"), c.jobs.cancelByKey("k1"),
     c.jobs.bulk({ action: "pause", ids: ["j1"] }), c.jobs.counts(),
+    c.jobs.backfill("j1", { from: "2035-03-01T00:00:00Z", to: "2035-03-01T03:00:00Z" }), c.jobs.backfills("j1"),
+    c.backfills.get("b1"), c.backfills.cancel("b1"), c.backfills.get("b1", { job: "j1" }), c.backfills.cancel("b1", { job: "j1" }),
     c.runs.list(), first(c.runs.all()), c.runs.stats(),
     c.deadLetters.list(), first(c.deadLetters.all()), c.deadLetters.get("d1"), c.deadLetters.replay("d1"), c.deadLetters.purge("d1"),
     c.deadLetters.replayMany({ ids: ["d1"] }), c.deadLetters.purgeMany({ ids: ["d1"] }),

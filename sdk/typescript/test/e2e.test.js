@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
 
-import { ForbiddenError, InvalidError, NotFoundError, Tock, UnauthorizedError } from "@tockhq/tock";
+import { ConflictError, ForbiddenError, InvalidError, NotFoundError, Tock, UnauthorizedError } from "@tockhq/tock";
 
 const { TOCK_URL, TOCK_TOKEN, TOCK_LOSSY_URL } = process.env;
 const skip = !TOCK_URL || !TOCK_TOKEN ? "TOCK_URL and TOCK_TOKEN are unset: `go test -run TestTypeScript ./e2e/` sets them" : false;
@@ -79,6 +79,35 @@ describe("against the real services", { skip }, () => {
     assert.equal(res.matched, 7);
     assert.equal(res.changed, 0);
     for await (const job of tock.jobs.all({ label: ["case=ts-paged"] })) assert.equal(job.status, "scheduled");
+  });
+
+  test("a backfill runs a past range, is listed, and is cancelled", async () => {
+    const job = await tock.jobs.create({ ...ping("hourly", { case: "ts-backfill" }), delay: undefined, schedule: { cron: "0 * * * *" } });
+    const hour = 3_600_000;
+    const start = Math.floor(Date.now() / hour) * hour - 4 * hour;
+    const from = new Date(start).toISOString();
+    const to = new Date(start + 3 * hour).toISOString();
+    const b = await tock.jobs.backfill(job.id, { from, to });
+    assert.deepEqual([b.job_id, b.from, b.to, b.total, b.status, b.finished_at], [job.id, from, to, 3, "running", null]);
+    const got = await tock.backfills.get(b.id);
+    assert.deepEqual([got.id, got.from, got.total], [b.id, from, 3]);
+    assert.equal((await tock.backfills.get(b.id, { job: job.id })).id, b.id);
+    assert.deepEqual((await tock.jobs.backfills(job.id)).map((x) => x.id), [b.id]);
+    try {
+      const cancelled = await tock.backfills.cancel(b.id);
+      assert.equal(cancelled.status, "cancelled");
+      assert.notEqual(cancelled.finished_at, null);
+    } catch (e) {
+      // Its three pings may all have ended before the cancel: it completed.
+      assert.ok(e instanceof ConflictError, String(e));
+      assert.equal((await tock.backfills.get(b.id)).status, "completed");
+    }
+    await assert.rejects(tock.jobs.backfill(job.id, { from: to, to: from }), (e) => {
+      assert.ok(e instanceof InvalidError, String(e));
+      assert.deepEqual([e.status, e.code, e.field], [400, "invalid", "to"]);
+      return true;
+    });
+    await assert.rejects(tock.backfills.get("0190c0de-0000-7000-8000-000000000000"), NotFoundError);
   });
 
   test("a refusal is an InvalidError naming the field", async () => {

@@ -13,6 +13,7 @@ retried create never creates twice. The standard library only.
         payload=tock.PingPayload(url="https://example.com/health")))
 """
 
+from .backfills import BACKFILL_CANCELLED, BACKFILL_COMPLETED, BACKFILL_RUNNING
 from .client import Client
 from .errors import (ConflictError, ForbiddenError, InvalidError, NotFoundError, RateLimitedError, TockError,
                      TransportError, UnauthorizedError)
@@ -31,6 +32,7 @@ __all__ = [
     "OVERLAP_ALLOW", "OVERLAP_SKIP", "OVERLAP_BUFFER_ONE",
     "BULK_PAUSE", "BULK_RESUME", "BULK_CANCEL", "BULK_TRIGGER", "BULK_RETRY",
     "DRY_RUN_CREATE", "DRY_RUN_UPDATE", "DRY_RUN_UNCHANGED",
+    "BACKFILL_RUNNING", "BACKFILL_COMPLETED", "BACKFILL_CANCELLED",
     "SCOPE_JOBS_READ", "SCOPE_JOBS_WRITE", "SCOPE_RUNS_READ", "SCOPE_ADMIN",
     *_types,
 ]

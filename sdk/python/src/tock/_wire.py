@@ -3,7 +3,10 @@
 A field left None is left out of what is sent, so the server's default holds
 (as the Go SDK's omitempty does); fields the server adds that this client
 does not know are ignored when reading, so a newer server does not break an
-older client.
+older client. A field whose JSON name is a Python keyword is named with a
+trailing underscore (Backfill.from_) and carries its JSON name in its
+metadata, under "json" (scripts/generate.py writes it): that name is the one
+sent and read.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ def to_json(value: Any) -> Any:
         for f in dataclasses.fields(value):
             v = getattr(value, f.name)
             if v is not None:
-                out[f.name] = to_json(v)
+                out[json_name(f)] = to_json(v)
         return out
     if isinstance(value, dict):
         return {str(k): to_json(v) for k, v in value.items()}
@@ -60,13 +63,21 @@ def from_json(tp: Any, data: Any) -> Any:
     if tp is float and isinstance(data, int):
         return float(data)
     if dataclasses.is_dataclass(tp):
-        hints = _hints(tp)
-        return tp(**{k: from_json(hints[k], v) for k, v in data.items() if k in hints})
+        fields = _fields(tp)
+        return tp(**{fields[k][0]: from_json(fields[k][1], v) for k, v in data.items() if k in fields})
     return data
 
 
+def json_name(f: dataclasses.Field[Any]) -> str:
+    """The name of a dataclass field on the wire: its own, or the one its
+    metadata gives (from for from_)."""
+    name: str = f.metadata.get("json", f.name)
+    return name
+
+
 @functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    """The resolved types of a dataclass's fields, read once per class."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    return {k: v for k, v in typing.get_type_hints(cls).items() if k in names}
+def _fields(cls: type) -> dict[str, tuple[str, Any]]:
+    """A dataclass's fields by JSON name, each as its attribute's name and
+    resolved type, read once per class."""
+    hints = typing.get_type_hints(cls)
+    return {json_name(f): (f.name, hints[f.name]) for f in dataclasses.fields(cls)}

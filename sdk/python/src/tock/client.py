@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ._transport import Query, Transport
+from .backfills import Backfills
 from .dead_letters import DeadLetters
 from .flows import Flows
 from .jobs import Jobs
@@ -40,6 +41,7 @@ class Client:
         self.runs = Runs(self._t)
         self.dead_letters = DeadLetters(self._t)
         self.flows = Flows(self._t)
+        self.backfills = Backfills(self._t)
         self.users = Users(self._t)
         self.keys = Keys(self._t)
 

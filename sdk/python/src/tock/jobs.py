@@ -10,11 +10,12 @@ from datetime import datetime
 from ._transport import Query, Transport, path
 from .filters import JobFilter
 from .pages import iterate
-from .types_gen import (Aborted, BatchCreated, BatchRequest, BulkRequest, BulkResult, DryRun, Job, JobCounts,
-                        JobList, JobPatch, JobSpec, Retried, RetryRequest, Run, RunList, Triggered, Upcoming,
-                        UpcomingList)
+from .types_gen import (Aborted, Backfill, BackfillList, BackfillRequest, BatchCreated, BatchRequest, BulkRequest,
+                        BulkResult, DryRun, Job, JobCounts, JobList, JobPatch, JobSpec, Retried, RetryRequest, Run,
+                        RunList, Triggered, Upcoming, UpcomingList)
 
-# The overlap policies of a recurring job (JobSpec.overlap).
+# The overlap policies of a recurring job (JobSpec.overlap) and of a
+# backfill (Jobs.backfill's overlap).
 OVERLAP_ALLOW = "allow"
 OVERLAP_SKIP = "skip"
 OVERLAP_BUFFER_ONE = "buffer_one"
@@ -40,7 +41,8 @@ class Jobs:
     """The routes under /api/v1/jobs. Every write takes idempotency_key: a
     repeat of the same request with the same key within 24 hours gets the
     first answer back and changes nothing. Creates (create, batch, put,
-    bulk) get a random key when none is given, the same on every retry."""
+    bulk, backfill) get a random key when none is given, the same on every
+    retry."""
 
     def __init__(self, t: Transport):
         self._t = t
@@ -124,6 +126,25 @@ class Jobs:
         """Stops the job's running attempts, recorded aborted and never
         retried; a one-off job is cancelled with them."""
         return self._t.call("POST", path(_JOBS, id, "abort"), Aborted, idempotency_key=idempotency_key)
+
+    def backfill(self, id: str, from_: datetime, to: datetime, *, overlap: str | None = None,
+                 idempotency_key: str | None = None) -> Backfill:
+        """Runs the occurrences of a scheduled recurring job whose nominal
+        times fall in the past range [from_, to) and that never ran (POST
+        /api/v1/jobs/{id}/backfill); the scheduler queues them a few at a
+        time. It returns at once with the backfill running: follow it with
+        client.backfills.get, stop it with client.backfills.cancel. overlap
+        (OVERLAP_ALLOW, OVERLAP_SKIP, OVERLAP_BUFFER_ONE; None: the job's
+        own) says how its occurrences run beside each other and the job's.
+        It carries an Idempotency-Key like a create, so a retried call
+        starts one backfill."""
+        return self._t.call("POST", path(_JOBS, id, "backfill"), Backfill,
+                            body=BackfillRequest(from_=from_, to=to, overlap=overlap), create=True,
+                            idempotency_key=idempotency_key)
+
+    def backfills(self, id: str) -> builtins.list[Backfill]:
+        """The job's backfills, newest first (one bounded list, not pages)."""
+        return self._t.call("GET", path(_JOBS, id, "backfills"), BackfillList).backfills
 
     def next(self, id: str, n: int | None = None) -> builtins.list[Upcoming]:
         """Up to n (1 to 100; default 10) coming occurrences of the job."""

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field as _field
 from datetime import datetime
 from typing import Any
 
@@ -12,6 +12,9 @@ __all__ = [
     "AbortedAttempt",
     "AuditEntry",
     "AuditList",
+    "Backfill",
+    "BackfillList",
+    "BackfillRequest",
     "BatchCreated",
     "BatchInvalid",
     "BatchRequest",
@@ -127,9 +130,10 @@ class AuditEntry:
     action: str
     """One of `job.create`, `job.create_batch`, `job.update`, `job.debounce`,
     `job.pause`, `job.resume`, `job.cancel`, `job.trigger`, `job.retry`,
-    `job.abort`, `job.purge`, `job.bulk`, `user.create`, `user.update`,
-    `user.disable`, `user.enable`, `user.erase`, `key.create`, `key.revoke`,
-    `user.rotate_signing_secret` or `dead_letters`.
+    `job.abort`, `job.purge`, `job.bulk`, `job.backfill`, `user.create`,
+    `user.update`, `user.disable`, `user.enable`, `user.erase`,
+    `key.create`, `key.revoke`, `user.rotate_signing_secret`,
+    `dead_letters`, `backfill.cancel`, `flow.put` or `flow.delete`.
     """
 
     actor: str
@@ -151,7 +155,7 @@ class AuditEntry:
     """The job, user or key changed."""
 
     target_type: str
-    """One of `job`, `user`, `key`, `batch` or `bulk`."""
+    """One of `job`, `user`, `key`, `batch`, `bulk`, `flow` or `backfill`."""
 
 
 @dataclass(kw_only=True)
@@ -164,6 +168,100 @@ class AuditList:
 
     next_cursor: str
     """Pass as `cursor` for the next page; empty on the last page."""
+
+
+@dataclass(kw_only=True)
+class Backfill:
+    """Backfill is the API's Backfill schema. A backfill and its progress."""
+
+    completed: int
+    """Those queued that completed."""
+
+    created_at: datetime
+    """When it was started."""
+
+    existing: int
+    """Those left alone because they had a run already."""
+
+    failed: int
+    """Those queued that failed permanently, expired or were aborted."""
+
+    finished_at: datetime | None
+    """When it completed or was cancelled; null while it runs."""
+
+    from_: datetime = _field(metadata={"json": "from"})
+    """The range's start (included)."""
+
+    id: str
+    """The backfill's id."""
+
+    job_id: str
+    """The job backfilled."""
+
+    overlap: str
+    """The overlap policy its occurrences run under. One of `allow`, `skip` or
+    `buffer_one`.
+    """
+
+    queued: int
+    """Those queued so far."""
+
+    reason: str | None = None
+    """Why it was cancelled; absent otherwise."""
+
+    remaining: int
+    """Those not reached yet: `total - existing - queued`."""
+
+    running: int
+    """Those queued whose final outcome is not recorded yet."""
+
+    skipped: int
+    """Those queued that were skipped (overlap)."""
+
+    status: str
+    """`running` until every occurrence of the range was queued and ended
+    (`completed`), or it was cancelled: by a `DELETE`, or because its job
+    ended or was deleted (`reason` says which). One of `running`,
+    `completed` or `cancelled`.
+    """
+
+    to: datetime
+    """The range's end (excluded)."""
+
+    total: int
+    """The occurrences whose nominal times fall in the range."""
+
+
+@dataclass(kw_only=True)
+class BackfillList:
+    """BackfillList is the API's BackfillList schema. A job's backfills, newest
+    first.
+    """
+
+    backfills: list[Backfill]
+
+
+@dataclass(kw_only=True)
+class BackfillRequest:
+    """BackfillRequest is the API's BackfillRequest schema. A past range of a
+    recurring job's schedule to run.
+    """
+
+    from_: datetime = _field(metadata={"json": "from"})
+    """The range's start (included): an RFC 3339 instant."""
+
+    overlap: str | None = None
+    """How the backfill's occurrences run beside each other and the job's own:
+    `allow` several at once (up to half the owner's cap on attempts in
+    flight), `skip` and `buffer_one` one at a time, an occurrence whose turn
+    comes while one of the job's own runs is skipped (recorded `skipped`) or
+    waits. Absent: the job's own policy.
+    """
+
+    to: datetime
+    """The range's end (excluded): an RFC 3339 instant after `from`, not in the
+    future.
+    """
 
 
 @dataclass(kw_only=True)
