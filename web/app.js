@@ -29,7 +29,7 @@ const FIELD_LABELS = {
   'schedule.start_at': 'Starts', 'schedule.end_at': 'Ends', 'schedule.count': 'Count', 'schedule.misfire': 'Misfire policy',
   'schedule.misfire_max': 'Misfire bound', 'schedule.dst': 'Daylight saving', priority: 'Priority', max_retries: 'Max retries',
   timeout: 'Timeout', retention: 'Retention', history: 'History', labels: 'Labels', key: 'Key', expires_after: 'Expires after', jitter: 'Jitter',
-  overlap: 'Overlap', notify: 'Alerts', 'notify.on': 'Alert events', 'notify.webhook.url': 'Alert webhook URL',
+  overlap: 'Overlap', from: 'From', to: 'To', notify: 'Alerts', 'notify.on': 'Alert events', 'notify.webhook.url': 'Alert webhook URL',
   'notify.slack': 'Alert Slack URL', 'notify.email': 'Alert addresses', owner: 'Owner', limits: 'Limits', ids: 'Jobs', filter: 'Filter',
   flow: 'Flow key', 'flow.key': 'Flow key', 'flow.concurrency': 'Flow concurrency', 'flow.rate': 'Flow rate',
   debounce: 'Debounce', 'debounce.key': 'Debounce key', 'debounce.window': 'Debounce window',
@@ -744,6 +744,13 @@ async function detailPage(id) {
   const msg = h('p', {class: 'error', role: 'alert', id: 'detail-error', hidden: true});
   live() && mount(msg, view);
   const runCursors = [''];   // the cursor of each run page reached, for Newer/Older
+  // The backfill form's fields and the outcome of its last action, kept
+  // here so that a refresh rebuilds the form as it was. It starts on the
+  // last 24 hours, up to the start of this one.
+  const hour = new Date();
+  hour.setMinutes(0, 0, 0);
+  const backfill = {from: localInput(new Date(hour - 86400000)), to: localInput(hour), overlap: '', error: null, done: ''};
+  let recurring = true;     // until the job says otherwise: a one-off job has no backfills
   const show = (e) => { msg.textContent = errorText(e); msg.hidden = false; };
   const act = async (method, path, body) => {
     msg.hidden = true;
@@ -756,18 +763,20 @@ async function detailPage(id) {
   };
   const draw = async () => {
     const cursor = runCursors[runCursors.length - 1];
-    const [j, next, runs] = await Promise.all([
+    const [j, next, runs, backfills] = await Promise.all([
       api('GET', '/api/v1/jobs/' + id),
       api('GET', `/api/v1/jobs/${id}/next?n=10`).catch(() => ({next: []})),
       api('GET', `/api/v1/jobs/${id}/runs?limit=50` + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '')),
+      recurring ? api('GET', `/api/v1/jobs/${id}/backfills`).catch(() => null) : null,
     ]);
-    morph(view, detailView(j, next.next, runs, {act, runCursors, draw}));
+    recurring = !!j.schedule;
+    morph(view, detailView(j, next.next, runs, backfills && backfills.backfills, {act, runCursors, draw, backfill}));
   };
   await draw();
   every(2000, draw);
 }
 
-function detailView(j, next, runs, ctl) {
+function detailView(j, next, runs, backfills, ctl) {
   const live = j.status === 'scheduled' || j.status === 'paused';
   const button = (label, id, onclick, cls) => h('button', {type: 'button', id, class: cls, onclick}, label);
   const cancel = button('Cancel job', 'cancel', async () => {
@@ -842,7 +851,91 @@ function detailView(j, next, runs, ctl) {
   return [h('div', {class: 'bar'}, h('h1', {id: 'job-title'}, j.name), actions),
     h('div', {class: 'cols'}, h('section', null, facts), h('section', null, h('h2', null, 'Next runs'),
       j.status === 'paused' && next.length ? h('p', {class: 'hint', id: 'paused-next'}, 'Paused: these run only once you resume it.') : null, nextList)),
+    backfillSection(j, backfills, ctl),
     h('h2', null, 'Run history'), h('div', {class: 'table-wrap', 'data-morph': 'children'}, runTable), runPager];
+}
+
+// backfillSection is a recurring job's backfills: a form that runs the
+// occurrences of a past range that never ran, and the progress of each
+// backfill, newest first, with Cancel on a running one. The page's refresh
+// redraws it, so progress moves while one runs. The form's values and its
+// last outcome live in ctl.backfill, from which every refresh rebuilds it.
+// As elsewhere, a read-only key sees the list without the controls.
+function backfillSection(j, backfills, ctl) {
+  if (!j.schedule) return null;
+  const st = ctl.backfill;
+  const writer = can('jobs:write');
+  const canStart = writer && j.status === 'scheduled';
+  const list = backfills || [];
+  if (!canStart && !list.length && !(writer && j.status === 'paused')) return null;
+  const redraw = () => ctl.draw().catch(() => null);
+
+  const invalid = (field) => (st.error && st.error.field === field ? 'true' : null);
+  const when = (field, text) => h('label', {class: 'inline'}, text + ' ',
+    h('input', {type: 'datetime-local', id: 'backfill-' + field, name: field, step: 1, required: true, value: st[field],
+      'aria-invalid': invalid(field), 'aria-describedby': invalid(field) ? 'backfill-error' : 'backfill-hint',
+      oninput: (ev) => { st[field] = ev.target.value; }}));
+  const form = h('form', {class: 'filters', id: 'backfill-form', novalidate: true, 'aria-label': 'backfill', onsubmit: async (ev) => {
+    ev.preventDefault();
+    const f = ev.target.elements;
+    Object.assign(st, {from: f.from.value, to: f.to.value, overlap: f.overlap.value, error: null, done: ''});
+    try {
+      const body = {};
+      for (const k of ['from', 'to']) {
+        const d = new Date(st[k]);
+        if (!st[k] || isNaN(d)) throw new APIError(400, {field: k, message: 'pick a date and time'});
+        body[k] = offsetISO(d);
+      }
+      if (st.overlap) body.overlap = st.overlap;
+      const b = await api('POST', `/api/v1/jobs/${j.id}/backfill`, body);
+      st.done = `Backfill started: ${b.total} occurrence${b.total === 1 ? '' : 's'} in the range.`;
+    } catch (e) {
+      st.error = e;
+    }
+    await redraw();
+  }},
+  when('from', `From (${browserZone} time)`), when('to', 'to (excluded)'),
+  h('label', {class: 'inline'}, 'Overlap ', h('select', {id: 'backfill-overlap', name: 'overlap', 'aria-invalid': invalid('overlap'),
+    onchange: (ev) => { st.overlap = ev.target.value; }},
+  [['', `the job's policy (${j.overlap || 'allow'})`], ['allow', 'allow'], ['skip', 'skip'], ['buffer_one', 'buffer one']]
+    .map(([v, t]) => h('option', {value: v, selected: st.overlap === v}, t)))),
+  h('button', {type: 'submit', id: 'backfill-submit', class: 'primary'}, 'Backfill'));
+
+  const progress = (b) => `${b.queued} of ${b.total} queued · ${b.running} running · ${b.completed} completed · ` +
+    `${b.failed} failed · ${b.skipped} skipped · ${b.existing} already ran`;
+  const rows = list.map((b) => h('tr', {class: 'backfill', 'data-id': b.id, 'data-status': b.status},
+    h('td', null, `${fmtTime(b.from)} → ${fmtTime(b.to)}`, h('div', {class: 'hint'}, 'overlap ' + b.overlap.replace('_', ' '))),
+    h('td', null, badge(b.status), b.reason ? h('div', {class: 'hint'}, b.reason) : null),
+    h('td', {class: 'progress'}, progress(b), b.remaining ? h('div', {class: 'hint'}, `${b.remaining} not reached yet`) : null),
+    h('td', null, fmtTime(b.created_at)), h('td', null, fmtTime(b.finished_at)),
+    writer ? h('td', null, b.status === 'running' ? h('button', {type: 'button', class: 'danger', id: 'cancel-backfill-' + b.id,
+      'aria-label': `cancel the backfill from ${fmtTime(b.from)}`, onclick: async () => {
+        if (!await confirmDialog('Cancel this backfill?', 'Nothing more of it is queued; a run already started ends as it would.', 'Cancel backfill')) return;
+        Object.assign(st, {error: null, done: ''});
+        try {
+          await api('DELETE', '/api/v1/backfills/' + b.id);
+          st.done = 'Backfill cancelled.';
+        } catch (e) {
+          st.error = e;
+        }
+        await redraw();
+      }}, 'Cancel') : null) : null));
+  const heads = ['Range', 'Status', 'Progress', 'Started', 'Finished', writer ? '' : null].filter((t) => t !== null);
+  label(rows, heads);
+  const table = h('table', {class: 'runs stack', id: 'backfills', 'data-morph': 'children'},
+    h('thead', null, h('tr', null, heads.map((t) => h('th', null, t)))),
+    h('tbody', {'data-morph': 'children'}, rows.length ? rows : h('tr', null, h('td', {colspan: heads.length, class: 'empty'}, 'No backfills yet.'))));
+
+  const fieldError = st.error && ['from', 'to', 'overlap'].includes(st.error.field);
+  return h('section', {id: 'backfill', 'aria-labelledby': 'backfill-title', 'data-morph': 'children'},
+    h('h2', {id: 'backfill-title'}, 'Backfill'),
+    h('p', {class: 'hint', id: 'backfill-hint'}, `Runs the occurrences whose nominal times fall in a past range and that never ran; `,
+      `those that ran already are left alone. Times are in your time zone, ${browserZone}.`),
+    canStart ? form : writer && j.status === 'paused' ? h('p', {class: 'hint', id: 'backfill-paused'}, 'Resume the job to backfill it: only a scheduled job can be.') : null,
+    h('div', {id: 'backfill-msg', 'aria-live': 'polite', 'data-morph': 'children'},
+      st.error ? h('p', {class: fieldError ? 'field-error' : 'error', id: 'backfill-error'}, errorText(st.error)) : null,
+      st.done ? h('p', {class: 'ok', id: 'backfill-done'}, st.done) : null),
+    h('div', {class: 'table-wrap', 'data-morph': 'children'}, table));
 }
 
 // ---- create and edit

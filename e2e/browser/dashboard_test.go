@@ -624,3 +624,95 @@ func TestDashboard(t *testing.T) {
 		)
 	})
 }
+
+// signIn opens a dashboard session in the browser with the admin token.
+func signIn(t *testing.T, ctx context.Context, c *cluster.Cluster) {
+	t.Helper()
+	within(t, ctx, 20*time.Second,
+		page(c.APIURL, "#/signin"),
+		chromedp.WaitVisible(chromedp.CSS("#key")),
+		setField("#key", c.Token),
+		chromedp.Click(chromedp.CSS("#signin")),
+		chromedp.WaitVisible(chromedp.CSS("#jobs")),
+	)
+}
+
+// TestDashboardBackfill backfills an hourly job from its page over the three
+// past hours before this one: the backfill is listed with its three
+// occurrences, and is cancelled from there unless it completed first.
+func TestDashboardBackfill(t *testing.T) {
+	ctx := browse(t)
+	c := start(t, cluster.Options{Schedulers: 1, Workers: 1})
+	dir := screenshots(t)
+	api := c.API()
+	signIn(t, ctx, c)
+
+	j, err := api.CreateJob(t.Context(), map[string]any{"name": "browser backfill", "type": "ping",
+		"payload": map[string]any{"url": c.APIURL + "/healthz"}, "schedule": map[string]any{"cron": "0 * * * *"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A range that ends in the future is refused, and the page says which
+	// field is wrong.
+	var refused, invalid string
+	within(t, ctx, 30*time.Second,
+		page(c.APIURL, "#/jobs/"+j.ID),
+		chromedp.WaitVisible(chromedp.CSS("#backfill-form")),
+		eval(`(() => { const el = document.querySelector('#backfill-to'); el.value = localInput(new Date(Date.now() + 7200000));
+			el.dispatchEvent(new Event('input', {bubbles: true})); return null; })()`, new(any)),
+		chromedp.Click(chromedp.CSS("#backfill-submit")),
+		chromedp.WaitVisible(chromedp.CSS("#backfill-error")),
+		eval(`document.querySelector('#backfill-error').textContent`, &refused),
+		eval(`document.querySelector('#backfill-to').getAttribute('aria-invalid')`, &invalid),
+	)
+	if !strings.HasPrefix(refused, "To: ") || invalid != "true" {
+		t.Fatalf("a range ending in the future shows %q, the field aria-invalid=%q", refused, invalid)
+	}
+	// The range is set in the browser's own time zone, as a person types it:
+	// [the start of this hour - 3 h, the start of this hour).
+	var progress string
+	within(t, ctx, 30*time.Second,
+		eval(`(() => { const to = new Date(); to.setMinutes(0, 0, 0);
+			for (const [sel, d] of [['#backfill-from', new Date(to - 3 * 3600000)], ['#backfill-to', to]]) {
+				const el = document.querySelector(sel); el.value = localInput(d);
+				el.dispatchEvent(new Event('input', {bubbles: true})); }
+			return null; })()`, new(any)),
+		chromedp.Click(chromedp.CSS("#backfill-submit")),
+		chromedp.WaitVisible(chromedp.CSS("#backfill-done")),
+		chromedp.WaitNotPresent(chromedp.CSS("#backfill-error")),
+		chromedp.WaitVisible(chromedp.CSS("#backfills tr.backfill")),
+		eval(`document.querySelector('#backfills tr.backfill .progress').textContent`, &progress),
+		shot(t, dir, "backfill.png"),
+	)
+	if !strings.Contains(progress, " of 3 queued") {
+		t.Fatalf("the backfill shows progress %q, want 3 occurrences", progress)
+	}
+
+	var status string
+	within(t, ctx, 10*time.Second, eval(`document.querySelector('#backfills tr.backfill').dataset.status`, &status))
+	if status == "running" {
+		// It may complete before the confirmation: a 409 then says so,
+		// and the list shows it completed.
+		within(t, ctx, 30*time.Second,
+			chromedp.Click(chromedp.CSS("#backfills tr.backfill button.danger")),
+			chromedp.WaitVisible(chromedp.CSS("#confirm-yes")),
+			chromedp.Click(chromedp.CSS("#confirm-yes")),
+			chromedp.WaitVisible(chromedp.CSS(`#backfills tr.backfill:not([data-status="running"])`)),
+			eval(`document.querySelector('#backfills tr.backfill').dataset.status`, &status),
+			shot(t, dir, "backfill-cancelled.png"),
+		)
+	}
+	var list struct {
+		Backfills []struct {
+			Status string `json:"status"`
+			Total  int    `json:"total"`
+		} `json:"backfills"`
+	}
+	if code, err := api.Do(t.Context(), http.MethodGet, "/api/v1/jobs/"+j.ID+"/backfills", nil, &list); err != nil || code != http.StatusOK {
+		t.Fatalf("list backfills: %d, %v", code, err)
+	}
+	if len(list.Backfills) != 1 || list.Backfills[0].Total != 3 || list.Backfills[0].Status != status ||
+		(status != "cancelled" && status != "completed") {
+		t.Fatalf("the page shows the backfill %s; the API lists %+v", status, list.Backfills)
+	}
+}
