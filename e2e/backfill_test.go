@@ -200,6 +200,7 @@ func TestBackfill(t *testing.T) {
 			{"unknown field", everySecond.ID, map[string]any{"from": from, "to": from.Add(time.Minute), "speed": 2}, 400, "speed"},
 			{"bad time", everySecond.ID, map[string]any{"from": "yesterday", "to": from}, 400, "from"},
 			{"one-off job", oneOff.ID, map[string]any{"from": from, "to": from.Add(time.Minute)}, 400, ""},
+			{"past run retention", everySecond.ID, map[string]any{"from": from.Add(-40 * 24 * time.Hour), "to": from.Add(-40*24*time.Hour + time.Minute)}, 400, "from"},
 			{"unknown job", "0193f8a2-7c1e-7d3a-9b1f-2a4c6e8f0a1b", map[string]any{"from": from, "to": from.Add(time.Minute)}, 404, ""},
 		} {
 			var e apiError

@@ -45,6 +45,8 @@ type Backfill struct {
 	// final yet.
 	Cursor   time.Time
 	Inflight []time.Time
+	// Generation is the job's generation Inflight was queued under.
+	Generation int
 	// ProgressedAt is when Inflight last changed.
 	CreatedAt, ProgressedAt time.Time
 	// FinishedAt is when it completed or was cancelled, zero while it runs;
@@ -64,15 +66,15 @@ const MaxRunningBackfills = 10
 var ErrTooManyBackfills = fmt.Errorf("%w: %d backfills are running already; cancel one or wait for one to finish",
 	job.ErrConflict, MaxRunningBackfills)
 
-const backfillColumns = `id, owner_id, job_id, from_at, to_at, overlap, status, total, cursor_at, inflight, queued, existing,
-    completed, failed, skipped, created_at, progressed_at, finished_at, coalesce(reason, '')`
+const backfillColumns = `id, owner_id, job_id, from_at, to_at, overlap, status, total, cursor_at, inflight, generation, queued,
+    existing, completed, failed, skipped, created_at, progressed_at, finished_at, coalesce(reason, '')`
 
 func scanBackfill(row pgx.Row) (*Backfill, error) {
 	var b Backfill
 	var overlap string
 	var inflight []int64
 	var finished *time.Time
-	if err := row.Scan(&b.ID, &b.Owner, &b.JobID, &b.From, &b.To, &overlap, &b.Status, &b.Total, &b.Cursor, &inflight,
+	if err := row.Scan(&b.ID, &b.Owner, &b.JobID, &b.From, &b.To, &overlap, &b.Status, &b.Total, &b.Cursor, &inflight, &b.Generation,
 		&b.Queued, &b.Existing, &b.Completed, &b.Failed, &b.Skipped, &b.CreatedAt, &b.ProgressedAt, &finished, &b.Reason); err != nil {
 		return nil, err
 	}
@@ -181,17 +183,39 @@ WHERE id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id
 	return out, err
 }
 
-// RunningBackfills returns up to limit running backfills, those that
-// progressed longest ago first.
-func (s *Store) RunningBackfills(ctx context.Context, limit int) ([]*Backfill, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+backfillColumns+` FROM backfills WHERE status = 'running'
-ORDER BY progressed_at LIMIT $1`, limit)
+// RunningBackfills returns up to limit running backfills after the one
+// with id after (uuid.Nil: from the first), in id order: a leader walks
+// them all, a page a round, so none waits behind others that cannot move.
+func (s *Store) RunningBackfills(ctx context.Context, after uuid.UUID, limit int) ([]*Backfill, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+backfillColumns+` FROM backfills WHERE status = 'running' AND id > $1
+ORDER BY id LIMIT $2`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("running backfills: %w", translate(err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Backfill, error) { return scanBackfill(r) })
 	if err != nil {
 		return nil, fmt.Errorf("running backfills: %w", translate(err))
+	}
+	return out, nil
+}
+
+// RunningBackfillsPerOwner counts the running backfills of each owner
+// among owners.
+func (s *Store) RunningBackfillsPerOwner(ctx context.Context, owners []uuid.UUID) (map[uuid.UUID]int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT owner_id, count(*) FROM backfills WHERE status = 'running' AND owner_id = ANY($1)
+GROUP BY owner_id`, owners)
+	if err != nil {
+		return nil, fmt.Errorf("count backfills: %w", translate(err))
+	}
+	out := map[uuid.UUID]int{}
+	var owner uuid.UUID
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&owner, &n}, func() error {
+		out[owner] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count backfills: %w", translate(err))
 	}
 	return out, nil
 }
@@ -205,9 +229,9 @@ func (s *Store) SaveBackfill(ctx context.Context, b *Backfill) (bool, error) {
 		finished = &b.FinishedAt
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE backfills SET cursor_at = $2, inflight = $3, queued = $4, existing = $5, completed = $6,
-    failed = $7, skipped = $8, progressed_at = $9, status = $10, finished_at = $11, reason = nullif($12, '')
+    failed = $7, skipped = $8, progressed_at = $9, status = $10, finished_at = $11, reason = nullif($12, ''), generation = $13
 WHERE id = $1 AND status = 'running'`, b.ID, b.Cursor, inflightMs(b.Inflight), b.Queued, b.Existing, b.Completed,
-		b.Failed, b.Skipped, b.ProgressedAt, b.Status, finished, b.Reason)
+		b.Failed, b.Skipped, b.ProgressedAt, b.Status, finished, b.Reason, b.Generation)
 	if err != nil {
 		return false, fmt.Errorf("save backfill %s: %w", b.ID, translate(err))
 	}
@@ -243,21 +267,20 @@ CROSS JOIN LATERAL (SELECT status FROM job_runs WHERE job_id = $1 AND scheduled_
 // is about to start.
 type BackfillState struct {
 	Running bool
-	Overlap job.Overlap
 }
 
 // BackfillStates reads the states of backfills ids, for a worker's batch
 // that holds occurrences of them; one missing is not running.
 func (s *Store) BackfillStates(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]BackfillState, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, status, overlap FROM backfills WHERE id = ANY($1)`, ids)
+	rows, err := s.pool.Query(ctx, `SELECT id, status FROM backfills WHERE id = ANY($1)`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("backfill states: %w", translate(err))
 	}
 	out := make(map[uuid.UUID]BackfillState, len(ids))
 	var id uuid.UUID
-	var status, overlap string
-	_, err = pgx.ForEachRow(rows, []any{&id, &status, &overlap}, func() error {
-		out[id] = BackfillState{Running: status == BackfillRunning, Overlap: job.Overlap(overlap)}
+	var status string
+	_, err = pgx.ForEachRow(rows, []any{&id, &status}, func() error {
+		out[id] = BackfillState{Running: status == BackfillRunning}
 		return nil
 	})
 	if err != nil {

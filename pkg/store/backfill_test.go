@@ -79,7 +79,7 @@ func TestBackfills(t *testing.T) {
 
 		states, err := b.st.BackfillStates(b.ctx, []uuid.UUID{bf.ID, job.NewID()})
 		require.NoError(t, err)
-		require.Equal(t, map[uuid.UUID]store.BackfillState{bf.ID: {Running: false, Overlap: job.OverlapAllow}}, states)
+		require.Equal(t, map[uuid.UUID]store.BackfillState{bf.ID: {Running: false}}, states)
 	})
 
 	t.Run("ACompletedOneCannotBeCancelled", func(t *testing.T) {

@@ -2,7 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/tockhq/tock/pkg/job"
 )
@@ -49,4 +53,29 @@ LIMIT $4`
 // died between its commit and its ZADD left them out of Redis.
 func (s *Store) OrphanedClaims(ctx context.Context, dashboards []int32, after job.Occurrence, limit int) ([]job.Occurrence, error) {
 	return s.occurrences(ctx, "orphaned claims", orphanedClaimsSQL, dashboards, after.ScheduledFor, after.JobID, limit)
+}
+
+// SetRunRetention records the scheduler's TOCK_RUN_RETENTION (0: runs are
+// kept for ever), for the dashboard, which refuses a backfill of days whose
+// runs retention would drop.
+func (s *Store) SetRunRetention(ctx context.Context, d time.Duration) error {
+	if _, err := s.pool.Exec(ctx, `INSERT INTO tock_marks (name, seq) VALUES ('run_retention_ms', $1)
+ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq`, d.Milliseconds()); err != nil {
+		return fmt.Errorf("record run retention: %w", translate(err))
+	}
+	return nil
+}
+
+// RunRetention returns what SetRunRetention last recorded; false when no
+// scheduler has yet.
+func (s *Store) RunRetention(ctx context.Context) (time.Duration, bool, error) {
+	var ms int64
+	err := s.pool.QueryRow(ctx, `SELECT seq FROM tock_marks WHERE name = 'run_retention_ms'`).Scan(&ms)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("run retention: %w", translate(err))
+	}
+	return time.Duration(ms) * time.Millisecond, true, nil
 }

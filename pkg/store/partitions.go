@@ -115,3 +115,19 @@ WHERE i.inhparent = 'job_runs'::regclass AND c.relname ~ '^job_runs_[0-9]{8}$'`)
 	}
 	return dropped, nil
 }
+
+// OldestRunDay is the first day job_runs keeps a partition of: runs of an
+// earlier day would land in the default partition, which retention never
+// drops. Zero when there is none.
+func (s *Store) OldestRunDay(ctx context.Context) (time.Time, error) {
+	var name *string
+	if err := s.pool.QueryRow(ctx, `SELECT min(c.relname) FROM pg_inherits i
+JOIN pg_class c ON c.oid = i.inhrelid
+WHERE i.inhparent = 'job_runs'::regclass AND c.relname ~ '^job_runs_[0-9]{8}$'`).Scan(&name); err != nil {
+		return time.Time{}, fmt.Errorf("oldest run partition: %w", err)
+	}
+	if name == nil {
+		return time.Time{}, nil
+	}
+	return time.Parse("20060102", (*name)[len("job_runs_"):])
+}

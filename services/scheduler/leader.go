@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/bsm/redislock"
+	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
@@ -44,6 +46,9 @@ type Leader struct {
 	// wrote: every shard's marker must hold at least as much, or Redis lost
 	// writes that Postgres committed.
 	mark int64
+	// backfillAfter is where the next round's page of running backfills
+	// starts (uuid.Nil: the first); only runBackfills uses it.
+	backfillAfter uuid.UUID
 	// flowsSynced is when the last flow sync (syncFlows) began; zero
 	// syncs every flow.
 	flowsSynced time.Time
@@ -138,8 +143,12 @@ func (l *Leader) lead(parent context.Context, lock *redislock.Lock) {
 	defer analyze.Stop()
 	orphans := time.NewTicker(dashboardCheck)
 	defer orphans.Stop()
-	backfill := time.NewTimer(0)
-	defer backfill.Stop()
+	var backfills sync.WaitGroup
+	backfills.Go(func() { l.runBackfills(ctx) })
+	defer func() {
+		cancel() // the backfills end with the leadership, before the lock goes
+		backfills.Wait()
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -157,12 +166,7 @@ func (l *Leader) lead(parent context.Context, lock *redislock.Lock) {
 			l.analyze(ctx)
 		case <-orphans.C:
 			l.adoptOrphans(ctx)
-		case <-backfill.C:
-			if l.backfill(ctx) {
-				backfill.Reset(backfillBusy)
-			} else {
-				backfill.Reset(backfillIdle)
-			}
+
 		}
 	}
 }

@@ -21,9 +21,6 @@ type item struct {
 	shard *queue.Shard
 	// job is what the attempt needs of its job, once fetched.
 	job *store.AttemptJob
-	// overlap is the overlap policy of the backfill that queued it, ""
-	// for its job's.
-	overlap job.Overlap
 	// run is the id of the attempt's run, given when it is leased.
 	run uuid.UUID
 	// finished says it had an outcome already, and any lease on it ends;

@@ -153,8 +153,8 @@ func (s *starter) startAll(ctx context.Context, batches []batch) {
 
 // backfilled reads the backfills of the attempts among items that a
 // backfill queued (one read, only for a batch that holds one), and drops
-// those of a backfill cancelled or gone, returning the others, each to run
-// under its backfill's overlap policy, and those dropped. Should the read
+// those of a backfill cancelled or gone, returning the others and those
+// dropped. Should the read
 // fail, the backfill's attempts are left pending, to be reclaimed.
 func (s *starter) backfilled(ctx context.Context, items []*item) (run, settle []*item) {
 	var ids []uuid.UUID
@@ -181,7 +181,6 @@ func (s *starter) backfilled(ctx context.Context, items []*item) (run, settle []
 			it.action, it.dropped = ack, true
 			settle = append(settle, it)
 		default:
-			it.overlap = states[b].Overlap
 			run = append(run, it)
 		}
 	}
@@ -308,11 +307,11 @@ func (s *starter) lease(ctx context.Context, items []*item) []*item {
 			it.startedAt, it.run = at, job.NewID()
 			it.leaseUntil = at.Add(it.job.Timeout + s.w.LeaseMargin)
 			overlap := it.job.Overlap
-			if it.overlap != "" {
-				overlap = it.overlap // its backfill's
-			}
-			if occ.Attempt > 1 || overlap == job.OverlapAllow {
-				overlap = "" // a retry is not held back
+			if occ.Attempt > 1 || overlap == job.OverlapAllow || occ.Backfill != uuid.Nil {
+				// A retry is not held back, nor a backfill's attempt, which
+				// takes no hold either: its backfill paces it, and it never
+				// holds back the job's own occurrences.
+				overlap = ""
 			}
 			starts[i] = queue.Start{Generation: occ.Generation, Overlap: overlap,
 				Lease: queue.Lease{Occurrence: occ, Worker: s.w.Name, Run: it.run, StartedAt: at, Until: it.leaseUntil,
@@ -477,8 +476,8 @@ func nominal(aj *store.AttemptJob, sf time.Time) time.Time {
 	if err != nil {
 		return time.Time{}
 	}
-	if at, ok := sched.Next(n.Add(-time.Millisecond)); ok && at.Equal(n) {
-		return n
+	if at, ok := sched.Unbounded().Next(n.Add(-time.Millisecond)); ok && at.Equal(n) {
+		return n // unbounded: a backfill's occurrence may lie before start_at
 	}
 	return time.Time{}
 }

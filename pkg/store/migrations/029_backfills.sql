@@ -3,8 +3,9 @@
 -- past range [from_at, to_at) and that never ran, paced by the scheduler's
 -- leader (services/scheduler/backfill.go): cursor_at is the nominal time
 -- from which it plans next, inflight the due times (unix ms) of the
--- occurrences it queued whose outcome is not final yet, and the counters
--- what became of the others. progressed_at is when inflight last changed:
+-- occurrences it queued whose outcome is not final yet (queued under the
+-- job's generation), and the counters what became of the others.
+-- progressed_at is when inflight last changed:
 -- a backfill that stops progressing queues its inflight occurrences again
 -- (Redis may have lost them; a start of one that already ran is refused).
 CREATE TABLE backfills (
@@ -18,6 +19,7 @@ CREATE TABLE backfills (
     total         integer NOT NULL CHECK (total >= 0),
     cursor_at     timestamptz NOT NULL,
     inflight      bigint[] NOT NULL DEFAULT '{}',
+    generation    integer NOT NULL DEFAULT 0,
     queued        integer NOT NULL DEFAULT 0,
     existing      integer NOT NULL DEFAULT 0,
     completed     integer NOT NULL DEFAULT 0,
@@ -28,8 +30,9 @@ CREATE TABLE backfills (
     finished_at   timestamptz,
     reason        text
 );
--- The leader's look for work, and an owner's count of running backfills.
-CREATE INDEX backfills_running ON backfills (owner_id) WHERE status = 'running';
+-- The leader's walk over the running ones, and an owner's count of them.
+CREATE INDEX backfills_running ON backfills (id) WHERE status = 'running';
+CREATE INDEX backfills_owner_running ON backfills (owner_id) WHERE status = 'running';
 -- A job's backfills, newest first.
 CREATE INDEX backfills_job ON backfills (job_id, created_at DESC);
 

@@ -108,6 +108,9 @@ func (s *Server) backfillJob(c *echo.Context) error {
 		return apierr.New(http.StatusConflict, apierr.CodeConflict, "",
 			fmt.Sprintf("a %s job cannot be backfilled; only a scheduled one can", j.Status))
 	}
+	if err := s.checkRunDays(c, from, to, now); err != nil {
+		return err
+	}
 	total, err := s.countOccurrences(c, j, from, to)
 	if err != nil {
 		return err
@@ -169,11 +172,55 @@ func backfillOverlap(v string, j *job.Job) (job.Overlap, error) {
 	return "", apierr.Invalid("overlap", "must be allow, skip or buffer_one")
 }
 
+// maxBackfillDays bounds the days a backfill's range spans: each needs
+// its day partition of job_runs.
+const maxBackfillDays = 366
+
+// checkRunDays refuses a range that reaches days whose runs retention
+// drops (before the first day TOCK_RUN_RETENTION keeps whole, as the
+// scheduler recorded it; before the oldest day partition while no
+// scheduler has), and makes sure every day of it has its job_runs
+// partition, so that its runs are kept and dropped as any other.
+func (s *Server) checkRunDays(c *echo.Context, from, to, now time.Time) error {
+	ctx := c.Request().Context()
+	if to.Sub(from) > maxBackfillDays*24*time.Hour {
+		return apierr.Invalid("to", fmt.Sprintf("a backfill spans at most %d days", maxBackfillDays))
+	}
+	retention, known, err := s.store.RunRetention(ctx)
+	if err != nil {
+		return apierr.Dependency(err)
+	}
+	var floor time.Time
+	switch {
+	case known && retention > 0:
+		floor = now.Add(-retention).UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
+	case !known:
+		if floor, err = s.store.OldestRunDay(ctx); err != nil {
+			return apierr.Dependency(err)
+		}
+	}
+	if from.Before(floor) {
+		return apierr.Invalid("from", fmt.Sprintf("must not be before %s: runs of earlier days are past TOCK_RUN_RETENTION", floor.Format(time.DateOnly)))
+	}
+	if _, err := s.store.EnsureRunPartitions(ctx, from, to); err != nil {
+		return apierr.Dependency(err)
+	}
+	return nil
+}
+
+// countUnits and countTime bound the walk of a backfill's range: 10,000
+// occurrences of any rule a job may hold (an RRULE's Next costs some 300
+// units), a few times what one request's other schedule work may take.
+const (
+	countUnits = 5 * schedule.RequestUnits
+	countTime  = 500 * time.Millisecond
+)
+
 // countOccurrences counts j's occurrences whose nominal times fall in
 // [from, to), by its rule whatever its start_at and end_at, refusing a range with none or more than MaxBackfill, or one
 // too costly to walk within the request's budget.
 func (s *Server) countOccurrences(c *echo.Context, j *job.Job, from, to time.Time) (int, error) {
-	sched, err := schedule.FromJSONWithin(schedule.RequestBudget(c.Request().Context()), j.Schedule)
+	sched, err := schedule.FromJSONWithin(schedule.NewBudget(c.Request().Context(), countUnits, countTime), j.Schedule)
 	if err != nil {
 		return 0, apierr.Dependency(err)
 	}
@@ -222,8 +269,10 @@ func (s *Server) findBackfill(c *echo.Context) (*store.Backfill, error) {
 	if err != nil {
 		return nil, apierr.Dependency(err)
 	}
-	if v := c.Param("id"); v != "" && v != b.JobID.String() {
-		return nil, errBackfillNotFound
+	if v := c.Param("id"); v != "" {
+		if id, err := uuid.Parse(v); err != nil || id != b.JobID {
+			return nil, errBackfillNotFound
+		}
 	}
 	return b, nil
 }
