@@ -137,6 +137,10 @@ type Job struct {
 	// the jittered times: the API shows a one-off job's nominal time
 	// (NominalRunAt).
 	Jitter, JitterOffset time.Duration
+	// SkipCalendars names the owner's calendars (package calendar) whose
+	// days and ranges a recurring job's occurrences are skipped on; nil for
+	// none.
+	SkipCalendars []string
 	// Secrets are the credentials of Payload and Notify (see
 	// jobtype.Spot), sealed by package secretbox as one JSON object from
 	// each one's fingerprint to its value; "" when they hold none. Payload

@@ -371,6 +371,29 @@ var Fields = []*Field{
 	},
 	notifyField,
 	{
+		Name:       "skip_calendars",
+		Omittable:  true,
+		Schema:     `{"type": "array", "maxItems": 10, "items": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_.-]{0,62}$"}, "description": "Recurring jobs only: names of your calendars (` + "`PUT /api/v1/calendars/{name}`" + `) whose days and ranges the job does not run on. An occurrence whose nominal time falls on one is recorded ` + "`skipped` with an `error` that starts `calendar <name>:`" + `; previews leave it out. At most 10; each must exist when the job is created or changed. ` + "`[]`" + ` removes them.", "example": ["de-holidays"]}`,
+		ViewSchema: `{"type": "array", "items": {"type": "string"}, "description": "The calendars whose days the job skips; absent when none."}`,
+		Default:    `[]`, Example: `["de-holidays"]`, Other: `["de-holidays", "maintenance"]`,
+		parse: func(raw json.RawMessage, _ *parser) (applier, error) {
+			names, err := ParseSkipCalendars(raw)
+			if err != nil {
+				return nil, err
+			}
+			return func(j *job.Job, _ *applyState) error { j.SkipCalendars = names; return nil }, nil
+		},
+		show: func(j *job.Job, _ *ViewContext) (any, bool) { return j.SkipCalendars, len(j.SkipCalendars) > 0 },
+		Columns: []Column{{Name: "skip_calendars",
+			value: func(j *job.Job) any {
+				if len(j.SkipCalendars) == 0 {
+					return nil
+				}
+				return j.SkipCalendars
+			},
+			scan: func(j *job.Job) (any, func() error) { return &j.SkipCalendars, nil }}},
+	},
+	{
 		Name:       "flow",
 		Omittable:  true,
 		Schema:     `{"type": "object", "additionalProperties": false, "properties": {"key": {"type": "string", "minLength": 1, "maxLength": 200, "description": "Required. Your own name for the flow, such as ` + "`customer-42` or `sms-provider`: 1 to 200 characters without spaces, `/`, control characters or bidirectional formatting characters. Keys are yours alone: another user's key of the same name never limits your jobs." + `"}, "concurrency": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "At most this many attempts of the key's jobs in flight at once, across every worker."}, "rate": {"type": "string", "description": "At most this many starts of the key's jobs in any window of this length: ` + "`<count>/<period>`, such as `50/1s`, `10/s` or `1000/1h` (count 1 to 10,000, period 10ms to 24h)." + `"}}, "description": "The flow key the job's occurrences go through. An occurrence over its key's limits waits, in priority and then due order, and is never dropped or failed for it; the wait is recorded as ` + "`throttled_ms` on the run, apart from its lateness. The limits belong to the key: a job that gives them sets them for every job of the key, as `PUT /api/v1/flows/{key}` does; a job that names only the key runs under the key's. `{}` removes the job from its key." + `", "example": {"key": "customer-42", "concurrency": 3, "rate": "50/1s"}}`,

@@ -335,6 +335,9 @@ func (c *Change) Apply(j *job.Job, started bool) error {
 	if j.Debounce != nil && j.Recurring() {
 		return invalid("debounce", "applies to one-off jobs only")
 	}
+	if len(j.SkipCalendars) > 0 && !j.Recurring() {
+		return invalid("skip_calendars", "applies to recurring jobs only")
+	}
 
 	if a.timingChanged && c.mode != Create && j.DueAt.IsZero() {
 		return fmt.Errorf("%w: nothing left to run", job.ErrInvalid)

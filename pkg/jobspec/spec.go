@@ -12,12 +12,14 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/tockhq/tock/pkg/calendar"
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobtype"
 	"github.com/tockhq/tock/pkg/outbound"
@@ -287,4 +289,28 @@ func ParseDebounce(raw json.RawMessage) (*job.Debounce, error) {
 		return nil, invalid("debounce.window", "must be a duration from 10ms to 24h, such as \"3s\"")
 	}
 	return &job.Debounce{Key: in.Key, Window: w}, nil
+}
+
+// ParseSkipCalendars reads a job's skip_calendars: at most
+// calendar.MaxPerJob distinct calendar names, nil for none.
+func ParseSkipCalendars(raw json.RawMessage) ([]string, error) {
+	var names []string
+	if err := decodeValue("skip_calendars", raw, &names); err != nil {
+		return nil, err
+	}
+	if len(names) > calendar.MaxPerJob {
+		return nil, invalid("skip_calendars", "names at most %d calendars", calendar.MaxPerJob)
+	}
+	for i, n := range names {
+		if !calendar.ValidName(n) {
+			return nil, invalid(fmt.Sprintf("skip_calendars[%d]", i), "is not a calendar name: 1 to 63 of a-z, 0-9, _, . and -, starting with a letter or digit")
+		}
+		if slices.Contains(names[:i], n) {
+			return nil, invalid(fmt.Sprintf("skip_calendars[%d]", i), "names %q twice", n)
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	return names, nil
 }

@@ -60,6 +60,9 @@ type AttemptJob struct {
 	RunAt        time.Time
 	Jittered     bool
 	JitterOffset time.Duration
+	// SkipCalendars names the owner's calendars whose days the job's
+	// occurrences are skipped on.
+	SkipCalendars []string
 	// SigningSecret and PreviousSigningSecret are the owner's, opened;
 	// SigningErr says why they could not be (the operator key is not held).
 	SigningSecret, PreviousSigningSecret string
@@ -102,7 +105,7 @@ const fetchSQL = `WITH req AS (
 SELECT r.n, j.id IS NOT NULL, coalesce(j.status::text, ''), coalesce(j.generation, 0), coalesce(j.owner_id, r.job_id),
        coalesce(j.type, ''), coalesce(j.name, ''), j.payload, coalesce(j.timeout_ms, 0), coalesce(j.max_retries, 0),
        j.schedule, j.last_at, coalesce(j.history, 'all'), coalesce(j.expires_after_ms, 0), coalesce(j.overlap, ''),
-       j.notify, coalesce(j.trace_parent, ''), coalesce(j.secrets, ''), j.run_at, j.jitter_offset_ms,
+       j.notify, coalesce(j.trace_parent, ''), coalesce(j.secrets, ''), j.run_at, j.jitter_offset_ms, j.skip_calendars,
        coalesce(u.signing_secret, ''),
        CASE WHEN u.previous_signing_until > $4 THEN coalesce(u.previous_signing_secret, '') ELSE '' END,
        coalesce(o.status::text, ''), CASE WHEN o.status = 'running' THEN o.lease_until END
@@ -110,11 +113,11 @@ FROM req r
 LEFT JOIN LATERAL (
     SELECT * FROM (
         SELECT id, status, generation, owner_id, type, name, payload, timeout_ms, max_retries, schedule, last_at, history,
-               expires_after_ms, overlap, notify, trace_parent, secrets, run_at, jitter_offset_ms
+               expires_after_ms, overlap, notify, trace_parent, secrets, run_at, jitter_offset_ms, skip_calendars
         FROM jobs WHERE id = r.job_id AND due_hour = -1
         UNION ALL
         SELECT id, status, generation, owner_id, type, name, payload, timeout_ms, max_retries, schedule, last_at, history,
-               expires_after_ms, overlap, notify, trace_parent, secrets, run_at, jitter_offset_ms
+               expires_after_ms, overlap, notify, trace_parent, secrets, run_at, jitter_offset_ms, skip_calendars
         FROM jobs WHERE id = r.job_id AND due_hour >= 0
     ) x LIMIT 1
 ) j ON true
@@ -197,7 +200,7 @@ func (s *Store) fetch(ctx context.Context, db querier, occs []job.Occurrence, no
 			signing, prevSigning string
 		)
 		if err := rows.Scan(&n, &found, &status, &generation, &aj.Owner, &typ, &aj.Name, &aj.Payload, &timeoutMS, &maxRetries,
-			&aj.Schedule, &lastAt, &history, &expMS, &overlap, &notify, &aj.TraceParent, &aj.Secrets, &runAt, &jitterMs,
+			&aj.Schedule, &lastAt, &history, &expMS, &overlap, &notify, &aj.TraceParent, &aj.Secrets, &runAt, &jitterMs, &aj.SkipCalendars,
 			&signing, &prevSigning, &outcome, &leaseUntil); err != nil {
 			return nil, fmt.Errorf("fetch attempts: %w", err)
 		}

@@ -104,6 +104,8 @@ func encoderFor(typ string) (columnEncoder, bool) {
 		return encodeInt(8), true
 	case "text", "varchar":
 		return encodeText, true
+	case "_text":
+		return encodeTextArray, true
 	case "jsonb":
 		return encodeJSONB, true
 	case "timestamptz":
@@ -274,6 +276,37 @@ func encodeText(buf []byte, v any) ([]byte, error) {
 		return encodeText(buf, rv.String())
 	}
 	return nil, fmt.Errorf("cannot encode %T as text", v)
+}
+
+// textOID is text's type oid, which a binary text[] names.
+const textOID = 25
+
+// encodeTextArray writes a []string as a one-dimensional text[] without
+// NULL elements: dimensions, null flag, element type, then each
+// dimension's length and lower bound, then each element's length and
+// bytes.
+func encodeTextArray(buf []byte, v any) ([]byte, error) {
+	v, null := deref(v)
+	if null {
+		return appendNull(buf), nil
+	}
+	xs, ok := v.([]string)
+	if !ok {
+		return nil, fmt.Errorf("cannot encode %T as text[]", v)
+	}
+	size := 20
+	for _, x := range xs {
+		size += 4 + len(x)
+	}
+	buf = binary.BigEndian.AppendUint32(buf, uint32(size))
+	for _, n := range []uint32{1, 0, textOID, uint32(len(xs)), 1} {
+		buf = binary.BigEndian.AppendUint32(buf, n)
+	}
+	for _, x := range xs {
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(x)))
+		buf = append(buf, x...)
+	}
+	return buf, nil
 }
 
 // encodeJSONB writes JSON text after jsonb's version byte, 1.

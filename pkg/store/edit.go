@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -94,6 +95,11 @@ func (s *Store) UpdateJob(ctx context.Context, owner, id uuid.UUID, now time.Tim
 			}
 			if err := replaceLabels(ctx, tx, b, after); err != nil {
 				return err
+			}
+			if !slices.Equal(b.SkipCalendars, after.SkipCalendars) {
+				if err := checkCalendars(ctx, tx, []*job.Job{after}); err != nil {
+					return err
+				}
 			}
 			if after.Flow != nil && !reflect.DeepEqual(b.Flow, after.Flow) {
 				if err := claimFlows(ctx, tx, []*job.Job{after}, now, u.MaxFlowKeys); err != nil {

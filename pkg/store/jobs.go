@@ -311,6 +311,9 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 				return err
 			}
 		}
+		if err := checkCalendars(ctx, tx, jobs); err != nil {
+			return err
+		}
 		if err := claimKeys(ctx, tx, jobs); err != nil {
 			return err
 		}
@@ -359,7 +362,7 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []*job.Job, c Create) error
 // debounce key or label to claim or add.
 func plain(j *job.Job, c Create) bool {
 	return c.MaxActive <= 0 && (!c.Rates.capped() || j.Load == nil || j.Load.Empty()) &&
-		j.Key == "" && j.Flow == nil && j.Debounce == nil && len(j.Labels) == 0
+		j.Key == "" && j.Flow == nil && j.Debounce == nil && len(j.Labels) == 0 && len(j.SkipCalendars) == 0
 }
 
 // createPlain creates a plain job (see plain), the most common create, in

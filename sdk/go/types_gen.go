@@ -36,7 +36,8 @@ type AuditEntry struct {
 	// `job.abort`, `job.purge`, `job.bulk`, `job.backfill`, `user.create`,
 	// `user.update`, `user.disable`, `user.enable`, `user.erase`,
 	// `key.create`, `key.revoke`, `user.rotate_signing_secret`,
-	// `dead_letters`, `backfill.cancel`, `flow.put` or `flow.delete`.
+	// `dead_letters`, `backfill.cancel`, `flow.put`, `flow.delete`,
+	// `calendar.put` or `calendar.delete`.
 	Action string `json:"action"`
 
 	// The user who made it.
@@ -56,7 +57,8 @@ type AuditEntry struct {
 	// The job, user or key changed.
 	TargetID string `json:"target_id"`
 
-	// One of `job`, `user`, `key`, `batch`, `bulk`, `flow` or `backfill`.
+	// One of `job`, `user`, `key`, `batch`, `bulk`, `flow`, `backfill` or
+	// `calendar`.
 	TargetType string `json:"target_type"`
 }
 
@@ -136,14 +138,15 @@ type BackfillList struct {
 // BackfillRequest is the API's BackfillRequest schema. A past range of a
 // recurring job's schedule to run.
 type BackfillRequest struct {
-	// The range's start (included): an RFC 3339 instant.
+	// The range's start (included): an RFC 3339 instant, not on a day whose
+	// runs `TOCK_RUN_RETENTION` drops.
 	From time.Time `json:"from"`
 
-	// How the backfill's occurrences run beside each other and the job's own:
-	// `allow` several at once (up to half the owner's cap on attempts in
-	// flight), `skip` and `buffer_one` one at a time, an occurrence whose
-	// turn comes while one of the job's own runs is skipped (recorded
-	// `skipped`) or waits. Absent: the job's own policy.
+	// How the backfill's occurrences run: `allow` several at once (the
+	// owner's backfills share half the owner's cap on attempts in flight),
+	// `skip` and `buffer_one` one at a time, each after the previous ended.
+	// Either way they take no overlap hold on the job, so its own occurrences
+	// are never skipped or held back by them. Absent: the job's own policy.
 	Overlap string `json:"overlap,omitempty"`
 
 	// The range's end (excluded): an RFC 3339 instant after `from`, not in
@@ -247,6 +250,76 @@ type BulkResult struct {
 type BulkSkipped struct {
 	ID     string `json:"id"`
 	Reason string `json:"reason"`
+}
+
+// Calendar is the API's Calendar schema. A calendar: the days and ranges the
+// jobs that name it in `skip_calendars` skip.
+type Calendar struct {
+	// When it was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Whole days skipped, `YYYY-MM-DD`.
+	Dates []string `json:"dates"`
+
+	// The calendar's name.
+	Name string `json:"name"`
+
+	// Spans of time skipped.
+	Ranges []CalendarRange `json:"ranges"`
+
+	// RRULE bodies whose days are skipped.
+	Rrules []string `json:"rrules"`
+
+	// The IANA zone of its dates and rules.
+	Timezone string `json:"timezone"`
+
+	// When it was last set.
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// CalendarList is the API's CalendarList schema. One page of calendars, in
+// name order.
+type CalendarList struct {
+	Calendars []Calendar `json:"calendars"`
+
+	// Pass as `cursor` for the next page; empty on the last.
+	NextCursor string `json:"next_cursor"`
+}
+
+// CalendarRange is the API's CalendarRange schema.
+type CalendarRange struct {
+	// The range's start (included).
+	From time.Time `json:"from"`
+
+	// The range's end (excluded).
+	To time.Time `json:"to"`
+}
+
+// CalendarRequest is the API's CalendarRequest schema. A calendar as a whole:
+// the days and ranges the jobs that name it skip.
+type CalendarRequest struct {
+	// Whole days skipped, `YYYY-MM-DD` in `timezone`.
+	Dates []string `json:"dates,omitempty"`
+
+	// Spans of time skipped, [from, to), such as a maintenance window.
+	Ranges []CalendarRequestRanges `json:"ranges,omitempty"`
+
+	// RFC 5545 RRULE bodies whose days are skipped (in `timezone`), such as
+	// `FREQ=YEARLY;BYMONTH=5;BYMONTHDAY=1` or `FREQ=WEEKLY;BYDAY=SA,SU`; an
+	// `INTERVAL` counts from 2000-01-01.
+	Rrules []string `json:"rrules,omitempty"`
+
+	// The IANA zone its dates and rules' days are in. Default `UTC`.
+	Timezone string `json:"timezone,omitempty"`
+}
+
+// CalendarRequestRanges is the schema of the items of CalendarRequest.ranges.
+type CalendarRequestRanges struct {
+	// The start (included), an RFC 3339 instant.
+	From time.Time `json:"from"`
+
+	// The end (excluded), an RFC 3339 instant after from.
+	To time.Time `json:"to"`
 }
 
 // DST is the schema of Schedule.dst. Daylight-saving policy.
@@ -590,6 +663,9 @@ type Job struct {
 	// for a one-off job.
 	Schedule *Schedule `json:"schedule,omitempty"`
 
+	// The calendars whose days the job skips; absent when none.
+	SkipCalendars []string `json:"skip_calendars,omitempty"`
+
 	// `scheduled` and `paused` jobs can still run; a one-off job ends
 	// `completed` or `permanently_failed`; `cancelled` is what DELETE leaves
 	// behind. `expired`: the last occurrence could not start within
@@ -752,6 +828,14 @@ type JobPatch struct {
 	// taking the job's start_at (and, with every, on) for those it leaves
 	// out: an unchanged schedule keeps the job's plan.
 	Schedule *Schedule `json:"schedule,omitempty"`
+
+	// Recurring jobs only: names of your calendars (`PUT
+	// /api/v1/calendars/{name}`) whose days and ranges the job does not run
+	// on. An occurrence whose nominal time falls on one is recorded `skipped`
+	// with an `error` that starts `calendar <name>:`; previews leave it out.
+	// At most 10; each must exist when the job is created or changed. `[]`
+	// removes them.
+	SkipCalendars []string `json:"skip_calendars,omitempty"`
 
 	// Limit on one attempt, a Go duration from `100ms` to `1h`. Default
 	// `30s`.
@@ -929,6 +1013,14 @@ type JobSpec struct {
 	// taking the job's start_at (and, with every, on) for those it leaves
 	// out: an unchanged schedule keeps the job's plan.
 	Schedule *Schedule `json:"schedule,omitempty"`
+
+	// Recurring jobs only: names of your calendars (`PUT
+	// /api/v1/calendars/{name}`) whose days and ranges the job does not run
+	// on. An occurrence whose nominal time falls on one is recorded `skipped`
+	// with an `error` that starts `calendar <name>:`; previews leave it out.
+	// At most 10; each must exist when the job is created or changed. `[]`
+	// removes them.
+	SkipCalendars []string `json:"skip_calendars,omitempty"`
 
 	// Limit on one attempt, a Go duration from `100ms` to `1h`. Default
 	// `30s`.
@@ -1236,6 +1328,10 @@ type PreviewRequest struct {
 	// Recurring: the recurrence.
 	Schedule *Schedule `json:"schedule,omitempty"`
 
+	// Names of your calendars whose days the preview leaves out (listed in
+	// `skipped`), as a job's `skip_calendars`: recurring timing only.
+	SkipCalendars []string `json:"skip_calendars,omitempty"`
+
 	// IANA zone the job is shown in; required with `run_on`. A recurring
 	// job's zone goes inside `schedule` instead. Default `UTC`.
 	Timezone string `json:"timezone,omitempty"`
@@ -1460,6 +1556,19 @@ type SigningSecret struct {
 	// its Idempotency-Key, its fingerprint instead: `secret:sha256:` and the
 	// first 32 hex digits of the secret's SHA-256.
 	Secret string `json:"secret"`
+}
+
+// SkippedUpcoming is the API's SkippedUpcoming schema. An occurrence a
+// calendar skips.
+type SkippedUpcoming struct {
+	// In the job's zone.
+	At string `json:"at"`
+
+	// Which calendar skips it and why, as the skipped run's `error` says.
+	Reason string `json:"reason"`
+
+	// In UTC.
+	UTC string `json:"utc"`
 }
 
 // SlackPayload is the API's SlackPayload schema. Payload of a `slack` job: a
@@ -1709,4 +1818,8 @@ type signingSecretRotation struct {
 type upcomingList struct {
 	// Earliest first; empty when nothing is left to run.
 	Next []Upcoming `json:"next"`
+
+	// The occurrences before the last of `next` that the job's calendars
+	// (`skip_calendars`) skip, left out of `next`; absent when none.
+	Skipped []SkippedUpcoming `json:"skipped,omitempty"`
 }

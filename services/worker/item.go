@@ -21,6 +21,9 @@ type item struct {
 	shard *queue.Shard
 	// job is what the attempt needs of its job, once fetched.
 	job *store.AttemptJob
+	// calendar is why a calendar of its job skips it ("" when none does):
+	// it is recorded skipped when it starts.
+	calendar string
 	// run is the id of the attempt's run, given when it is leased.
 	run uuid.UUID
 	// finished says it had an outcome already, and any lease on it ends;

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/tockhq/tock/pkg/calendar"
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/queue"
 	"github.com/tockhq/tock/pkg/schedule"
@@ -145,6 +146,8 @@ func (s *starter) startAll(ctx context.Context, batches []batch) {
 			}
 		}
 		leasing, dropped := s.backfilled(ctx, leasing)
+		settle = append(settle, dropped...)
+		leasing, dropped = s.calendared(ctx, leasing)
 		settle = append(settle, dropped...)
 		settle = append(settle, s.lease(ctx, leasing)...)
 	}
@@ -376,6 +379,8 @@ func (s *starter) place(it *item, answer int, now time.Time) bool {
 		it.status = job.RunExpired
 		it.reason = fmt.Sprintf("expired: could start only %s after it was due; expires_after is %s",
 			now.Sub(it.msg.DueAt).Round(time.Millisecond), it.job.ExpiresAfter)
+	case it.calendar != "":
+		it.status, it.reason = job.RunSkipped, it.calendar
 	default:
 		if reason := s.misfired(it, now); reason != "" {
 			it.status, it.reason = job.RunSkipped, "misfire: "+reason
@@ -420,6 +425,72 @@ type entryID struct {
 
 func attemptKey(o job.Occurrence) attemptID {
 	return attemptID{o.JobID, o.ScheduledFor.UnixMilli(), o.Attempt, o.Generation}
+}
+
+// calendared reads the calendars named by the jobs of the first attempts
+// among items that fall on their schedules (one read, only for a batch
+// that holds one), and marks those whose nominal time one of them skips,
+// to be recorded skipped when they start. It returns the items to lease,
+// and those left pending, to be reclaimed, when the read fails.
+func (s *starter) calendared(ctx context.Context, items []*item) (run, settle []*item) {
+	var keys []store.CalendarKey
+	var named []*item
+	for _, it := range items {
+		if len(it.job.SkipCalendars) == 0 || it.msg.Occurrence.Attempt != 1 {
+			continue
+		}
+		named = append(named, it)
+		for _, n := range it.job.SkipCalendars {
+			if k := (store.CalendarKey{Owner: it.job.Owner, Name: n}); !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	if len(named) == 0 {
+		return items, nil
+	}
+	cals, err := s.w.Store.Calendars(ctx, keys)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.w.Log.Warn("calendars_unread", zap.Int("calendars", len(keys)), zap.Error(err))
+		}
+		for _, it := range named {
+			it.action = leave
+		}
+		return slices.DeleteFunc(items, func(it *item) bool { return it.action == leave }), named
+	}
+	for _, it := range named {
+		at, ok := onSchedule(it.job, it.msg.Occurrence.ScheduledFor)
+		if !ok {
+			continue // triggered: run as asked
+		}
+		var mine []*calendar.Calendar
+		for _, n := range it.job.SkipCalendars {
+			if c := cals[store.CalendarKey{Owner: it.job.Owner, Name: n}]; c != nil {
+				mine = append(mine, c)
+			}
+		}
+		it.calendar = calendar.Skip(mine, at)
+	}
+	return items, nil
+}
+
+// onSchedule returns the nominal time of the occurrence due at sf (sf
+// less the job's jitter offset) when that is one of its schedule's
+// instants; false for a triggered run, or a one-off job.
+func onSchedule(aj *store.AttemptJob, sf time.Time) (time.Time, bool) {
+	if len(aj.Schedule) == 0 {
+		return time.Time{}, false
+	}
+	n := sf.Add(-aj.JitterOffset)
+	sched, err := schedule.FromJSONWithin(schedule.NewBudget(context.Background(), misfireUnits, 0), aj.Schedule)
+	if err != nil {
+		return time.Time{}, false
+	}
+	if at, ok := sched.Unbounded().Next(n.Add(-time.Millisecond)); ok && at.Equal(n) {
+		return n, true
+	}
+	return time.Time{}, false
 }
 
 // misfireUnits and misfireTime bound the judging of one late attempt: a

@@ -51,6 +51,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/calendars": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List calendars
+         * @description Your calendars in name order, a page at a time.
+         */
+        get: operations["listCalendars"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/calendars/{name}": {
+        parameters: {
+            query?: {
+                /** @description Administrators only: act on this user's calendars instead of their own (403 for anyone else naming another user). */
+                owner?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The calendar's name: 1 to 63 of a-z, 0-9, `_`, `.` and `-`, starting with a letter or digit. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Show a calendar
+         * @description One of your calendars.
+         */
+        get: operations["getCalendar"];
+        /**
+         * Create or replace a calendar
+         * @description Sets the calendar as a whole (a list left out is empty), creating it if new: 201 then, 200 otherwise. The recurring jobs that name it in `skip_calendars` skip an occurrence whose nominal time falls, in the calendar's `timezone`, on one of its `dates`, inside one of its `ranges`, or on a day one of its `rrules` has an occurrence on: the worker records it `skipped` with an `error` such as `calendar de-holidays: date 2026-12-25`, and previews leave it out. A change holds from the next occurrence a worker starts. At most 1,000 dates, 1,000 ranges and 20 rules per calendar, and 1,000 calendars per owner (409 beyond). Audited as `calendar.put`.
+         */
+        put: operations["putCalendar"];
+        post?: never;
+        /**
+         * Delete a calendar
+         * @description Deletes a calendar that no job of yours that can still run names (409 otherwise: take it out of their `skip_calendars` first). Audited as `calendar.delete`.
+         */
+        delete: operations["deleteCalendar"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/dead-letters": {
         parameters: {
             query?: never;
@@ -407,7 +461,7 @@ export interface paths {
         put?: never;
         /**
          * Backfill a past range
-         * @description Runs the occurrences of a scheduled recurring job whose nominal times fall in the past range [from, to) and that never ran (an occurrence with any run, skipped ones included, is counted in `existing` and left alone: retry a failed one by its run). The scheduler queues them a few at a time, at most half the owner's cap on attempts in flight under `allow` and one at a time under `skip` or `buffer_one`, so a backfill never takes more than its owner's share. Each occurrence keeps its own idempotency key (`<job id>:<unix ms>` of its due time, the jitter offset included) and is delivered with `X-Tock-Backfill: true`, `X-Tock-Scheduled-For` its due time and, for a job with jitter, `X-Tock-Nominal-Time`. At most 10,000 occurrences per backfill and 10 running backfills per owner. Answered 202 with the backfill; `Location` names it.
+         * @description Runs the occurrences of a scheduled recurring job whose nominal times fall in the past range [from, to) and that never ran (an occurrence with any run is counted in `existing` and left alone: retry a failed one by its run). The scheduler queues them in order, a few at a time: the owner's running backfills share half the owner's cap on attempts in flight under `allow`, and `skip` or `buffer_one` run them one at a time; a backfill's occurrence never holds back the job's own. Each occurrence keeps its own idempotency key (`<job id>:<unix ms>` of its due time, the jitter offset included) and is delivered with `X-Tock-Backfill: true`, `X-Tock-Scheduled-For` its due time and, for a job with jitter, `X-Tock-Nominal-Time`. At most 10,000 occurrences and 366 days per backfill, no day whose runs `TOCK_RUN_RETENTION` drops, and 10 running backfills per owner. Answered 202 with the backfill; `Location` names it.
          */
         post: operations["backfillJob"];
         delete?: never;
@@ -1102,7 +1156,7 @@ export interface components {
         /** @description One change made through the API. */
         AuditEntry: {
             /** @enum {string} */
-            action: "job.create" | "job.create_batch" | "job.update" | "job.debounce" | "job.pause" | "job.resume" | "job.cancel" | "job.trigger" | "job.retry" | "job.abort" | "job.purge" | "job.bulk" | "job.backfill" | "user.create" | "user.update" | "user.disable" | "user.enable" | "user.erase" | "key.create" | "key.revoke" | "user.rotate_signing_secret" | "dead_letters" | "backfill.cancel" | "flow.put" | "flow.delete";
+            action: "job.create" | "job.create_batch" | "job.update" | "job.debounce" | "job.pause" | "job.resume" | "job.cancel" | "job.trigger" | "job.retry" | "job.abort" | "job.purge" | "job.bulk" | "job.backfill" | "user.create" | "user.update" | "user.disable" | "user.enable" | "user.erase" | "key.create" | "key.revoke" | "user.rotate_signing_secret" | "dead_letters" | "backfill.cancel" | "flow.put" | "flow.delete" | "calendar.put" | "calendar.delete";
             /**
              * Format: uuid
              * @description The user who made it.
@@ -1127,7 +1181,7 @@ export interface components {
              */
             target_id: string;
             /** @enum {string} */
-            target_type: "job" | "user" | "key" | "batch" | "bulk" | "flow" | "backfill";
+            target_type: "job" | "user" | "key" | "batch" | "bulk" | "flow" | "backfill" | "calendar";
         };
         /** @description One page of the audit log, newest first. */
         AuditList: {
@@ -1208,12 +1262,12 @@ export interface components {
         BackfillRequest: {
             /**
              * Format: date-time
-             * @description The range's start (included): an RFC 3339 instant.
+             * @description The range's start (included): an RFC 3339 instant, not on a day whose runs `TOCK_RUN_RETENTION` drops.
              * @example 2026-11-20T00:00:00Z
              */
             from: string;
             /**
-             * @description How the backfill's occurrences run beside each other and the job's own: `allow` several at once (up to half the owner's cap on attempts in flight), `skip` and `buffer_one` one at a time, an occurrence whose turn comes while one of the job's own runs is skipped (recorded `skipped`) or waits. Absent: the job's own policy.
+             * @description How the backfill's occurrences run: `allow` several at once (the owner's backfills share half the owner's cap on attempts in flight), `skip` and `buffer_one` one at a time, each after the previous ended. Either way they take no overlap hold on the job, so its own occurrences are never skipped or held back by them. Absent: the job's own policy.
              * @enum {string}
              */
             overlap?: "allow" | "skip" | "buffer_one";
@@ -1314,6 +1368,87 @@ export interface components {
                 id: string;
                 reason: string;
             }[];
+        };
+        /** @description A calendar: the days and ranges the jobs that name it in `skip_calendars` skip. */
+        Calendar: {
+            /**
+             * Format: date-time
+             * @description When it was created.
+             * @example 2026-11-28T10:00:00.000Z
+             */
+            created_at: string;
+            /** @description Whole days skipped, `YYYY-MM-DD`. */
+            dates: string[];
+            /** @description The calendar's name. */
+            name: string;
+            /** @description Spans of time skipped. */
+            ranges: components["schemas"]["CalendarRange"][];
+            /** @description RRULE bodies whose days are skipped. */
+            rrules: string[];
+            /** @description The IANA zone of its dates and rules. */
+            timezone: string;
+            /**
+             * Format: date-time
+             * @description When it was last set.
+             * @example 2026-11-28T10:00:00.000Z
+             */
+            updated_at: string;
+        };
+        /** @description One page of calendars, in name order. */
+        CalendarList: {
+            calendars: components["schemas"]["Calendar"][];
+            /** @description Pass as `cursor` for the next page; empty on the last. */
+            next_cursor: string;
+        };
+        CalendarRange: {
+            /**
+             * Format: date-time
+             * @description The range's start (included).
+             * @example 2026-12-24T00:00:00.000Z
+             */
+            from: string;
+            /**
+             * Format: date-time
+             * @description The range's end (excluded).
+             * @example 2026-12-27T00:00:00.000Z
+             */
+            to: string;
+        };
+        /** @description A calendar as a whole: the days and ranges the jobs that name it skip. */
+        CalendarRequest: {
+            /**
+             * @description Whole days skipped, `YYYY-MM-DD` in `timezone`.
+             * @example [
+             *       "2026-12-25",
+             *       "2026-12-26"
+             *     ]
+             */
+            dates?: string[];
+            /** @description Spans of time skipped, [from, to), such as a maintenance window. */
+            ranges?: {
+                /**
+                 * Format: date-time
+                 * @description The start (included), an RFC 3339 instant.
+                 */
+                from: string;
+                /**
+                 * Format: date-time
+                 * @description The end (excluded), an RFC 3339 instant after from.
+                 */
+                to: string;
+            }[];
+            /**
+             * @description RFC 5545 RRULE bodies whose days are skipped (in `timezone`), such as `FREQ=YEARLY;BYMONTH=5;BYMONTHDAY=1` or `FREQ=WEEKLY;BYDAY=SA,SU`; an `INTERVAL` counts from 2000-01-01.
+             * @example [
+             *       "FREQ=YEARLY;BYMONTH=5;BYMONTHDAY=1"
+             *     ]
+             */
+            rrules?: string[];
+            /**
+             * @description The IANA zone its dates and rules' days are in. Default `UTC`.
+             * @example Europe/Berlin
+             */
+            timezone?: string;
         };
         DeadLetterList: {
             /** @description Newest first: by scheduled_for, then attempt, then job id, all descending. Each is the attempt that ended its occurrence; `id` names the dead letter. */
@@ -1593,6 +1728,8 @@ export interface components {
             run_at: string | null;
             /** @description A recurring job's normalized schedule, every default filled in; absent for a one-off job. */
             schedule?: components["schemas"]["Schedule"];
+            /** @description The calendars whose days the job skips; absent when none. */
+            skip_calendars?: string[];
             /**
              * @description `scheduled` and `paused` jobs can still run; a one-off job ends `completed` or `permanently_failed`; `cancelled` is what DELETE leaves behind. `expired`: the last occurrence could not start within `expires_after` of its due time.
              * @enum {string}
@@ -1744,6 +1881,14 @@ export interface components {
             /** @description Recurring: the recurrence. A replace compares it with the job's after taking the job's start_at (and, with every, on) for those it leaves out: an unchanged schedule keeps the job's plan. */
             schedule?: components["schemas"]["Schedule"];
             /**
+             * @description Recurring jobs only: names of your calendars (`PUT /api/v1/calendars/{name}`) whose days and ranges the job does not run on. An occurrence whose nominal time falls on one is recorded `skipped` with an `error` that starts `calendar <name>:`; previews leave it out. At most 10; each must exist when the job is created or changed. `[]` removes them.
+             * @default []
+             * @example [
+             *       "de-holidays"
+             *     ]
+             */
+            skip_calendars?: string[];
+            /**
              * @description Limit on one attempt, a Go duration from `100ms` to `1h`. Default `30s`.
              * @default 30s
              * @example 30s
@@ -1874,6 +2019,14 @@ export interface components {
             run_on?: string;
             /** @description Recurring: the recurrence. A replace compares it with the job's after taking the job's start_at (and, with every, on) for those it leaves out: an unchanged schedule keeps the job's plan. */
             schedule?: components["schemas"]["Schedule"];
+            /**
+             * @description Recurring jobs only: names of your calendars (`PUT /api/v1/calendars/{name}`) whose days and ranges the job does not run on. An occurrence whose nominal time falls on one is recorded `skipped` with an `error` that starts `calendar <name>:`; previews leave it out. At most 10; each must exist when the job is created or changed. `[]` removes them.
+             * @default []
+             * @example [
+             *       "de-holidays"
+             *     ]
+             */
+            skip_calendars?: string[];
             /**
              * @description Limit on one attempt, a Go duration from `100ms` to `1h`. Default `30s`.
              * @default 30s
@@ -2124,6 +2277,8 @@ export interface components {
             run_on?: string;
             /** @description Recurring: the recurrence. */
             schedule?: components["schemas"]["Schedule"];
+            /** @description Names of your calendars whose days the preview leaves out (listed in `skipped`), as a job's `skip_calendars`: recurring timing only. */
+            skip_calendars?: string[];
             /**
              * @description IANA zone the job is shown in; required with `run_on`. A recurring job's zone goes inside `schedule` instead. Default `UTC`.
              * @example Europe/Berlin
@@ -2385,6 +2540,18 @@ export interface components {
              */
             grace?: string;
         };
+        /** @description An occurrence a calendar skips. */
+        SkippedUpcoming: {
+            /** @description In the job's zone. */
+            at: string;
+            /**
+             * @description Which calendar skips it and why, as the skipped run's `error` says.
+             * @example calendar de-holidays: date 2026-12-25
+             */
+            reason: string;
+            /** @description In UTC. */
+            utc: string;
+        };
         /** @description Payload of a `slack` job: a message posted to a Slack incoming webhook. */
         SlackPayload: {
             /** @description Block Kit blocks, sent as they are (at most 50). */
@@ -2484,6 +2651,8 @@ export interface components {
         UpcomingList: {
             /** @description Earliest first; empty when nothing is left to run. */
             next: components["schemas"]["Upcoming"][];
+            /** @description The occurrences before the last of `next` that the job's calendars (`skip_calendars`) skip, left out of `next`; absent when none. */
+            skipped?: components["schemas"]["SkippedUpcoming"][];
         };
         User: {
             /**
@@ -2756,7 +2925,7 @@ export interface operations {
                 job?: string;
                 /** @description Only changes to this job, user or key. */
                 target?: string;
-                /** @description Only this action: `job.create`, `job.create_batch`, `job.update`, `job.debounce`, `job.pause`, `job.resume`, `job.cancel`, `job.trigger`, `job.retry`, `job.abort`, `job.purge`, `job.bulk`, `job.backfill`, `backfill.cancel`, `flow.put`, `flow.delete`, `user.create`, `user.update`, `user.disable`, `user.enable`, `user.erase`, `user.rotate_signing_secret`, `key.create`, `key.revoke`, `dead_letters`. */
+                /** @description Only this action: `job.create`, `job.create_batch`, `job.update`, `job.debounce`, `job.pause`, `job.resume`, `job.cancel`, `job.trigger`, `job.retry`, `job.abort`, `job.purge`, `job.bulk`, `job.backfill`, `backfill.cancel`, `flow.put`, `flow.delete`, `calendar.put`, `calendar.delete`, `user.create`, `user.update`, `user.disable`, `user.enable`, `user.erase`, `user.rotate_signing_secret`, `key.create`, `key.revoke`, `dead_letters`. */
                 action?: string;
                 /** @description Only changes at or after this instant (RFC 3339). */
                 since?: string;
@@ -2842,6 +3011,160 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Backfill"];
                 };
+            };
+            400: components["responses"]["Invalid"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listCalendars: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+                /** @description Administrators only: act on this user's calendars instead of their own (403 for anyone else naming another user). */
+                owner?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of calendars. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CalendarList"];
+                };
+            };
+            400: components["responses"]["Invalid"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getCalendar: {
+        parameters: {
+            query?: {
+                /** @description Administrators only: act on this user's calendars instead of their own (403 for anyone else naming another user). */
+                owner?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The calendar's name: 1 to 63 of a-z, 0-9, `_`, `.` and `-`, starting with a letter or digit. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The calendar. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Calendar"];
+                };
+            };
+            400: components["responses"]["Invalid"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    putCalendar: {
+        parameters: {
+            query?: {
+                /** @description Administrators only: act on this user's calendars instead of their own (403 for anyone else naming another user). */
+                owner?: string;
+            };
+            header?: {
+                /** @description Makes the request safe to repeat: 1 to 255 printable ASCII characters, scoped to the caller. A repeat of the same request (method, path, query and body) with the same key within 24 hours is answered with the first response (same status and body) and the header `Idempotent-Replayed: true`, and changes nothing. The same key on a different request is 422 `idempotency_key_reused`; a repeat while the first is still being answered is 409. Only final answers are kept: a 429 (whose Retry-After would be stale) and a server error (5xx) are not, so their repeat runs again. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The calendar's name: 1 to 63 of a-z, 0-9, `_`, `.` and `-`, starting with a letter or digit. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CalendarRequest"];
+            };
+        };
+        responses: {
+            /** @description The calendar, replaced. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Calendar"];
+                };
+            };
+            /** @description The calendar, created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Calendar"];
+                };
+            };
+            400: components["responses"]["Invalid"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteCalendar: {
+        parameters: {
+            query?: {
+                /** @description Administrators only: act on this user's calendars instead of their own (403 for anyone else naming another user). */
+                owner?: string;
+            };
+            header?: {
+                /** @description Makes the request safe to repeat: 1 to 255 printable ASCII characters, scoped to the caller. A repeat of the same request (method, path, query and body) with the same key within 24 hours is answered with the first response (same status and body) and the header `Idempotent-Replayed: true`, and changes nothing. The same key on a different request is 422 `idempotency_key_reused`; a repeat while the first is still being answered is 409. Only final answers are kept: a 429 (whose Retry-After would be stale) and a server error (5xx) are not, so their repeat runs again. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The calendar's name: 1 to 63 of a-z, 0-9, `_`, `.` and `-`, starting with a letter or digit. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The calendar was deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["Invalid"];
             401: components["responses"]["Unauthorized"];

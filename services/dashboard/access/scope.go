@@ -110,8 +110,9 @@ func neededScope(method, path string) Scopes {
 		return canJobsWrite
 	case path == "/api/v1/runs", path == "/api/v1/runs:stats", path == "/api/v1/jobs/:id/runs":
 		return canRunsRead
-	case strings.HasPrefix(path, "/api/v1/flows"):
-		// Flow keys are the limits of jobs: read and set with them.
+	case strings.HasPrefix(path, "/api/v1/flows"), strings.HasPrefix(path, "/api/v1/calendars"):
+		// Flow keys are the limits of jobs, calendars their days off: read
+		// and set with them.
 		if read {
 			return canJobsRead
 		}

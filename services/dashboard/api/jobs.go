@@ -176,7 +176,10 @@ func createError(err error) error {
 	var ke *store.KeyTakenError
 	var fe *store.FlowKeysError
 	var de *store.DebounceTakenError
+	var field *job.FieldError
 	switch {
+	case errors.As(err, &field):
+		return field
 	case errors.As(err, &fe):
 		return flowKeysError(fe)
 	case errors.As(err, &de):

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/tockhq/tock/pkg/calendar"
 	"github.com/tockhq/tock/pkg/job"
 	"github.com/tockhq/tock/pkg/jobspec"
 	"github.com/tockhq/tock/pkg/schedule"
@@ -41,11 +43,27 @@ func (s *Server) nextRuns(c *echo.Context) error {
 	if err != nil {
 		return apierr.Dependency(err)
 	}
-	times, err := upcoming(requestBudget(c), j, s.clock(), n)
+	cals, err := s.ownerCalendars(c, j.Owner, j.SkipCalendars, "", false)
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, upcomingView(times, jobLocation(j)))
+	times, err := upcoming(requestBudget(c), j, s.clock(), walkFor(n, cals))
+	if err != nil {
+		return err
+	}
+	run, skipped := skipCalendars(times, j.JitterOffset, cals, n, jobLocation(j))
+	view := upcomingView(run, jobLocation(j))
+	view.Skipped = skipped
+	return writeJSON(c, http.StatusOK, view)
+}
+
+// walkFor is how many occurrences a preview of n walks: more when
+// calendars may skip some, to still list n.
+func walkFor(n int, cals []*calendar.Calendar) int {
+	if len(cals) == 0 {
+		return n
+	}
+	return n*10 + 100
 }
 
 // upcomingCount reads ?n=, DefaultUpcoming when absent.
@@ -137,7 +155,10 @@ type previewRequest struct {
 	Timezone string         `json:"timezone"`
 	Schedule *schedule.Spec `json:"schedule"`
 	Jitter   string         `json:"jitter"`
-	N        *int           `json:"n"`
+	// SkipCalendars names calendars of the caller's whose days the
+	// preview leaves out, as a job's skip_calendars.
+	SkipCalendars json.RawMessage `json:"skip_calendars"`
+	N             *int            `json:"n"`
 }
 
 // previewSchedule lists the occurrences a job with the given timing would
@@ -156,15 +177,31 @@ func (s *Server) previewSchedule(c *echo.Context) error {
 		}
 		n = *req.N
 	}
+	var cals []*calendar.Calendar
+	if len(req.SkipCalendars) > 0 {
+		names, err := jobspec.ParseSkipCalendars(req.SkipCalendars)
+		if err != nil {
+			return err
+		}
+		if len(names) > 0 && req.Schedule == nil {
+			return apierr.Invalid("skip_calendars", "applies to recurring jobs only")
+		}
+		if cals, err = s.ownerCalendars(c, access.Caller(c).User, names, "skip_calendars", true); err != nil {
+			return err
+		}
+	}
 	var times []time.Time
 	var loc *time.Location
 	if err := s.evaluate(c, req.Schedule != nil, func() (err error) {
-		times, loc, err = req.preview(requestBudget(c), s.clock().UTC().Truncate(time.Millisecond), n)
+		times, loc, err = req.preview(requestBudget(c), s.clock().UTC().Truncate(time.Millisecond), walkFor(n, cals))
 		return err
 	}); err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, upcomingView(times, loc))
+	run, skipped := skipCalendars(times, 0, cals, n, loc)
+	view := upcomingView(run, loc)
+	view.Skipped = skipped
+	return writeJSON(c, http.StatusOK, view)
 }
 
 // preview mirrors jobspec's timing rules: exactly one of run_at, delay,

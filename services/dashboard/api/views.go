@@ -168,6 +168,9 @@ type Upcoming struct {
 // POST /api/v1/schedules/preview: the next occurrences, earliest first.
 type UpcomingList struct {
 	Next []Upcoming `json:"next"`
+	// Skipped are the occurrences among them that the job's calendars
+	// skip (skip_calendars), left out of Next; absent when none.
+	Skipped []SkippedUpcoming `json:"skipped,omitempty"`
 }
 
 func upcomingView(times []time.Time, loc *time.Location) UpcomingList {

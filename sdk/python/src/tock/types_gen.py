@@ -22,6 +22,11 @@ __all__ = [
     "BulkRequest",
     "BulkResult",
     "BulkSkipped",
+    "Calendar",
+    "CalendarList",
+    "CalendarRange",
+    "CalendarRequest",
+    "CalendarRequestRanges",
     "DST",
     "DeadLetterFilter",
     "DeadLetterList",
@@ -77,6 +82,7 @@ __all__ = [
     "SchedulerInfo",
     "SigningSecret",
     "SigningSecretRotation",
+    "SkippedUpcoming",
     "SlackPayload",
     "System",
     "SystemQueue",
@@ -133,7 +139,8 @@ class AuditEntry:
     `job.abort`, `job.purge`, `job.bulk`, `job.backfill`, `user.create`,
     `user.update`, `user.disable`, `user.enable`, `user.erase`,
     `key.create`, `key.revoke`, `user.rotate_signing_secret`,
-    `dead_letters`, `backfill.cancel`, `flow.put` or `flow.delete`.
+    `dead_letters`, `backfill.cancel`, `flow.put`, `flow.delete`,
+    `calendar.put` or `calendar.delete`.
     """
 
     actor: str
@@ -155,7 +162,9 @@ class AuditEntry:
     """The job, user or key changed."""
 
     target_type: str
-    """One of `job`, `user`, `key`, `batch`, `bulk`, `flow` or `backfill`."""
+    """One of `job`, `user`, `key`, `batch`, `bulk`, `flow`, `backfill` or
+    `calendar`.
+    """
 
 
 @dataclass(kw_only=True)
@@ -248,14 +257,16 @@ class BackfillRequest:
     """
 
     from_: datetime = _field(metadata={"json": "from"})
-    """The range's start (included): an RFC 3339 instant."""
+    """The range's start (included): an RFC 3339 instant, not on a day whose
+    runs `TOCK_RUN_RETENTION` drops.
+    """
 
     overlap: str | None = None
-    """How the backfill's occurrences run beside each other and the job's own:
-    `allow` several at once (up to half the owner's cap on attempts in
-    flight), `skip` and `buffer_one` one at a time, an occurrence whose turn
-    comes while one of the job's own runs is skipped (recorded `skipped`) or
-    waits. Absent: the job's own policy.
+    """How the backfill's occurrences run: `allow` several at once (the owner's
+    backfills share half the owner's cap on attempts in flight), `skip` and
+    `buffer_one` one at a time, each after the previous ended. Either way
+    they take no overlap hold on the job, so its own occurrences are never
+    skipped or held back by them. Absent: the job's own policy.
     """
 
     to: datetime
@@ -398,6 +409,92 @@ class BulkSkipped:
     id: str
 
     reason: str
+
+
+@dataclass(kw_only=True)
+class Calendar:
+    """Calendar is the API's Calendar schema. A calendar: the days and ranges
+    the jobs that name it in `skip_calendars` skip.
+    """
+
+    created_at: datetime
+    """When it was created."""
+
+    dates: list[str]
+    """Whole days skipped, `YYYY-MM-DD`."""
+
+    name: str
+    """The calendar's name."""
+
+    ranges: list[CalendarRange]
+    """Spans of time skipped."""
+
+    rrules: list[str]
+    """RRULE bodies whose days are skipped."""
+
+    timezone: str
+    """The IANA zone of its dates and rules."""
+
+    updated_at: datetime
+    """When it was last set."""
+
+
+@dataclass(kw_only=True)
+class CalendarList:
+    """CalendarList is the API's CalendarList schema. One page of calendars, in
+    name order.
+    """
+
+    calendars: list[Calendar]
+
+    next_cursor: str
+    """Pass as `cursor` for the next page; empty on the last."""
+
+
+@dataclass(kw_only=True)
+class CalendarRange:
+    """CalendarRange is the API's CalendarRange schema."""
+
+    from_: datetime = _field(metadata={"json": "from"})
+    """The range's start (included)."""
+
+    to: datetime
+    """The range's end (excluded)."""
+
+
+@dataclass(kw_only=True)
+class CalendarRequest:
+    """CalendarRequest is the API's CalendarRequest schema. A calendar as a
+    whole: the days and ranges the jobs that name it skip.
+    """
+
+    dates: list[str] | None = None
+    """Whole days skipped, `YYYY-MM-DD` in `timezone`."""
+
+    ranges: list[CalendarRequestRanges] | None = None
+    """Spans of time skipped, [from, to), such as a maintenance window."""
+
+    rrules: list[str] | None = None
+    """RFC 5545 RRULE bodies whose days are skipped (in `timezone`), such as
+    `FREQ=YEARLY;BYMONTH=5;BYMONTHDAY=1` or `FREQ=WEEKLY;BYDAY=SA,SU`; an
+    `INTERVAL` counts from 2000-01-01.
+    """
+
+    timezone: str | None = None
+    """The IANA zone its dates and rules' days are in. Default `UTC`."""
+
+
+@dataclass(kw_only=True)
+class CalendarRequestRanges:
+    """CalendarRequestRanges is the schema of the items of
+    CalendarRequest.ranges.
+    """
+
+    from_: datetime = _field(metadata={"json": "from"})
+    """The start (included), an RFC 3339 instant."""
+
+    to: datetime
+    """The end (excluded), an RFC 3339 instant after from."""
 
 
 @dataclass(kw_only=True)
@@ -846,6 +943,9 @@ class Job:
     for a one-off job.
     """
 
+    skip_calendars: list[str] | None = None
+    """The calendars whose days the job skips; absent when none."""
+
     status: str
     """`scheduled` and `paused` jobs can still run; a one-off job ends
     `completed` or `permanently_failed`; `cancelled` is what DELETE leaves
@@ -1040,6 +1140,15 @@ class JobPatch:
     """Recurring: the recurrence. A replace compares it with the job's after
     taking the job's start_at (and, with every, on) for those it leaves out:
     an unchanged schedule keeps the job's plan.
+    """
+
+    skip_calendars: list[str] | None = None
+    """Recurring jobs only: names of your calendars (`PUT
+    /api/v1/calendars/{name}`) whose days and ranges the job does not run
+    on. An occurrence whose nominal time falls on one is recorded `skipped`
+    with an `error` that starts `calendar <name>:`; previews leave it out.
+    At most 10; each must exist when the job is created or changed. `[]`
+    removes them.
     """
 
     timeout: str | None = None
@@ -1250,6 +1359,15 @@ class JobSpec:
     """Recurring: the recurrence. A replace compares it with the job's after
     taking the job's start_at (and, with every, on) for those it leaves out:
     an unchanged schedule keeps the job's plan.
+    """
+
+    skip_calendars: list[str] | None = None
+    """Recurring jobs only: names of your calendars (`PUT
+    /api/v1/calendars/{name}`) whose days and ranges the job does not run
+    on. An occurrence whose nominal time falls on one is recorded `skipped`
+    with an `error` that starts `calendar <name>:`; previews leave it out.
+    At most 10; each must exist when the job is created or changed. `[]`
+    removes them.
     """
 
     timeout: str | None = None
@@ -1647,6 +1765,11 @@ class PreviewRequest:
     schedule: Schedule | None = None
     """Recurring: the recurrence."""
 
+    skip_calendars: list[str] | None = None
+    """Names of your calendars whose days the preview leaves out (listed in
+    `skipped`), as a job's `skip_calendars`: recurring timing only.
+    """
+
     timezone: str | None = None
     """IANA zone the job is shown in; required with `run_on`. A recurring job's
     zone goes inside `schedule` instead. Default `UTC`.
@@ -1942,6 +2065,22 @@ class SigningSecretRotation:
 
 
 @dataclass(kw_only=True)
+class SkippedUpcoming:
+    """SkippedUpcoming is the API's SkippedUpcoming schema. An occurrence a
+    calendar skips.
+    """
+
+    at: str
+    """In the job's zone."""
+
+    reason: str
+    """Which calendar skips it and why, as the skipped run's `error` says."""
+
+    utc: str
+    """In UTC."""
+
+
+@dataclass(kw_only=True)
 class SlackPayload:
     """SlackPayload is the API's SlackPayload schema. Payload of a `slack` job:
     a message posted to a Slack incoming webhook.
@@ -2072,6 +2211,11 @@ class UpcomingList:
 
     next: list[Upcoming]
     """Earliest first; empty when nothing is left to run."""
+
+    skipped: list[SkippedUpcoming] | None = None
+    """The occurrences before the last of `next` that the job's calendars
+    (`skip_calendars`) skip, left out of `next`; absent when none.
+    """
 
 
 @dataclass(kw_only=True)
