@@ -12,7 +12,8 @@ import (
 	"github.com/tockhq/tock/e2e/cluster"
 )
 
-// TestCalendars is the calendar acceptance on the real services: an
+// TestCalendars is the calendar acceptance on the real services (and an
+// RRULE's EXDATE): an
 // every-second job that skips a calendar's range runs before and after it,
 // and records each occurrence inside it skipped with the calendar's
 // reason; its preview leaves them out and lists them as skipped; a job
@@ -97,6 +98,36 @@ func TestCalendars(t *testing.T) {
 				require.Equal(t, "completed", r.Status, "%s", r.ScheduledFor)
 			}
 		}
+	})
+
+	t.Run("AnRRuleTakesOutItsExdates", func(t *testing.T) {
+		t1 := ceilSecond(time.Now().Add(3 * time.Second))
+		ex := t1.Add(time.Second).UTC().Format("20060102T150405Z")
+		j, err := api.CreateJob(ctx, map[string]any{"name": "exdate", "type": "webhook",
+			"schedule": map[string]any{"rrule": "FREQ=SECONDLY\nEXDATE:" + ex, "start_at": t1, "end_at": t1.Add(3 * time.Second)},
+			"payload":  hookTo(target.URL + "/exdate")})
+		require.NoError(t, err)
+		var out struct {
+			Next []struct {
+				UTC time.Time `json:"utc"`
+			} `json:"next"`
+		}
+		code, err := api.Do(ctx, "GET", "/api/v1/jobs/"+j.ID+"/next?n=5", nil, &out)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, code)
+		require.Len(t, out.Next, 2)
+		require.True(t, out.Next[0].UTC.Equal(t1) && out.Next[1].UTC.Equal(t1.Add(2*time.Second)), "%v", out.Next)
+		cluster.SleepUntil(ctx, t1.Add(4*time.Second))
+		require.True(t, cluster.WaitUntil(10*time.Second, 50*time.Millisecond, func() bool {
+			return len(cluster.ForJob(target.Deliveries(), j.ID)) >= 2
+		}))
+		time.Sleep(500 * time.Millisecond)
+		var got []time.Time
+		for _, d := range cluster.ForJob(target.Deliveries(), j.ID) {
+			got = append(got, d.ScheduledFor)
+		}
+		slices.SortFunc(got, time.Time.Compare)
+		require.Equal(t, []time.Time{t1, t1.Add(2 * time.Second)}, got, "the EXDATE's second never runs")
 	})
 
 	t.Run("BadRequestsAndDeletes", func(t *testing.T) {

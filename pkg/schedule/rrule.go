@@ -31,6 +31,7 @@ const (
 type rruleRule struct {
 	opt    rrule.ROption
 	anchor time.Time // DTSTART: start_at's wall clock, naive UTC, whole seconds
+	ex     exdates   // what its EXDATE lines take out
 }
 
 // normalizeRRule returns the rule body as stored: upper case, without the
@@ -378,7 +379,7 @@ func (r *rruleRule) walls(after, limit int64, b *Budget) func() (int64, bool) {
 			if w > limit {
 				break
 			}
-			if w > after {
+			if w > after && !r.ex.excludes(w) {
 				return w, true
 			}
 			if skipped++; skipped > 2*maxPerPeriod {

@@ -239,11 +239,16 @@ func (s Spec) CompileWithin(b *Budget, now time.Time) (*Schedule, error) {
 		}
 		r = c
 	case "rrule":
-		n.RRule = normalizeRRule(s.RRule)
-		rr, err := parseRRule(n.RRule, anchor)
+		body, ex, lines, err := splitRRule(s.RRule, loc)
 		if err != nil {
 			return nil, invalid("rrule", "%s", err)
 		}
+		n.RRule = body + lines
+		rr, err := parseRRule(body, anchor)
+		if err != nil {
+			return nil, invalid("rrule", "%s", err)
+		}
+		rr.ex = ex
 		r = rr
 	case "every":
 		e := &everyRule{unit: strings.ToLower(strings.TrimSpace(s.Every))}

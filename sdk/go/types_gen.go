@@ -1511,7 +1511,11 @@ type Schedule struct {
 	// An RFC 5545 RRULE body (an `RRULE:` prefix is accepted), anchored at
 	// `start_at`'s wall clock in `timezone`. A rule naming a time of day
 	// means it exactly (`BYHOUR=9` is 09:00:00). `DTSTART`, `COUNT`, `UNTIL`
-	// and `BYEASTER` are refused.
+	// and `BYEASTER` are refused. `EXDATE` lines after the rule (a line break
+	// or a space before each) take instants out of it: a local time in
+	// `timezone` (`EXDATE:20261225T090000`), UTC (`…Z`),
+	// `EXDATE;TZID=<zone>:…`, or whole days (`EXDATE;VALUE=DATE:20261225`);
+	// at most 1,000 values, stored sorted as local times.
 	RRule string `json:"rrule,omitempty"`
 
 	// No occurrence lies before it. Default: the time of the request. Between

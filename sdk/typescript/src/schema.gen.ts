@@ -2494,7 +2494,7 @@ export interface components {
             /** @description With `every=week`: a weekday name (`monday` or `mon`), default start_at's weekday. With `every=month`: a day of the month 1..31 (a shorter month runs on its last day) or -1 for the last day, default start_at's day of the month. Not allowed with `every=day`. */
             on?: string | number;
             /**
-             * @description An RFC 5545 RRULE body (an `RRULE:` prefix is accepted), anchored at `start_at`'s wall clock in `timezone`. A rule naming a time of day means it exactly (`BYHOUR=9` is 09:00:00). `DTSTART`, `COUNT`, `UNTIL` and `BYEASTER` are refused.
+             * @description An RFC 5545 RRULE body (an `RRULE:` prefix is accepted), anchored at `start_at`'s wall clock in `timezone`. A rule naming a time of day means it exactly (`BYHOUR=9` is 09:00:00). `DTSTART`, `COUNT`, `UNTIL` and `BYEASTER` are refused. `EXDATE` lines after the rule (a line break or a space before each) take instants out of it: a local time in `timezone` (`EXDATE:20261225T090000`), UTC (`…Z`), `EXDATE;TZID=<zone>:…`, or whole days (`EXDATE;VALUE=DATE:20261225`); at most 1,000 values, stored sorted as local times.
              * @example FREQ=MONTHLY;BYDAY=1MO;BYHOUR=9;BYMINUTE=0
              */
             rrule?: string;
