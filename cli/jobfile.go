@@ -164,7 +164,7 @@ type jobFlags struct {
 	timeout, retention, history, expires, jitter, ov string
 	key, debounce, debounceWindow                    string
 	priority, maxRetries                             int
-	labels                                           []string
+	labels, skipCalendars                            []string
 }
 
 // register adds the flags to cmd; create adds those only a new job has.
@@ -196,6 +196,7 @@ func (f *jobFlags) register(cmd *cobra.Command, create bool) {
 	fl.StringVar(&f.expires, "expires-after", "", "record an attempt that cannot start this late as expired (15m)")
 	fl.StringVar(&f.jitter, "jitter", "", "spread jobs due at the same time: each occurrence is due up to this much later, by an offset of the job's own (60s)")
 	fl.StringVar(&f.ov, "overlap", "", "recurring: allow, skip or buffer_one")
+	fl.StringArrayVar(&f.skipCalendars, "skip-calendar", nil, "recurring: do not run on the days of this calendar of yours (repeatable; replaces the job's list)")
 	fl.StringArrayVar(&f.labels, "label", nil, "label key=value (repeatable; replaces the job's labels)")
 }
 
@@ -230,6 +231,7 @@ func (f *jobFlags) fields(cmd *cobra.Command, stdin io.Reader) (map[string]any, 
 	set("expires-after", "expires_after", f.expires)
 	set("jitter", "jitter", f.jitter)
 	set("overlap", "overlap", f.ov)
+	set("skip-calendar", "skip_calendars", f.skipCalendars)
 	if cmd.Flags().Changed("debounce") || cmd.Flags().Changed("debounce-window") {
 		d, _ := m["debounce"].(map[string]any)
 		if d == nil {

@@ -105,6 +105,9 @@ func (a *app) printJob(j *tock.Job) error {
 	if j.Overlap != "" {
 		t.row("overlap:", j.Overlap)
 	}
+	if len(j.SkipCalendars) > 0 {
+		t.row("skip calendars:", strings.Join(j.SkipCalendars, ", "))
+	}
 	if j.LastRun != nil {
 		r := j.LastRun
 		t.row("last run:", fmt.Sprintf("%s (attempt %d, due %s) %s", r.Status, r.Attempt, when(&r.ScheduledFor), r.Error))

@@ -136,7 +136,7 @@ Exit codes: 0 ok, 1 error, 2 bad flags or arguments, 3 not found.`,
 		}
 		return nil
 	}
-	root.AddCommand(a.loginCmd(), a.jobsCmd(), a.runsCmd(), a.deadLettersCmd(), a.flowsCmd(), a.backfillsCmd(), a.previewCmd(), a.applyCmd(), a.listenCmd())
+	root.AddCommand(a.loginCmd(), a.jobsCmd(), a.runsCmd(), a.deadLettersCmd(), a.flowsCmd(), a.backfillsCmd(), a.calendarsCmd(), a.previewCmd(), a.applyCmd(), a.listenCmd())
 	return root
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"time"
 
@@ -261,11 +262,16 @@ func anySeen(runs []tock.Run, seen map[string]string) bool {
 func (a *app) previewCmd() *cobra.Command {
 	var tz string
 	var n int
+	var skip []string
 	cmd := &cobra.Command{
 		Use:   "preview '<cron or RRULE>'",
 		Short: "Show a schedule's next occurrences, creating nothing",
+		Long: `preview shows a schedule's next occurrences, creating nothing. With
+--skip-calendar, the occurrences those calendars of yours skip are not
+counted among them: they are listed in between, with the calendar's reason.`,
 		Example: `  tock preview '0 9 * * 1-5' --tz Europe/Berlin
-  tock preview 'FREQ=MONTHLY;BYDAY=1MO;BYHOUR=9;BYMINUTE=0' --tz Europe/Berlin -n 3`,
+  tock preview 'FREQ=MONTHLY;BYDAY=1MO;BYHOUR=9;BYMINUTE=0' --tz Europe/Berlin -n 3
+  tock preview '0 9 * * 1-5' --tz Europe/Berlin --skip-calendar de-holidays`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s := &tock.Schedule{Timezone: tz}
@@ -278,21 +284,46 @@ func (a *app) previewCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			next, err := c.Preview(cmd.Context(), tock.PreviewRequest{Schedule: s, N: n})
+			o, err := c.PreviewWithSkipped(cmd.Context(), tock.PreviewRequest{Schedule: s, N: n, SkipCalendars: skip})
 			if err != nil {
 				return err
 			}
 			if a.output == "json" {
-				return printJSON(a.out, map[string]any{"next": next})
+				return printJSON(a.out, o)
 			}
-			t := newTable(a.out, "AT", "UTC")
-			for _, u := range next {
-				t.row(u.At.Format("2006-01-02 15:04:05 -07:00 Mon"), u.UTC.UTC().Format("2006-01-02 15:04:05Z"))
-			}
-			return t.flush()
+			return a.printOccurrences(o, len(skip) > 0)
 		},
 	}
 	cmd.Flags().StringVar(&tz, "tz", "", "IANA time zone (default UTC)")
 	cmd.Flags().IntVarP(&n, "count", "n", 10, "how many occurrences, 1 to 100")
+	cmd.Flags().StringArrayVar(&skip, "skip-calendar", nil, "leave out the days of this calendar of yours (repeatable)")
 	return cmd
+}
+
+// printOccurrences lists the occurrences in time order; with skipping, a
+// SKIPPED column says which calendar skips an occurrence and why ("-" for
+// one that runs).
+func (a *app) printOccurrences(o *tock.Occurrences, skipping bool) error {
+	type row struct {
+		utc   time.Time
+		cells []string
+	}
+	const local, utc = "2006-01-02 15:04:05 -07:00 Mon", "2006-01-02 15:04:05Z"
+	var rows []row
+	for _, u := range o.Next {
+		rows = append(rows, row{u.UTC, []string{u.At.Format(local), u.UTC.UTC().Format(utc), "-"}})
+	}
+	for _, sk := range o.Skipped {
+		rows = append(rows, row{sk.UTC, []string{sk.At.Format(local), sk.UTC.UTC().Format(utc), sk.Reason}})
+	}
+	slices.SortStableFunc(rows, func(x, y row) int { return x.utc.Compare(y.utc) })
+	header := []string{"AT", "UTC", "SKIPPED"}
+	if !skipping {
+		header = header[:2]
+	}
+	t := newTable(a.out, header...)
+	for _, r := range rows {
+		t.row(r.cells[:len(header)]...)
+	}
+	return t.flush()
 }

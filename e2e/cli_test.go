@@ -379,6 +379,119 @@ func TestCLIBackfill(t *testing.T) {
 	require.Contains(t, r.err, "field: to")
 }
 
+// TestCLICalendars drives the calendar commands on the real services as a
+// user: tock calendars apply creates examples/calendars.yaml's calendars,
+// the same file again sends no PUT (the calendars' updated_at stays), an
+// edit is shown by --dry-run without being made and then made in place; a
+// recurring job created with --skip-calendar names them, and preview
+// --skip-calendar lists what a calendar skips; list and get show them;
+// delete is refused (409, exit 1) while the job can still run and done once
+// it is cancelled; a refused calendar exits 1 naming its field.
+func TestCLICalendars(t *testing.T) {
+	c := start(t, cluster.Options{})
+	ctx := t.Context()
+	_, _, token := newUser(t, c.API(), "calendar-keeper")
+	sdk := tock.New(c.APIURL, token)
+	const example = "../examples/calendars.yaml"
+	names := []string{"de-holidays", "weekends", "maintenance"}
+	updated := func() map[string]time.Time {
+		out := map[string]time.Time{}
+		for cal, err := range sdk.Calendars.All(ctx) {
+			require.NoError(t, err)
+			out[cal.Name] = cal.UpdatedAt
+		}
+		return out
+	}
+
+	r := cli(t, c, token, "calendars", "apply", "-f", example)
+	require.Equal(t, 0, r.code, r.err)
+	for _, n := range names {
+		require.Contains(t, r.out, "+ "+n+": create")
+		require.Contains(t, r.out, "created "+n+"\n")
+	}
+	require.Contains(t, r.out, "applied: 3 created, 0 updated, 0 unchanged")
+	before := updated()
+	require.Len(t, before, 3)
+
+	r = cli(t, c, token, "calendars", "apply", "-f", example)
+	require.Equal(t, 0, r.code, r.err)
+	require.Contains(t, r.out, "no changes: 3 calendar(s) already match "+example)
+	require.Equal(t, before, updated(), "an unchanged calendar is not sent")
+
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		f := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(f, []byte(text), 0o600))
+		return f
+	}
+	b, err := os.ReadFile(example)
+	require.NoError(t, err)
+	edited := write("edited.yaml", strings.Replace(string(b), `"2027-05-17"`, `"2027-05-18"`, 1))
+	r = cli(t, c, token, "calendars", "apply", "-f", edited, "--dry-run")
+	require.Equal(t, 0, r.code, r.err)
+	require.Contains(t, r.out, "~ de-holidays: update\n    dates: +2027-05-18 -2027-05-17\n")
+	require.Contains(t, r.out, "dry run: 0 to create, 1 to update, 2 unchanged; nothing changed")
+	require.Equal(t, before, updated(), "a dry run sends no PUT")
+	r = cli(t, c, token, "calendars", "apply", "-f", edited)
+	require.Equal(t, 0, r.code, r.err)
+	require.Contains(t, r.out, "updated de-holidays\n")
+	cal, err := sdk.Calendars.Get(ctx, "de-holidays")
+	require.NoError(t, err)
+	require.Contains(t, cal.Dates, "2027-05-18")
+	require.Equal(t, before["weekends"], updated()["weekends"])
+
+	// A recurring job that skips weekends and the holidays.
+	r = cli(t, c, token, "jobs", "create", "--name", "daily report", "--type", "ping", "--target", c.APIURL+"/healthz",
+		"--cron", "0 9 * * *", "--tz", "Europe/Berlin", "--skip-calendar", "weekends", "--skip-calendar", "de-holidays", "-o", "json")
+	require.Equal(t, 0, r.code, r.err)
+	var j tock.Job
+	require.NoError(t, json.Unmarshal([]byte(r.out), &j))
+	require.Equal(t, []string{"weekends", "de-holidays"}, j.SkipCalendars)
+	require.Contains(t, cli(t, c, token, "jobs", "get", j.ID).out, "skip calendars:    weekends, de-holidays\n")
+	next, err := sdk.Jobs.NextWithSkipped(ctx, j.ID, 7)
+	require.NoError(t, err)
+	require.Len(t, next.Next, 7)
+	require.NotEmpty(t, next.Skipped, "seven weekdays run over a weekend")
+	for _, u := range next.Next {
+		require.NotContains(t, []time.Weekday{time.Saturday, time.Sunday}, u.UTC.Weekday(), "%s", u.UTC)
+	}
+
+	r = cli(t, c, token, "preview", "0 9 * * *", "--tz", "Europe/Berlin", "-n", "7", "--skip-calendar", "weekends")
+	require.Equal(t, 0, r.code, r.err)
+	require.Regexp(t, `(?m)^AT\s+UTC\s+SKIPPED$`, r.out)
+	require.Regexp(t, `(?m) Sat\s+\S+ \S+\s+calendar weekends: rule "FREQ=WEEKLY;BYDAY=SA,SU" on `, r.out)
+
+	r = cli(t, c, token, "calendars", "list", "-o", "json")
+	require.Equal(t, 0, r.code, r.err)
+	var list tock.CalendarList
+	require.NoError(t, json.Unmarshal([]byte(r.out), &list))
+	var listed []string
+	for _, cal := range list.Calendars {
+		listed = append(listed, cal.Name)
+	}
+	require.Equal(t, []string{"de-holidays", "maintenance", "weekends"}, listed, "in name order")
+	r = cli(t, c, token, "calendars", "get", "maintenance")
+	require.Equal(t, 0, r.code, r.err)
+	require.Contains(t, r.out, "ranges:    2026-12-31 22:00:00Z to 2027-01-01 02:00:00Z\n")
+
+	r = cli(t, c, token, "calendars", "delete", "weekends")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.err, "(conflict)")
+	require.Contains(t, r.err, "skip_calendars")
+	require.Equal(t, 0, cli(t, c, token, "calendars", "delete", "maintenance").code, "no job names it")
+	require.Equal(t, 3, cli(t, c, token, "calendars", "get", "maintenance").code)
+	require.Equal(t, 0, cli(t, c, token, "jobs", "cancel", j.ID).code)
+	r = cli(t, c, token, "calendars", "delete", "weekends")
+	require.Equal(t, 0, r.code, r.err)
+	require.Contains(t, r.out, "deleted calendar weekends")
+
+	bad := write("bad.yaml", "calendars:\n  - name: office-closed\n    dates: [\"2026-12-24\", \"24.12.2026\"]\n")
+	r = cli(t, c, token, "calendars", "apply", "-f", bad)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.err, "field: dates[1]")
+	require.Equal(t, 3, cli(t, c, token, "calendars", "get", "office-closed").code, "a refused calendar is not stored")
+}
+
 // newUser adds a user with a key as the admin, returning the user's API
 // client, id and key.
 func newUser(t *testing.T, admin *cluster.API, name string) (*cluster.API, string, string) {

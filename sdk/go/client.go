@@ -34,13 +34,14 @@ type Client struct {
 	agent string
 	retry retryPolicy
 
-	// Jobs, Runs, DeadLetters, Flows, Backfills, Users and Keys group the
-	// routes by what they act on.
+	// Jobs, Runs, DeadLetters, Flows, Backfills, Calendars, Users and Keys
+	// group the routes by what they act on.
 	Jobs        *JobsService
 	Runs        *RunsService
 	DeadLetters *DeadLettersService
 	Flows       *FlowsService
 	Backfills   *BackfillsService
+	Calendars   *CalendarsService
 	Users       *UsersService
 	Keys        *KeysService
 }
@@ -85,6 +86,7 @@ func New(baseURL, token string, opts ...Option) *Client {
 	c.DeadLetters = &DeadLettersService{c: c}
 	c.Flows = &FlowsService{c: c}
 	c.Backfills = &BackfillsService{c: c}
+	c.Calendars = &CalendarsService{c: c}
 	c.Users = &UsersService{c: c}
 	c.Keys = &KeysService{c: c}
 	return c

@@ -216,15 +216,26 @@ func (s *JobsService) Backfills(ctx context.Context, id string) ([]Backfill, err
 }
 
 // Next returns up to n (1 to 100; 0 for the server's 10) coming
-// occurrences of the job.
+// occurrences of the job; those its calendars skip are left out
+// (NextWithSkipped lists them too).
 func (s *JobsService) Next(ctx context.Context, id string, n int) ([]Upcoming, error) {
+	out, err := s.NextWithSkipped(ctx, id, n)
+	if err != nil {
+		return nil, err
+	}
+	return out.Next, nil
+}
+
+// NextWithSkipped is Next with the occurrences before the last of them
+// that the job's calendars (SkipCalendars) skip, and why.
+func (s *JobsService) NextWithSkipped(ctx context.Context, id string, n int) (*Occurrences, error) {
 	q := query{}
 	q.int("n", n)
 	var out upcomingList
 	if err := s.c.do(ctx, call{method: http.MethodGet, path: path("/api/v1/jobs", id, "next"), query: url.Values(q)}, &out); err != nil {
 		return nil, err
 	}
-	return out.Next, nil
+	return occurrences(out), nil
 }
 
 // Runs returns one page of the job's attempts, newest first; limit 0 is the

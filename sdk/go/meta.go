@@ -60,13 +60,25 @@ func (c *Client) JobTypes(ctx context.Context) ([]JobType, error) {
 	return out.JobTypes, nil
 }
 
-// Preview lists the next occurrences of a timing, creating nothing.
+// Preview lists the next occurrences of a timing, creating nothing; those
+// the calendars of req.SkipCalendars skip are left out (PreviewWithSkipped
+// lists them too).
 func (c *Client) Preview(ctx context.Context, req PreviewRequest) ([]Upcoming, error) {
+	out, err := c.PreviewWithSkipped(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return out.Next, nil
+}
+
+// PreviewWithSkipped is Preview with the occurrences before the last of
+// them that the calendars of req.SkipCalendars skip, and why.
+func (c *Client) PreviewWithSkipped(ctx context.Context, req PreviewRequest) (*Occurrences, error) {
 	var out upcomingList
 	if err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/schedules/preview", body: req, readOnly: true}, &out); err != nil {
 		return nil, err
 	}
-	return out.Next, nil
+	return occurrences(out), nil
 }
 
 // AuditFilter chooses the entries of the audit log; zero fields do not

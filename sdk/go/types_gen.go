@@ -835,7 +835,7 @@ type JobPatch struct {
 	// with an `error` that starts `calendar <name>:`; previews leave it out.
 	// At most 10; each must exist when the job is created or changed. `[]`
 	// removes them.
-	SkipCalendars []string `json:"skip_calendars,omitempty"`
+	SkipCalendars []string `json:"skip_calendars,omitzero"`
 
 	// Limit on one attempt, a Go duration from `100ms` to `1h`. Default
 	// `30s`.
@@ -1566,13 +1566,13 @@ type SigningSecret struct {
 // calendar skips.
 type SkippedUpcoming struct {
 	// In the job's zone.
-	At string `json:"at"`
+	At time.Time `json:"at"`
 
 	// Which calendar skips it and why, as the skipped run's `error` says.
 	Reason string `json:"reason"`
 
 	// In UTC.
-	UTC string `json:"utc"`
+	UTC time.Time `json:"utc"`
 }
 
 // SlackPayload is the API's SlackPayload schema. Payload of a `slack` job: a
@@ -1823,7 +1823,8 @@ type upcomingList struct {
 	// Earliest first; empty when nothing is left to run.
 	Next []Upcoming `json:"next"`
 
-	// The occurrences before the last of `next` that the job's calendars
-	// (`skip_calendars`) skip, left out of `next`; absent when none.
+	// The occurrences the job's calendars (`skip_calendars`) skip among those
+	// walked to find `next` (up to ten times as many; all of them when none
+	// is left to run), left out of `next`, at most 100; absent when none.
 	Skipped []SkippedUpcoming `json:"skipped,omitempty"`
 }

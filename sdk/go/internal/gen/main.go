@@ -43,8 +43,8 @@
 //   - x-go-patch: true, on an object: the body of a PATCH, where a field
 //     left out and a field set to its zero value differ. Each property that
 //     is not required and would be a string, number, boolean or time.Time is
-//     a pointer, and a map has omitzero instead of omitempty, so that an
-//     empty map (which clears) is sent while a nil one is not.
+//     a pointer, and a map or a slice has omitzero instead of omitempty, so
+//     that an empty one (which clears) is sent while a nil one is not.
 package main
 
 import (
@@ -271,7 +271,7 @@ func (g *gen) structOf(d *decl) (string, error) {
 		tag := name
 		switch {
 		case req:
-		case patch && k == mapKind:
+		case patch && (k == mapKind || k == sliceKind):
 			tag += ",omitzero"
 		default:
 			tag += ",omitempty"

@@ -142,7 +142,7 @@ func TestGenerate(t *testing.T) {
 			want: []string{"DST *DST dst,omitempty", "K *KeyOptions k,omitempty"},
 		},
 		{
-			name: "PatchHasPointersAndOmitzeroMaps",
+			name: "PatchHasPointersAndOmitzeroMapsAndSlices",
 			schemas: `"S": {"type": "object", "properties": {"x": {"type": "string"}}},
 			"P": {"type": "object", "x-go-patch": true, "required": ["id"], "properties": {
 				"id": {"type": "string"}, "name": {"type": "string"}, "n": {"type": "integer"}, "at": {"type": "string", "format": "date-time"},
@@ -151,7 +151,7 @@ func TestGenerate(t *testing.T) {
 			typ: "P",
 			want: []string{"At *time.Time at,omitempty", "ID string id", "Labels map[string]string labels,omitzero",
 				"N *int n,omitempty", "Name *string name,omitempty", "Payload any payload,omitempty", "S *S s,omitempty",
-				"Tags []string tags,omitempty"},
+				"Tags []string tags,omitzero"},
 		},
 	}
 	for _, tc := range cases {
