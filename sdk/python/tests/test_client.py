@@ -22,6 +22,9 @@ BACKFILL = {"id": "b1", "job_id": "j1", "from": "2035-03-01T00:00:00.000Z", "to"
             "overlap": "allow", "status": "running", "total": 3, "existing": 0, "queued": 0, "running": 0,
             "completed": 0, "failed": 0, "skipped": 0, "remaining": 3, "created_at": "2035-03-01T04:00:00.000Z",
             "finished_at": None}
+CALENDAR = {"name": "de-holidays", "timezone": "Europe/Berlin", "dates": ["2026-12-25"],
+            "ranges": [{"from": "2026-12-24T00:00:00.000Z", "to": "2026-12-27T00:00:00.000Z"}], "rrules": [],
+            "created_at": "2026-11-28T10:00:00.000Z", "updated_at": "2026-11-28T10:00:00.000Z"}
 
 
 class Fake:
@@ -193,6 +196,72 @@ class Answers(ClientTest):
             ("GET", "/api/v1/jobs/j1/backfills/b1"), ("DELETE", "/api/v1/jobs/j1/backfills/b1")])
         self.assertEqual(f.requests[1][2].get("Idempotency-Key"), "stop-1")
 
+    def test_a_calendar_is_put_as_a_whole_and_its_range_sends_from(self):
+        f = self.fake((503, {}, b""), (201, {}, CALENDAR))
+        c = self.client(f)
+        start = datetime(2026, 12, 24, tzinfo=timezone.utc)
+        req = tock.CalendarRequest(timezone="Europe/Berlin", dates=["2026-12-25"],
+                                   ranges=[tock.CalendarRequestRanges(from_=start, to=start + timedelta(days=3))])
+        cal = c.calendars.put("de-holidays", req)
+        self.assertIsInstance(cal, tock.Calendar)
+        self.assertEqual((cal.name, cal.dates, cal.ranges[0].from_, cal.ranges[0].to),
+                         ("de-holidays", ["2026-12-25"], start, start + timedelta(days=3)))
+        self.assertEqual(len(f.requests), 2, "a PUT is retried after a 503: repeating it is safe")
+        self.assertEqual(f.requests[1][:2], ("PUT", "/api/v1/calendars/de-holidays"))
+        self.assertEqual(f.requests[1][3], {"timezone": "Europe/Berlin", "dates": ["2026-12-25"], "ranges": [
+            {"from": "2026-12-24T00:00:00+00:00", "to": "2026-12-27T00:00:00+00:00"}]})
+        self.assertNotIn("Idempotency-Key", f.requests[1][2], "no key unless given, as flows' put")
+        c.calendars.put("de-holidays", tock.CalendarRequest(), owner="u2", idempotency_key="cal-1")
+        self.assertEqual(f.requests[2][:2], ("PUT", "/api/v1/calendars/de-holidays?owner=u2"))
+        self.assertEqual(f.requests[2][3], {})
+        self.assertEqual(f.requests[2][2].get("Idempotency-Key"), "cal-1")
+
+    def test_calendars_are_read_listed_and_deleted_by_name_and_owner(self):
+        page = {"calendars": [CALENDAR], "next_cursor": ""}
+        f = self.fake((200, {}, CALENDAR), (200, {}, CALENDAR), (200, {}, {**page, "next_cursor": "a"}),
+                      (200, {}, page), (204, {}, b""), (200, {}, page), (204, {}, b""))
+        c = self.client(f)
+        self.assertEqual(c.calendars.get("a b").timezone, "Europe/Berlin")
+        c.calendars.get("de-holidays", owner="u2")
+        self.assertEqual([x.name for x in c.calendars.all(owner="u2")], ["de-holidays", "de-holidays"])
+        self.assertIsNone(c.calendars.delete("de-holidays", idempotency_key="del-1"))
+        c.calendars.list(limit=5, cursor="a", owner="u2")
+        c.calendars.delete("de-holidays", owner="u2")
+        self.assertEqual([r[:2] for r in f.requests], [
+            ("GET", "/api/v1/calendars/a%20b"), ("GET", "/api/v1/calendars/de-holidays?owner=u2"),
+            ("GET", "/api/v1/calendars?owner=u2"), ("GET", "/api/v1/calendars?cursor=a&owner=u2"),
+            ("DELETE", "/api/v1/calendars/de-holidays"), ("GET", "/api/v1/calendars?limit=5&cursor=a&owner=u2"),
+            ("DELETE", "/api/v1/calendars/de-holidays?owner=u2")])
+        self.assertEqual(f.requests[4][2].get("Idempotency-Key"), "del-1")
+
+    def test_a_calendar_refusal_is_typed(self):
+        f = self.fake((400, {}, {"error": {"code": "invalid", "message": "is not a date", "field": "dates[1]"}}),
+                      (409, {}, {"error": {"code": "conflict", "message": "in use", "field": "name"}}))
+        c = self.client(f)
+        with self.assertRaises(tock.InvalidError) as cm:
+            c.calendars.put("x", tock.CalendarRequest(dates=["2026-12-25", "25.12.2026"]))
+        self.assertEqual(cm.exception.field, "dates[1]")
+        with self.assertRaises(tock.ConflictError):
+            c.calendars.delete("x")
+        self.assertEqual(len(f.requests), 2)
+
+    def test_next_and_preview_are_lists_that_carry_what_calendars_leave_out(self):
+        up = {"at": "2035-03-02T09:00:00+01:00", "utc": "2035-03-02T08:00:00Z"}
+        off = {"at": "2035-03-01T09:00:00+01:00", "utc": "2035-03-01T08:00:00Z", "reason": "calendar off: date 2035-03-01"}
+        f = self.fake((200, {}, {"next": [up], "skipped": [off]}), (200, {}, {"next": [up]}))
+        c = self.client(f)
+        got = c.jobs.next("j1", 1)
+        self.assertIsInstance(got, list)
+        self.assertIsInstance(got, tock.Occurrences)
+        self.assertEqual(got, [tock.Upcoming(at=datetime(2035, 3, 2, 8, tzinfo=timezone.utc),
+                                             utc=datetime(2035, 3, 2, 8, tzinfo=timezone.utc))])
+        self.assertEqual(got.skipped, [tock.SkippedUpcoming(at=datetime(2035, 3, 1, 8, tzinfo=timezone.utc),
+                                                            utc=datetime(2035, 3, 1, 8, tzinfo=timezone.utc),
+                                                            reason="calendar off: date 2035-03-01")])
+        preview = c.preview(tock.PreviewRequest(schedule=tock.Schedule(cron="0 9 * * *"), skip_calendars=["off"]))
+        self.assertEqual((len(preview), preview.skipped), (1, []), "none left out: an empty list, not None")
+        self.assertEqual(f.requests[1][3]["skip_calendars"], ["off"])
+
     def test_a_replayed_rotation_reads_the_secret(self):
         secret = {"secret": "s2", "header": "X-Tock-Signature", "scheme": "v1", "previous_valid_until": None}
         f = self.fake((200, {}, {**secret, "secret": "secret:sha256:" + "0" * 32}), (200, {}, secret))
@@ -245,6 +314,8 @@ class EveryRoute(ClientTest):
             lambda: c.backfills.get("b"), lambda: c.backfills.cancel("b"),
             lambda: c.backfills.get("b", job="i"), lambda: c.backfills.cancel("b", job="i"),
             lambda: c.runs.list(dl), lambda: c.runs.stats(),
+            lambda: c.calendars.list(), lambda: next(c.calendars.all()), lambda: c.calendars.get("k"),
+            lambda: c.calendars.put("k", tock.CalendarRequest()), lambda: c.calendars.delete("k"),
             lambda: c.flows.list(), lambda: c.flows.get("k"), lambda: c.flows.put("k", tock.FlowRequest()),
             lambda: c.flows.pause("k"), lambda: c.flows.resume("k"), lambda: c.flows.delete("k"),
             lambda: c.dead_letters.list(dl), lambda: c.dead_letters.get("i"), lambda: c.dead_letters.replay("i"),

@@ -113,6 +113,53 @@ class AgainstTheRealServices(unittest.TestCase):
         with self.assertRaises(tock.NotFoundError):
             self.tock.backfills.get(UNKNOWN_ID)
 
+    def test_calendars_put_get_list_previews_and_a_delete_refused_while_a_job_names_one(self):
+        holidays = f"py-holidays-{RUN}"
+        start = datetime(2035, 12, 24, tzinfo=timezone.utc)
+        ranges = [tock.CalendarRequestRanges(from_=start, to=start + timedelta(days=3))]
+        put = self.tock.calendars.put(holidays, tock.CalendarRequest(timezone="Europe/Berlin", dates=["2035-12-31"],
+                                                                     ranges=ranges))
+        self.assertIsInstance(put, tock.Calendar)
+        self.assertEqual((put.name, put.timezone, put.dates, put.rrules), (holidays, "Europe/Berlin", ["2035-12-31"], []))
+        self.assertEqual(put.ranges, [tock.CalendarRange(from_=start, to=start + timedelta(days=3))])
+        self.assertEqual(self.tock.calendars.get(holidays), put)
+        names = [c.name for c in self.tock.calendars.all()]
+        self.assertIn(holidays, names)
+        self.assertEqual(names, sorted(names), "in name order")
+        page = self.tock.calendars.list(limit=1)
+        self.assertEqual(len(page.calendars), 1)
+        with self.assertRaises(tock.InvalidError) as cm:
+            self.tock.calendars.put(holidays, tock.CalendarRequest(dates=["25.12.2026"]))
+        self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.field), (400, "invalid", "dates[0]"))
+        self.assertEqual(self.tock.calendars.get(holidays).dates, ["2035-12-31"], "a refused PUT changes nothing")
+
+        # Every Saturday and Sunday off: six daily occurrences always span a weekend.
+        weekends, rule = f"py-weekends-{RUN}", "FREQ=WEEKLY;BYDAY=SA,SU"
+        self.assertEqual(self.tock.calendars.put(weekends, tock.CalendarRequest(rrules=[rule])).rrules, [rule])
+        schedule = tock.Schedule(cron="0 9 * * *")
+        job = self.tock.jobs.create(self.ping("weekdays", "py-calendar", schedule=schedule,
+                                              skip_calendars=[weekends, holidays]))
+        self.assertEqual(job.skip_calendars, [weekends, holidays])
+        preview = self.tock.preview(tock.PreviewRequest(schedule=schedule, skip_calendars=[weekends], n=6))
+        for occurrences in (preview, self.tock.jobs.next(job.id, 6)):
+            self.assertEqual(len(occurrences), 6)
+            self.assertEqual([u.utc.weekday() < 5 for u in occurrences], [True] * 6, occurrences)
+            self.assertGreaterEqual(len(occurrences.skipped), 2, occurrences.skipped)
+            for s in occurrences.skipped:
+                day = s.utc
+                self.assertGreaterEqual(day.weekday(), 5, s)
+                self.assertEqual(s.reason, f'calendar {weekends}: rule "{rule}" on {day.date().isoformat()}')
+        self.assertEqual(self.tock.preview(tock.PreviewRequest(schedule=schedule, n=6)).skipped, [])
+
+        with self.assertRaises(tock.ConflictError) as cm:
+            self.tock.calendars.delete(weekends)
+        self.assertEqual((cm.exception.status, cm.exception.code), (409, "conflict"))
+        self.tock.jobs.cancel(job.id)
+        self.tock.calendars.delete(weekends)
+        self.tock.calendars.delete(holidays)
+        with self.assertRaises(tock.NotFoundError):
+            self.tock.calendars.get(weekends)
+
     def test_a_refusal_is_an_invalid_error_naming_the_field(self):
         with self.assertRaises(tock.InvalidError) as cm:
             self.tock.jobs.create(self.ping("bad cron", schedule=tock.Schedule(cron="61 * * * *")))

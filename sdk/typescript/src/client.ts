@@ -1,20 +1,22 @@
 import { Audit } from "./audit.js";
 import { Backfills } from "./backfills.js";
+import { Calendars } from "./calendars.js";
 import { DeadLetters } from "./deadletters.js";
 import { Flows } from "./flows.js";
 import { Transport, type CallOptions, type WriteOptions } from "./http.js";
-import { Jobs } from "./jobs.js";
+import { Jobs, occurrences } from "./jobs.js";
 import { RetryPolicy, type RetryOptions } from "./retry.js";
 import { Runs } from "./runs.js";
 import type {
   Health,
   JobType,
+  Occurrences,
   PreviewRequest,
   Readiness,
   SigningSecret,
   SigningSecretRotation,
   System,
-  Upcoming,
+  UpcomingList,
   User,
 } from "./types.js";
 import { Keys, Users } from "./users.js";
@@ -49,6 +51,7 @@ export class Tock {
   readonly deadLetters: DeadLetters;
   readonly flows: Flows;
   readonly backfills: Backfills;
+  readonly calendars: Calendars;
   readonly users: Users;
   readonly keys: Keys;
   readonly audit: Audit;
@@ -69,6 +72,7 @@ export class Tock {
     this.deadLetters = new DeadLetters(this.t);
     this.flows = new Flows(this.t);
     this.backfills = new Backfills(this.t);
+    this.calendars = new Calendars(this.t);
     this.users = new Users(this.t);
     this.keys = new Keys(this.t);
     this.audit = new Audit(this.t);
@@ -102,10 +106,13 @@ export class Tock {
     return out.job_types;
   }
 
-  /** Lists the next occurrences of a timing, creating nothing. */
-  async preview(req: PreviewRequest, options?: CallOptions): Promise<Upcoming[]> {
-    const out = await this.t.json<{ next: Upcoming[] }>({ method: "POST", path: "/api/v1/schedules/preview", body: req, readOnly: true, options });
-    return out.next;
+  /**
+   * Lists the next occurrences of a timing, creating nothing; on the array,
+   * `skipped` lists those before the last that the calendars named in
+   * `skip_calendars` leave out, and why.
+   */
+  async preview(req: PreviewRequest, options?: CallOptions): Promise<Occurrences> {
+    return occurrences(await this.t.json<UpcomingList>({ method: "POST", path: "/api/v1/schedules/preview", body: req, readOnly: true, options }));
   }
 
   /** Returns the queue's state (administrators): due set, stream, loader lock, live schedulers and workers. */

@@ -16,6 +16,7 @@ export type { Runs } from "./runs.js";
 export type { DeadLetters } from "./deadletters.js";
 export type { Flows } from "./flows.js";
 export type { Backfills, BackfillOptions } from "./backfills.js";
+export type { Calendars, CalendarOptions } from "./calendars.js";
 export type { Users, Keys } from "./users.js";
 export type { Audit } from "./audit.js";
 export type * from "./types.js";

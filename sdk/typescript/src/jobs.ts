@@ -16,13 +16,14 @@ import type {
   JobList,
   JobPatch,
   JobSpec,
+  Occurrences,
   PageQuery,
   Retried,
   RetryRequest,
   Run,
   RunList,
   Triggered,
-  Upcoming,
+  UpcomingList,
 } from "./types.js";
 
 const jobs = "/api/v1/jobs";
@@ -137,10 +138,13 @@ export class Jobs {
     return out.backfills;
   }
 
-  /** Returns up to n (1 to 100; the server's 10 when left out) coming occurrences of the job. */
-  async next(id: string, n?: number, options?: CallOptions): Promise<Upcoming[]> {
-    const out = await this.t.json<{ next: Upcoming[] }>({ method: "GET", path: path(jobs, id, "next"), query: { n }, options });
-    return out.next;
+  /**
+   * Returns up to n (1 to 100; the server's 10 when left out) coming
+   * occurrences of the job; on the array, `skipped` lists those before the
+   * last that the job's calendars (`skip_calendars`) leave out, and why.
+   */
+  async next(id: string, n?: number, options?: CallOptions): Promise<Occurrences> {
+    return occurrences(await this.t.json<UpcomingList>({ method: "GET", path: path(jobs, id, "next"), query: { n }, options }));
   }
 
   /** Returns one page of the job's attempts, newest first. */
@@ -195,4 +199,9 @@ export class Jobs {
   counts(options?: CallOptions & { owner?: string }): Promise<JobCounts> {
     return this.t.json({ method: "GET", path: `${jobs}:counts`, query: { owner: options?.owner }, options });
   }
+}
+
+/** The occurrences of an answer of GET /api/v1/jobs/{id}/next or POST /api/v1/schedules/preview, its `skipped` on them. */
+export function occurrences(list: UpcomingList): Occurrences {
+  return Object.defineProperty([...list.next], "skipped", { value: list.skipped ?? [], enumerable: false }) as Occurrences;
 }

@@ -2542,14 +2542,20 @@ export interface components {
         };
         /** @description An occurrence a calendar skips. */
         SkippedUpcoming: {
-            /** @description In the job's zone. */
+            /**
+             * Format: date-time
+             * @description In the job's zone.
+             */
             at: string;
             /**
              * @description Which calendar skips it and why, as the skipped run's `error` says.
              * @example calendar de-holidays: date 2026-12-25
              */
             reason: string;
-            /** @description In UTC. */
+            /**
+             * Format: date-time
+             * @description In UTC.
+             */
             utc: string;
         };
         /** @description Payload of a `slack` job: a message posted to a Slack incoming webhook. */
@@ -2651,7 +2657,7 @@ export interface components {
         UpcomingList: {
             /** @description Earliest first; empty when nothing is left to run. */
             next: components["schemas"]["Upcoming"][];
-            /** @description The occurrences before the last of `next` that the job's calendars (`skip_calendars`) skip, left out of `next`; absent when none. */
+            /** @description The occurrences the job's calendars (`skip_calendars`) skip among those walked to find `next` (up to ten times as many; all of them when none is left to run), left out of `next`, at most 100; absent when none. */
             skipped?: components["schemas"]["SkippedUpcoming"][];
         };
         User: {

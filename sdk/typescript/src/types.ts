@@ -20,6 +20,10 @@ export type BatchCreated = Schemas["BatchCreated"];
 export type BatchRequest = Schemas["BatchRequest"];
 export type BulkRequest = Schemas["BulkRequest"];
 export type BulkResult = Schemas["BulkResult"];
+export type Calendar = Schemas["Calendar"];
+export type CalendarList = Schemas["CalendarList"];
+export type CalendarRange = Schemas["CalendarRange"];
+export type CalendarRequest = Schemas["CalendarRequest"];
 export type DeadLetterList = Schemas["DeadLetterList"];
 export type DeadLetterRequest = Schemas["DeadLetterRequest"];
 export type DeadLetterResult = Schemas["DeadLetterResult"];
@@ -49,10 +53,20 @@ export type RunList = Schemas["RunList"];
 export type RunStats = Schemas["RunStats"];
 export type Schedule = Schemas["Schedule"];
 export type SigningSecret = Schemas["SigningSecret"];
+export type SkippedUpcoming = Schemas["SkippedUpcoming"];
 export type SigningSecretRotation = Schemas["SigningSecretRotation"];
 export type System = Schemas["System"];
 export type Triggered = Schemas["Triggered"];
 export type Upcoming = Schemas["Upcoming"];
+export type UpcomingList = Schemas["UpcomingList"];
+/**
+ * What jobs.next and preview return: the occurrences that will run, earliest
+ * first, as an array; and, on it, `skipped`, those among them that the
+ * calendars (`skip_calendars`) leave out, with the reason (empty when none).
+ * `skipped` is not enumerable, so the array compares, spreads and prints as
+ * the plain array of occurrences it always was.
+ */
+export type Occurrences = Upcoming[] & { readonly skipped: SkippedUpcoming[] };
 export type User = Schemas["User"];
 export type UserCreate = Schemas["UserCreate"];
 export type UserList = Schemas["UserList"];
@@ -75,6 +89,8 @@ export type StatsFilter = Query<"runStats">;
 export type DeadLetterFilter = Query<"listDeadLetters">;
 /** Chooses the entries of audit.list and audit.all. */
 export type AuditFilter = Query<"listAudit">;
+/** Chooses the calendars of calendars.list and calendars.all; `owner` (administrators) lists another user's. */
+export type CalendarFilter = Query<"listCalendars">;
 /** Chooses the flow keys of flows.list and flows.all. */
 export type FlowFilter = Query<"listFlows">;
 /** Chooses the jobs of users.jobs and users.allJobs. */

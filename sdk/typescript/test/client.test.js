@@ -221,11 +221,86 @@ test("a backfill carries an Idempotency-Key across its retry; a backfill is name
   assert.equal(f.requests[4].headers["idempotency-key"], "stop-1");
 });
 
+test("calendars: put replaces as a whole and is retried after a 503 as any PUT; owner and names ride as given", async () => {
+  const calendar = {
+    name: "de-holidays", timezone: "Europe/Berlin", dates: ["2026-12-25"], ranges: [{ from: "2026-12-24T00:00:00.000Z", to: "2026-12-27T00:00:00.000Z" }],
+    rrules: [], created_at: "2026-11-28T10:00:00.000Z", updated_at: "2026-11-28T10:00:00.000Z",
+  };
+  const f = await fake((r, res, n) => {
+    if (n === 1) return answer(res, 503, unavailable);
+    if (r.method === "DELETE") return answer(res, 204);
+    if (r.url.startsWith("/api/v1/calendars?")) {
+      const last = r.url.includes("cursor=c1");
+      return answer(res, 200, { calendars: [{ ...calendar, name: last ? "b" : "a" }], next_cursor: last ? "" : "c1" });
+    }
+    answer(res, n === 2 ? 201 : 200, calendar);
+  });
+  const c = client(f.url);
+  const req = { timezone: "Europe/Berlin", dates: ["2026-12-25"], ranges: [{ from: "2026-12-24T00:00:00+01:00", to: "2026-12-27T00:00:00+01:00" }] };
+  const got = await c.calendars.put("de-holidays", req);
+  assert.deepEqual([got.name, got.dates, got.ranges[0].to], ["de-holidays", ["2026-12-25"], "2026-12-27T00:00:00.000Z"]);
+  assert.deepEqual(JSON.parse(f.requests[1].body), req);
+  assert.equal(f.requests[1].headers["idempotency-key"], undefined, "a PUT is safe to repeat: no key unless given");
+  await c.calendars.put("de-holidays", req, { owner: "u2", idempotencyKey: "cal-1" });
+  assert.equal(f.requests[2].headers["idempotency-key"], "cal-1");
+  assert.equal((await c.calendars.get("a b")).name, "de-holidays");
+  await c.calendars.get("de-holidays", { owner: "u2" });
+  assert.equal((await c.calendars.list({ limit: 1, owner: "u2" })).next_cursor, "c1");
+  const names = [];
+  for await (const cal of c.calendars.all({ limit: 1 })) names.push(cal.name);
+  assert.deepEqual(names, ["a", "b"]);
+  assert.equal(await c.calendars.delete("de-holidays"), undefined);
+  await c.calendars.delete("de-holidays", { owner: "u2" });
+  assert.deepEqual(
+    f.requests.map((r) => `${r.method} ${r.url}`),
+    [
+      "PUT /api/v1/calendars/de-holidays",
+      "PUT /api/v1/calendars/de-holidays",
+      "PUT /api/v1/calendars/de-holidays?owner=u2",
+      "GET /api/v1/calendars/a%20b",
+      "GET /api/v1/calendars/de-holidays?owner=u2",
+      "GET /api/v1/calendars?limit=1&owner=u2",
+      "GET /api/v1/calendars?limit=1",
+      "GET /api/v1/calendars?limit=1&cursor=c1",
+      "DELETE /api/v1/calendars/de-holidays",
+      "DELETE /api/v1/calendars/de-holidays?owner=u2",
+    ],
+  );
+});
+
+test("a calendar's refusals are typed: a 400 names the entry, a delete in use is a ConflictError", async () => {
+  const f = await fake((r, res) =>
+    r.method === "PUT"
+      ? answer(res, 400, { error: { code: "invalid", message: "is not a date such as 2026-12-25", field: "dates[1]" } })
+      : answer(res, 409, { error: { code: "conflict", message: "calendar in use by 1 job", field: "name" } }),
+  );
+  const c = client(f.url);
+  await assert.rejects(c.calendars.put("x", { dates: ["2026-12-25", "25.12.2026"] }), (e) => e instanceof InvalidError && e.field === "dates[1]");
+  await assert.rejects(c.calendars.delete("x"), (e) => e instanceof ConflictError && e.status === 409);
+  assert.equal(f.requests.length, 2, "neither is retried");
+});
+
+test("next and preview carry the calendars' skipped occurrences on the array they return", async () => {
+  const next = [{ at: "2035-03-02T09:00:00+01:00", utc: "2035-03-02T08:00:00Z" }];
+  const skipped = [{ at: "2035-03-01T09:00:00+01:00", utc: "2035-03-01T08:00:00Z", reason: "calendar off: date 2035-03-01" }];
+  const f = await fake((r, res) => answer(res, 200, r.url.startsWith("/api/v1/jobs/") ? { next, skipped } : { next }));
+  const c = client(f.url);
+  const got = await c.jobs.next("j1", 1);
+  assert.ok(Array.isArray(got));
+  assert.deepEqual(got, next, "compares as the plain array it was");
+  assert.deepEqual(got.skipped, skipped);
+  assert.deepEqual(Object.keys(got), ["0"], "skipped is not enumerable");
+  assert.equal(JSON.stringify(got), JSON.stringify(next));
+  const preview = await c.preview({ schedule: { cron: "0 9 * * *" }, skip_calendars: ["off"] });
+  assert.deepEqual([preview, preview.skipped], [next, []], "none skipped: an empty list, not undefined");
+  assert.deepEqual(JSON.parse(f.requests[1].body).skip_calendars, ["off"]);
+});
+
 test("every route of the OpenAPI document has a method", async () => {
   const doc = JSON.parse(readFileSync(new URL("../../go/openapi.json", import.meta.url), "utf8"));
   // One answer fits every route's reader.
   const body = { secret: "s", next: [], keys: [], job_types: [], next_cursor: "" };
-  for (const list of ["jobs", "runs", "flows", "users", "entries", "dead_letters", "backfills"]) body[list] = [];
+  for (const list of ["jobs", "runs", "flows", "users", "entries", "dead_letters", "backfills", "calendars"]) body[list] = [];
   const f = await fake((r, res) => answer(res, 200, body));
   const c = client(f.url);
   const first = (iterator) => iterator.next();
@@ -240,6 +315,7 @@ test("every route of the OpenAPI document has a method", async () => {
     c.runs.list(), first(c.runs.all()), c.runs.stats(),
     c.deadLetters.list(), first(c.deadLetters.all()), c.deadLetters.get("d1"), c.deadLetters.replay("d1"), c.deadLetters.purge("d1"),
     c.deadLetters.replayMany({ ids: ["d1"] }), c.deadLetters.purgeMany({ ids: ["d1"] }),
+    c.calendars.list(), first(c.calendars.all()), c.calendars.get("c1"), c.calendars.put("c1", {}), c.calendars.delete("c1"),
     c.flows.list(), first(c.flows.all()), c.flows.get("f1"), c.flows.put("f1", {}), c.flows.pause("f1"), c.flows.resume("f1"), c.flows.delete("f1"),
     c.users.create({ name: "u", role: "user" }), c.users.list(), first(c.users.all()), c.users.get("u1"), c.users.update("u1", {}),
     c.users.disable("u1"), c.users.enable("u1"), c.users.erase("u1"), c.users.jobs("u1"), first(c.users.allJobs("u1")),

@@ -110,6 +110,54 @@ describe("against the real services", { skip }, () => {
     await assert.rejects(tock.backfills.get("0190c0de-0000-7000-8000-000000000000"), NotFoundError);
   });
 
+  test("calendars: put, get, list, a typed 400, skipped in previews, and a delete refused while a job names it", async () => {
+    const suffix = Math.random().toString(16).slice(2, 8);
+    const holidays = `ts-holidays-${suffix}`;
+    const range = { from: "2035-12-24T00:00:00.000Z", to: "2035-12-27T00:00:00.000Z" };
+    const put = await tock.calendars.put(holidays, { timezone: "Europe/Berlin", dates: ["2035-12-31"], ranges: [range] });
+    assert.deepEqual([put.name, put.timezone, put.dates, put.ranges, put.rrules], [holidays, "Europe/Berlin", ["2035-12-31"], [range], []]);
+    const got = await tock.calendars.get(holidays);
+    assert.deepEqual(got, put);
+    const listed = await collect(tock.calendars.all({ limit: 1 }));
+    assert.ok(listed.some((c) => c.name === holidays), JSON.stringify(listed.map((c) => c.name)));
+    assert.deepEqual(listed.map((c) => c.name), listed.map((c) => c.name).sort(), "in name order");
+    await assert.rejects(tock.calendars.put(holidays, { dates: ["25.12.2026"] }), (e) => {
+      assert.ok(e instanceof InvalidError, String(e));
+      assert.deepEqual([e.status, e.code, e.field], [400, "invalid", "dates[0]"]);
+      return true;
+    });
+    assert.deepEqual((await tock.calendars.get(holidays)).dates, ["2035-12-31"], "a refused PUT changes nothing");
+
+    // Every Saturday and Sunday off: six daily occurrences always span a weekend.
+    const weekends = `ts-weekends-${suffix}`;
+    const rule = "FREQ=WEEKLY;BYDAY=SA,SU";
+    assert.deepEqual((await tock.calendars.put(weekends, { rrules: [rule] })).rrules, [rule]);
+    const schedule = { cron: "0 9 * * *" };
+    const job = await tock.jobs.create({ ...ping("weekdays", { case: "ts-calendar" }), delay: undefined, schedule, skip_calendars: [weekends, holidays] });
+    assert.deepEqual(job.skip_calendars, [weekends, holidays]);
+    const weekend = (u) => [0, 6].includes(new Date(u.utc).getUTCDay());
+    for (const next of [await tock.preview({ schedule, skip_calendars: [weekends], n: 6 }), await tock.jobs.next(job.id, 6)]) {
+      assert.equal(next.length, 6);
+      assert.ok(!next.some(weekend), JSON.stringify(next));
+      assert.ok(next.skipped.length >= 2, JSON.stringify(next.skipped));
+      for (const s of next.skipped) {
+        assert.ok(weekend(s), JSON.stringify(s));
+        assert.equal(s.reason, `calendar ${weekends}: rule "${rule}" on ${s.utc.slice(0, 10)}`);
+      }
+    }
+    assert.deepEqual((await tock.preview({ schedule, n: 6 })).skipped, [], "no calendars, none skipped");
+
+    await assert.rejects(tock.calendars.delete(weekends), (e) => {
+      assert.ok(e instanceof ConflictError, String(e));
+      assert.deepEqual([e.status, e.code], [409, "conflict"]);
+      return true;
+    });
+    await tock.jobs.cancel(job.id);
+    await tock.calendars.delete(weekends);
+    await tock.calendars.delete(holidays);
+    await assert.rejects(tock.calendars.get(weekends), NotFoundError);
+  });
+
   test("a refusal is an InvalidError naming the field", async () => {
     const bad = { ...ping("bad cron"), delay: undefined, schedule: { cron: "61 * * * *" } };
     await assert.rejects(tock.jobs.create(bad), (e) => {

@@ -19,14 +19,14 @@ from .errors import (ConflictError, ForbiddenError, InvalidError, NotFoundError,
                      TransportError, UnauthorizedError)
 from .filters import JobFilter, RunFilter
 from .jobs import (BULK_CANCEL, BULK_PAUSE, BULK_RESUME, BULK_RETRY, BULK_TRIGGER, DRY_RUN_CREATE,
-                   DRY_RUN_UNCHANGED, DRY_RUN_UPDATE, OVERLAP_ALLOW, OVERLAP_BUFFER_ONE, OVERLAP_SKIP)
+                   DRY_RUN_UNCHANGED, DRY_RUN_UPDATE, OVERLAP_ALLOW, OVERLAP_BUFFER_ONE, OVERLAP_SKIP, Occurrences)
 from .retry import Retries
 from .types_gen import *  # noqa: F403 (the generated types, listed in its __all__)
 from .types_gen import __all__ as _types
 from .users import SCOPE_ADMIN, SCOPE_JOBS_READ, SCOPE_JOBS_WRITE, SCOPE_RUNS_READ
 
 __all__ = [
-    "Client", "Retries", "JobFilter", "RunFilter",
+    "Client", "Retries", "JobFilter", "RunFilter", "Occurrences",
     "TockError", "InvalidError", "UnauthorizedError", "ForbiddenError", "NotFoundError", "ConflictError",
     "RateLimitedError", "TransportError",
     "OVERLAP_ALLOW", "OVERLAP_SKIP", "OVERLAP_BUFFER_ONE",

@@ -9,13 +9,14 @@ from typing import Any
 
 from ._transport import Query, Transport
 from .backfills import Backfills
+from .calendars import Calendars
 from .dead_letters import DeadLetters
 from .flows import Flows
-from .jobs import Jobs
+from .jobs import Jobs, Occurrences
 from .retry import Retries
 from .runs import Runs
 from .types_gen import (AuditList, JobType, JobTypeList, PreviewRequest, Readiness, SigningSecret,
-                        SigningSecretRotation, System, Upcoming, UpcomingList, User)
+                        SigningSecretRotation, System, UpcomingList, User)
 from .users import Keys, Users
 
 # What stands for a secret in an answer the server replays under an
@@ -42,6 +43,7 @@ class Client:
         self.dead_letters = DeadLetters(self._t)
         self.flows = Flows(self._t)
         self.backfills = Backfills(self._t)
+        self.calendars = Calendars(self._t)
         self.users = Users(self._t)
         self.keys = Keys(self._t)
 
@@ -69,9 +71,12 @@ class Client:
         """The job types the server runs, each with an example payload."""
         return self._t.call("GET", "/api/v1/job-types", JobTypeList).job_types
 
-    def preview(self, req: PreviewRequest) -> list[Upcoming]:
-        """The next occurrences of a timing, creating nothing."""
-        return self._t.call("POST", "/api/v1/schedules/preview", UpcomingList, body=req, read_only=True).next
+    def preview(self, req: PreviewRequest) -> Occurrences:
+        """The next occurrences of a timing, creating nothing, a list; its
+        skipped lists those before the last that the calendars named in
+        req.skip_calendars leave out, and why."""
+        return Occurrences.of(self._t.call("POST", "/api/v1/schedules/preview", UpcomingList, body=req,
+                                           read_only=True))
 
     def audit(self, *, actor: str | None = None, job: str | None = None, target: str | None = None,
               action: str | None = None, since: datetime | None = None, until: datetime | None = None, limit: int | None = None,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from datetime import datetime
 
@@ -12,7 +12,7 @@ from .filters import JobFilter
 from .pages import iterate
 from .types_gen import (Aborted, Backfill, BackfillList, BackfillRequest, BatchCreated, BatchRequest, BulkRequest,
                         BulkResult, DryRun, Job, JobCounts, JobList, JobPatch, JobSpec, Retried, RetryRequest, Run,
-                        RunList, Triggered, Upcoming, UpcomingList)
+                        RunList, SkippedUpcoming, Triggered, Upcoming, UpcomingList)
 
 # The overlap policies of a recurring job (JobSpec.overlap) and of a
 # backfill (Jobs.backfill's overlap).
@@ -35,6 +35,28 @@ DRY_RUN_UNCHANGED = "unchanged"
 _JOBS = "/api/v1/jobs"
 _BY_KEY = "/api/v1/jobs/by-key"
 _DRY_RUN = Query(dry_run=True)
+
+
+class Occurrences(builtins.list[Upcoming]):
+    """What Jobs.next and Client.preview return: the occurrences that will
+    run, earliest first, as the list they always were; and skipped, those
+    among them that the calendars (skip_calendars) leave out, each with its
+    reason (empty when none)."""
+
+    skipped: builtins.list[SkippedUpcoming]
+
+    def __init__(self, items: Iterable[Upcoming] = (), skipped: Iterable[SkippedUpcoming] = ()):
+        super().__init__(items)
+        self.skipped = builtins.list(skipped)
+
+    def __repr__(self) -> str:
+        return f"Occurrences({builtins.list.__repr__(self)}, skipped={self.skipped!r})"
+
+    @classmethod
+    def of(cls, answer: UpcomingList) -> Occurrences:
+        """The occurrences of an answer of GET /api/v1/jobs/{id}/next or POST
+        /api/v1/schedules/preview."""
+        return cls(answer.next, answer.skipped or ())
 
 
 class Jobs:
@@ -146,9 +168,11 @@ class Jobs:
         """The job's backfills, newest first (one bounded list, not pages)."""
         return self._t.call("GET", path(_JOBS, id, "backfills"), BackfillList).backfills
 
-    def next(self, id: str, n: int | None = None) -> builtins.list[Upcoming]:
-        """Up to n (1 to 100; default 10) coming occurrences of the job."""
-        return self._t.call("GET", path(_JOBS, id, "next"), UpcomingList, query=Query(n=n)).next
+    def next(self, id: str, n: int | None = None) -> Occurrences:
+        """Up to n (1 to 100; default 10) coming occurrences of the job, a
+        list; its skipped lists those before the last that the job's
+        calendars (skip_calendars) leave out, and why."""
+        return Occurrences.of(self._t.call("GET", path(_JOBS, id, "next"), UpcomingList, query=Query(n=n)))
 
     def runs(self, id: str, *, limit: int | None = None, cursor: str | None = None) -> RunList:
         """One page of the job's attempts, newest first."""

@@ -2074,13 +2074,13 @@ class SkippedUpcoming:
     calendar skips.
     """
 
-    at: str
+    at: datetime
     """In the job's zone."""
 
     reason: str
     """Which calendar skips it and why, as the skipped run's `error` says."""
 
-    utc: str
+    utc: datetime
     """In UTC."""
 
 
@@ -2217,8 +2217,9 @@ class UpcomingList:
     """Earliest first; empty when nothing is left to run."""
 
     skipped: list[SkippedUpcoming] | None = None
-    """The occurrences before the last of `next` that the job's calendars
-    (`skip_calendars`) skip, left out of `next`; absent when none.
+    """The occurrences the job's calendars (`skip_calendars`) skip among those
+    walked to find `next` (up to ten times as many; all of them when none is
+    left to run), left out of `next`, at most 100; absent when none.
     """
 
 
