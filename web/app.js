@@ -33,11 +33,15 @@ const FIELD_LABELS = {
   'notify.slack': 'Alert Slack URL', 'notify.email': 'Alert addresses', owner: 'Owner', limits: 'Limits', ids: 'Jobs', filter: 'Filter',
   flow: 'Flow key', 'flow.key': 'Flow key', 'flow.concurrency': 'Flow concurrency', 'flow.rate': 'Flow rate',
   debounce: 'Debounce', 'debounce.key': 'Debounce key', 'debounce.window': 'Debounce window',
+  skip_calendars: 'Skip calendars', dates: 'Dates', ranges: 'Ranges', rrules: 'Rules',
 };
 
 function fieldLabel(field) {
   if (!field) return '';
   if (FIELD_LABELS[field]) return FIELD_LABELS[field];
+  // A list's item, "skip_calendars[1]", is named by its place: "Skip calendars, item 2".
+  const item = field.match(/^([a-z_.]+)\[(\d+)\](?:\.(\w+))?$/);
+  if (item) return `${fieldLabel(item[1])}, item ${Number(item[2]) + 1}${item[3] ? ' ' + item[3] : ''}`;
   if (field.startsWith('payload.')) return 'Payload ' + field.slice(8).replace(/_/g, ' ');
   if (field.startsWith('labels.')) return 'Label ' + field.slice(7);
   if (field.startsWith('limits.')) return field.slice(7).replace(/_/g, ' ');
@@ -246,6 +250,7 @@ const routes = [
   [/^#\/runs(\?.*)?$/, runsPage],
   [/^#\/dead-letters(\?.*)?$/, deadLettersPage],
   [/^#\/flows(\?.*)?$/, flowsPage],
+  [/^#\/calendars(\?.*)?$/, calendarsPage],
   [/^#\/keys(\?.*)?$/, keysPage],
   [/^#\/users(\?.*)?$/, usersPage],
   [/^#\/audit(\?.*)?$/, auditPage],
@@ -736,6 +741,197 @@ async function flowsPage() {
   if (!q.get('cursor')) every(2000, draw);
 }
 
+// ---- calendars
+
+// The lists of a calendar's form, one item a line: the API's field of each
+// ("dates[3]") and how its error names it.
+const CALENDAR_LISTS = {dates: 'Dates', ranges: 'Ranges', rrules: 'Rules'};
+
+// calendarsPage lists the caller's calendars, the days, time ranges and
+// RRULE days that the recurring jobs naming one in skip_calendars do not
+// run on; ?name= shows one in full above the list. A writer creates or
+// replaces one with the form (PUT replaces a calendar as a whole) and
+// deletes one after a confirmation. The form is built once and never
+// redrawn, so what is typed in it survives the list's 2 s refresh.
+async function calendarsPage() {
+  const live = alive();
+  const q = query();
+  const params = new URLSearchParams();
+  if (q.get('cursor')) params.set('cursor', q.get('cursor'));
+  params.set('limit', q.get('limit') || '50');
+  const writer = can('jobs:write');
+  const shown = q.get('name') || '';
+  const msg = h('div', {id: 'calendars-msg', 'aria-live': 'polite'});
+  const table = h('table', {class: 'runs stack', id: 'calendars'});
+  const detail = h('div', {id: 'calendar-detail-box'});
+  const pagerBox = h('div');
+  const form = writer ? calendarForm(() => draw()) : null;
+
+  const remove = async (c) => {
+    if (!await confirmDialog(`Delete calendar ${c.name}?`,
+      'It goes for good. A calendar that a job which can still run names in skip_calendars is not deleted.', 'Delete calendar')) return;
+    msg.replaceChildren();
+    try {
+      await api('DELETE', '/api/v1/calendars/' + encodeURIComponent(c.name));
+      msg.replaceChildren(h('p', {class: 'ok', id: 'calendar-deleted'}, `Calendar ${c.name} deleted.`));
+    } catch (e) {
+      msg.replaceChildren(h('p', {class: 'error', role: 'alert', id: 'calendars-error'}, `Could not delete ${c.name}: ${e.message}`));
+    }
+    await draw();
+  };
+  const count = (xs) => String((xs || []).length);
+  const draw = async () => {
+    const [list, one] = await Promise.all([
+      api('GET', '/api/v1/calendars?' + params),
+      shown ? api('GET', '/api/v1/calendars/' + encodeURIComponent(shown)).catch((e) => e) : null,
+    ]);
+    const rows = list.calendars.map((c) => h('tr', {class: 'calendar', 'data-name': c.name},
+      h('td', null, h('a', {href: '#/calendars?name=' + encodeURIComponent(c.name), class: 'job-name'}, c.name)),
+      h('td', null, c.timezone),
+      h('td', {class: 'dates'}, count(c.dates)), h('td', {class: 'ranges'}, count(c.ranges)), h('td', {class: 'rrules'}, count(c.rrules)),
+      h('td', null, fmtTime(c.updated_at)),
+      writer ? h('td', null, h('div', {class: 'actions'},
+        h('button', {type: 'button', class: 'edit-calendar', 'aria-label': 'edit calendar ' + c.name, onclick: () => form.load(c)}, 'Edit'),
+        h('button', {type: 'button', class: 'danger delete-calendar', 'aria-label': 'delete calendar ' + c.name, onclick: () => remove(c)}, 'Delete'))) : null));
+    const heads = ['Name', 'Time zone', 'Dates', 'Ranges', 'Rules', 'Updated', writer ? '' : null].filter((t) => t !== null);
+    label(rows, heads);
+    morph(table, [h('thead', null, h('tr', null, heads.map((t) => h('th', null, t)))),
+      h('tbody', {'data-morph': 'children'}, rows.length ? rows : h('tr', null, h('td', {colspan: heads.length, class: 'empty'},
+        writer ? 'No calendars yet: create one with the form below, or with PUT /api/v1/calendars/{name}.' : 'No calendars yet.')))]);
+    morph(detail, shown ? [calendarDetail(shown, one, writer ? form : null)] : []);
+    morph(pagerBox, [pager('#/calendars', q, list.next_cursor), pageSize(q, 'calendars-page-size')]);
+  };
+  await draw();
+  live() && mount(h('div', {class: 'bar'}, h('h1', null, 'Calendars')),
+    h('p', {class: 'hint'}, 'Your sets of days off: a recurring job that names a calendar in its skip calendars does not run on its dates, ',
+      'inside its ranges, or on the days its rules fall on; each occurrence so skipped is recorded as a skipped run.'),
+    detail, msg, wrap(table), pagerBox, form);
+  if (!q.get('cursor')) every(2000, draw);
+}
+
+// calendarDetail shows one calendar in full (c, or the error reading it),
+// with an Edit that loads it into the form when there is one.
+function calendarDetail(name, c, form) {
+  if (c instanceof Error) {
+    return h('section', {id: 'calendar-detail'}, h('p', {class: 'error', role: 'alert'},
+      c.status === 404 ? `You have no calendar named ${name}.` : errorText(c)));
+  }
+  const list = (xs, f) => (xs.length ? h('ul', {class: 'next'}, xs.map((x) => h('li', null, f(x)))) : 'none');
+  return h('section', {id: 'calendar-detail', 'aria-labelledby': 'calendar-detail-title'},
+    h('div', {class: 'bar'}, h('h2', {id: 'calendar-detail-title'}, 'Calendar ' + c.name),
+      form ? h('button', {type: 'button', id: 'calendar-detail-edit', onclick: () => form.load(c)}, 'Edit') : null),
+    h('dl', {class: 'facts'},
+      h('dt', null, 'Time zone'), h('dd', null, c.timezone),
+      h('dt', null, 'Dates'), h('dd', {id: 'calendar-dates'}, list(c.dates, (d) => d)),
+      h('dt', null, 'Ranges'), h('dd', {id: 'calendar-ranges'}, list(c.ranges, (r) => `${r.from} → ${r.to}`)),
+      h('dt', null, 'Rules'), h('dd', {id: 'calendar-rrules'}, list(c.rrules, (r) => r)),
+      h('dt', null, 'Updated'), h('dd', null, fmtTime(c.updated_at), h('span', {class: 'hint'}, ' · created ' + fmtTime(c.created_at)))));
+}
+
+// calendarForm is the form that creates or replaces a calendar: its lists
+// are one item a line, a range being its from and to instants. An error
+// shows under the field it names, "dates[1]" as the line of the dates it
+// came from. load(c) fills it with a calendar, to change it.
+function calendarForm(redraw) {
+  const general = h('p', {class: 'error', role: 'alert', id: 'calendar-form-error', hidden: true});
+  const msg = h('div', {id: 'calendar-form-status', 'aria-live': 'polite'});
+  const inputs = {};
+  const row = (key, text, input, hint) => {
+    const id = input.id;
+    inputs[key] = input;
+    input.setAttribute('aria-describedby', id + '-hint');
+    return h('div', {class: 'row', 'data-field': key}, h('label', {for: id}, text), input,
+      h('span', {class: 'hint', id: id + '-hint'}, hint),
+      h('span', {class: 'field-error', id: id + '-error', hidden: true}));
+  };
+  const area = (id, rows, placeholder) => h('textarea', {id, name: id, rows, spellcheck: 'false', placeholder});
+  const defaultZone = browserZone;
+  const fields = [
+    row('name', 'Name', h('input', {id: 'cal-name', name: 'name', required: true, autocomplete: 'off', placeholder: 'de-holidays'}),
+      'a-z, 0-9, _, . and -; a name you have already replaces that calendar as a whole'),
+    row('timezone', 'Time zone', h('input', {id: 'cal-timezone', name: 'timezone', list: 'cal-zones', value: defaultZone}),
+      'the zone its dates and rule days are days in'),
+    h('datalist', {id: 'cal-zones'}, (Intl.supportedValuesOf ? Intl.supportedValuesOf('timeZone') : [defaultZone]).map((z) => h('option', {value: z}))),
+    row('dates', 'Dates', area('cal-dates', 4, '2026-12-25\n2026-12-26'), 'one day a line, YYYY-MM-DD'),
+    row('ranges', 'Ranges', area('cal-ranges', 3, '2026-12-31T22:00:00Z 2027-01-01T02:00:00Z'),
+      'one a line: from and to (excluded), RFC 3339 instants with their offset, separated by a space'),
+    row('rrules', 'Rules', area('cal-rrules', 2, 'FREQ=YEARLY;BYMONTH=5;BYMONTHDAY=1'),
+      'one RRULE a line: the days it has an occurrence on are off')];
+
+  // lines reads a list field: its non-empty lines and the line number of each.
+  const lines = (key) => inputs[key].value.split('\n').map((text, i) => ({text: text.trim(), line: i + 1})).filter((l) => l.text);
+  const clear = () => {
+    general.hidden = true;
+    for (const input of Object.values(inputs)) {
+      input.removeAttribute('aria-invalid');
+      input.setAttribute('aria-describedby', input.id + '-hint');
+      form.querySelector('#' + input.id + '-error').hidden = true;
+    }
+  };
+  // showError puts err under its field: "dates[1]" on the dates, naming the
+  // line the second date came from; anything else in the general box.
+  const showError = (err, read) => {
+    let key = err.field || '';
+    let text = errorText(err);
+    const m = key.match(/^(dates|ranges|rrules)\[(\d+)\](?:\.(from|to))?$/);
+    if (m) {
+      key = m[1];
+      const l = read[key][Number(m[2])];
+      text = `${CALENDAR_LISTS[key]}, line ${l ? l.line : Number(m[2]) + 1}${m[3] ? ` (${m[3]})` : ''}: ${err.message}`;
+    }
+    const input = inputs[key];
+    if (!input) {
+      general.textContent = text;
+      general.hidden = false;
+      return;
+    }
+    const box = form.querySelector('#' + input.id + '-error');
+    box.textContent = text;
+    box.hidden = false;
+    input.setAttribute('aria-invalid', 'true');
+    input.setAttribute('aria-describedby', `${input.id}-error ${input.id}-hint`);
+  };
+  const form = h('form', {id: 'calendar-form', class: 'job-form', novalidate: true, 'aria-labelledby': 'calendar-form-title', onsubmit: async (ev) => {
+    ev.preventDefault();
+    clear();
+    msg.replaceChildren();
+    const read = {dates: lines('dates'), ranges: lines('ranges'), rrules: lines('rrules')};
+    try {
+      const name = inputs.name.value.trim();
+      if (!name) throw new APIError(400, {field: 'name', message: 'is required'});
+      const body = {timezone: inputs.timezone.value.trim() || 'UTC', dates: read.dates.map((l) => l.text), rrules: read.rrules.map((l) => l.text)};
+      body.ranges = read.ranges.map((l, i) => {
+        const parts = l.text.split(/\s+/).filter((p) => !['to', '→', '-', '–'].includes(p));
+        if (parts.length !== 2) throw new APIError(400, {field: `ranges[${i}]`, message: 'write its from and to, separated by a space'});
+        return {from: parts[0], to: parts[1]};
+      });
+      const c = await api('PUT', '/api/v1/calendars/' + encodeURIComponent(name), body);
+      form.reset();
+      inputs.timezone.value = defaultZone;
+      msg.replaceChildren(h('p', {class: 'ok', id: 'calendar-saved'},
+        `Calendar ${c.name} ${c.created_at === c.updated_at ? 'created' : 'replaced'}: ${c.dates.length} dates, ${c.ranges.length} ranges, ${c.rrules.length} rules.`));
+      await redraw();
+    } catch (e) {
+      showError(e, read);
+    }
+  }},
+  h('h2', {id: 'calendar-form-title'}, 'Create or replace a calendar'),
+  fields, general, msg,
+  h('div', {class: 'actions'}, h('button', {type: 'submit', id: 'calendar-save', class: 'primary'}, 'Save calendar'),
+    h('button', {type: 'button', id: 'calendar-clear', onclick: () => { form.reset(); inputs.timezone.value = defaultZone; clear(); }}, 'Clear')));
+  form.load = (c) => {
+    clear();
+    inputs.name.value = c.name;
+    inputs.timezone.value = c.timezone;
+    inputs.dates.value = c.dates.join('\n');
+    inputs.ranges.value = c.ranges.map((r) => `${r.from} ${r.to}`).join('\n');
+    inputs.rrules.value = c.rrules.join('\n');
+    inputs.name.focus();
+    form.scrollIntoView({block: 'start'});
+  };
+  return form;
+}
+
 // ---- job detail
 
 async function detailPage(id) {
@@ -770,13 +966,43 @@ async function detailPage(id) {
       recurring ? api('GET', `/api/v1/jobs/${id}/backfills`).catch(() => null) : null,
     ]);
     recurring = !!j.schedule;
-    morph(view, detailView(j, next.next, runs, backfills && backfills.backfills, {act, runCursors, draw, backfill}));
+    morph(view, detailView(j, next, runs, backfills && backfills.backfills, {act, runCursors, draw, backfill}));
   };
   await draw();
   every(2000, draw);
 }
 
-function detailView(j, next, runs, backfills, ctl) {
+// SKIPPED_SHOWN bounds the skipped occurrences a list of next runs shows.
+const SKIPPED_SHOWN = 10;
+
+// upcomingItems lists next runs with the occurrences calendars skip among
+// them, in time order: a run numbered, a skipped one struck out with a
+// "skipped" badge and its reason, unnumbered. here adds each run's time in
+// the browser's zone.
+function upcomingItems(next, skipped, here) {
+  const all = [...next.map((n) => ({...n, run: true})), ...skipped].sort((a, b) => Date.parse(a.utc) - Date.parse(b.utc));
+  const items = [];
+  let runs = 0;
+  let shown = 0;
+  for (const x of all) {
+    if (x.run) {
+      items.push(h('li', {value: ++runs, 'data-utc': x.utc}, x.at, here ? h('span', {class: 'hint'}, ' · ' + fmtTime(x.utc) + ' here') : null));
+    } else if (shown < SKIPPED_SHOWN) {
+      shown++;
+      items.push(h('li', {class: 'next-skipped', 'data-utc': x.utc}, h('s', null, x.at), ' ', badge('skipped'),
+        h('div', {class: 'reason'}, x.reason)));
+    }
+  }
+  if (skipped.length > shown) items.push(h('li', {class: 'more-skipped hint'}, `and ${skipped.length - shown} more skipped`));
+  if (!next.length) items.unshift(h('li', {class: 'empty'}, skipped.length ? 'none: its calendars skip each of the next occurrences' : 'none'));
+  return items;
+}
+
+// detailView is a job's page; upcoming is GET /jobs/{id}/next's answer:
+// the next runs, and the occurrences its calendars skip among them.
+function detailView(j, upcoming, runs, backfills, ctl) {
+  const next = upcoming.next || [];
+  const skipped = upcoming.skipped || [];
   const live = j.status === 'scheduled' || j.status === 'paused';
   const button = (label, id, onclick, cls) => h('button', {type: 'button', id, class: cls, onclick}, label);
   const cancel = button('Cancel job', 'cancel', async () => {
@@ -808,7 +1034,12 @@ function detailView(j, next, runs, backfills, ctl) {
     labels.length ? [h('dt', null, 'Labels'), h('dd', {class: 'labels'}, labels.map(([k, v]) => h('a', {class: 'label', href: '#/jobs?label=' + encodeURIComponent(`${k}=${v}`)}, `${k}=${v}`)))] : null,
     ...timing,
     h('dt', null, 'Time zone'), h('dd', null, j.timezone),
-    h('dt', null, 'Next run'), h('dd', {id: 'next-run'}, j.status === 'paused' ? 'none while paused: resume it to run again' : fmtTime(j.next_run_at)),
+    (j.skip_calendars || []).length ? [h('dt', null, 'Skip calendars'), h('dd', {id: 'skip-calendars'},
+      j.skip_calendars.flatMap((c, i) => [i ? ', ' : null, h('a', {href: '#/calendars?name=' + encodeURIComponent(c)}, c)]),
+      h('div', {class: 'hint'}, 'not run on the days of these calendars'))] : null,
+    h('dt', null, 'Next run'), h('dd', {id: 'next-run'}, j.status === 'paused' ? 'none while paused: resume it to run again' : fmtTime(j.next_run_at),
+      j.status !== 'paused' && j.next_run_at && skipped.some((x) => Date.parse(x.utc) === Date.parse(j.next_run_at))
+        ? h('span', {class: 'hint'}, ' (its calendars skip it: see Next runs)') : null),
     h('dt', null, 'Retries, timeout, priority'), h('dd', null, `${j.max_retries}, ${j.timeout}, ${j.priority}`),
     j.expires_after ? [h('dt', null, 'Expires after'), h('dd', null, j.expires_after)] : null,
     j.jitter ? [h('dt', null, 'Jitter'), h('dd', {id: 'jitter'}, `up to ${j.jitter} after each nominal time (the next run above includes it)`)] : null,
@@ -819,8 +1050,7 @@ function detailView(j, next, runs, backfills, ctl) {
     j.notify ? [h('dt', null, 'Alerts'), h('dd', {id: 'notify'}, `${j.notify.on.join(', ')} → ${j.notify.webhook ? 'webhook ' + j.notify.webhook.url : j.notify.slack ? 'Slack' : 'email ' + j.notify.email.to.join(', ')}`)] : null,
     h('dt', null, 'Payload'), h('dd', null, h('pre', {id: 'payload'}, JSON.stringify(j.payload, null, 2))));
 
-  const nextList = h('ol', {class: 'next', id: 'next-runs'},
-    next.length ? next.map((n) => h('li', null, n.at, h('span', {class: 'hint'}, ' · ' + fmtTime(n.utc) + ' here'))) : h('li', {class: 'empty'}, 'none'));
+  const nextList = h('ol', {class: 'next', id: 'next-runs'}, upcomingItems(next, skipped, true));
 
   // Runs come newest first: the first row of an occurrence is its last attempt,
   // the one a retry follows.
@@ -850,7 +1080,9 @@ function detailView(j, next, runs, backfills, ctl) {
 
   return [h('div', {class: 'bar'}, h('h1', {id: 'job-title'}, j.name), actions),
     h('div', {class: 'cols'}, h('section', null, facts), h('section', null, h('h2', null, 'Next runs'),
-      j.status === 'paused' && next.length ? h('p', {class: 'hint', id: 'paused-next'}, 'Paused: these run only once you resume it.') : null, nextList)),
+      j.status === 'paused' && next.length ? h('p', {class: 'hint', id: 'paused-next'}, 'Paused: these run only once you resume it.') : null,
+      skipped.length ? h('p', {class: 'hint', id: 'skipped-next'}, 'Struck out: occurrences that fall on a day of its calendars, recorded as skipped runs instead.') : null,
+      nextList)),
     backfillSection(j, backfills, ctl),
     h('h2', null, 'Run history'), h('div', {class: 'table-wrap', 'data-morph': 'children'}, runTable), runPager];
 }
@@ -944,7 +1176,8 @@ function backfillSection(j, backfills, ctl) {
 // job as it was (a PATCH sends only what changed).
 async function formPage(id) {
   const live = alive();
-  const j = id ? await api('GET', '/api/v1/jobs/' + id) : null;
+  const [j, cals] = await Promise.all([id ? api('GET', '/api/v1/jobs/' + id) : null,
+    api('GET', '/api/v1/calendars?limit=100').catch(() => null)]);
   const admin = isAdmin();
   const sched = (j && j.schedule) || {};
   const recurring = !!(j && j.schedule);
@@ -989,6 +1222,10 @@ async function formPage(id) {
   const dstGap = choice('dst-gap', [['', 'shift (default)'], ['skip', 'skip']], sched.dst && sched.dst.gap === 'skip' ? 'skip' : '');
   const dstOverlap = choice('dst-overlap', [['', 'first (default)'], ['both', 'both']], sched.dst && sched.dst.overlap === 'both' ? 'both' : '');
   const overlap = choice('overlap', [['allow', 'allow (default)'], ['skip', 'skip'], ['buffer_one', 'buffer one']], (j && j.overlap) || 'allow');
+  const skipCals = text('skip_calendars', ((j && j.skip_calendars) || []).join(', '), {placeholder: 'none; or de-holidays, maintenance'});
+  const calNames = cals ? cals.calendars.map((c) => c.name) : [];
+  const skipHint = ['names of your calendars, comma separated: it does not run on their days. ',
+    calNames.length ? `Yours: ${calNames.join(', ')}${cals.next_cursor ? ', …' : ''}. ` : 'You have none yet: ', h('a', {href: '#/calendars'}, 'Calendars')];
   const preview = h('ol', {class: 'next', id: 'preview'});
 
   const atRow = row('Run at', 'run_at', runAt, `in your time zone, ${browserZone}; sent with its offset and stored in UTC`);
@@ -1006,6 +1243,7 @@ async function formPage(id) {
     row('Misfire policy', 'schedule.misfire', misfire), row('Misfire bound', 'schedule.misfire_max', misfireMax, 'with catch_up'),
     row('DST gap', 'schedule.dst', dstGap), row('DST overlap', 'schedule.dst.overlap', dstOverlap),
     row('Overlap', 'overlap', overlap, 'while an earlier run still runs'),
+    row('Skip calendars', 'skip_calendars', skipCals, skipHint),
     h('h3', null, 'Next 10 runs'), preview);
   const zoneRow = row('Time zone', 'timezone', zone);
   const showKind = () => {
@@ -1055,6 +1293,7 @@ async function formPage(id) {
     if (dstGap.value || dstOverlap.value) out.dst = {...(dstGap.value ? {gap: dstGap.value} : {}), ...(dstOverlap.value ? {overlap: dstOverlap.value} : {})};
     return out;
   };
+  const skipNames = () => skipCals.value.split(',').map((x) => x.trim()).filter(Boolean);
   const parseLabels = () => {
     const out = {};
     for (const part of labels.value.split(/[,\n]/).map((x) => x.trim()).filter(Boolean)) {
@@ -1091,6 +1330,7 @@ async function formPage(id) {
     } else {
       b.schedule = schedule();
       b.overlap = overlap.value;
+      b.skip_calendars = skipNames();
     }
     b.expires_after = expires.value.trim();
     b.jitter = jitter.value.trim();
@@ -1118,6 +1358,8 @@ async function formPage(id) {
     }
     if (timingChanged) for (const k of timingKeys) if (b[k] !== undefined && !(k === 'timezone' && b.schedule)) out[k] = b[k];
     if (out.notify && !out.notify.on.length && !(initial.notify.on || []).length) delete out.notify;
+    // A job made one-off keeps no calendars: they are for recurring jobs only.
+    if (!b.schedule && (initial.skip_calendars || []).length) out.skip_calendars = [];
     return out;
   };
 
@@ -1130,10 +1372,11 @@ async function formPage(id) {
       return;
     }
     try {
-      const r = await api('POST', '/api/v1/schedules/preview', {schedule: schedule(), n: 10});
+      const names = skipNames();
+      const r = await api('POST', '/api/v1/schedules/preview', {schedule: schedule(), n: 10, ...(names.length ? {skip_calendars: names} : {})});
       if (seq !== previewSeq) return;
-      for (const e of form.querySelectorAll('[data-error-for^="schedule"]')) e.hidden = true;
-      preview.replaceChildren(...r.next.map((x) => h('li', null, x.at)));
+      for (const e of form.querySelectorAll('[data-error-for^="schedule"], [data-error-for="skip_calendars"]')) e.hidden = true;
+      preview.replaceChildren(...upcomingItems(r.next, r.skipped || [], false));
     } catch (e) {
       if (seq !== previewSeq) return;
       preview.replaceChildren();
@@ -1146,7 +1389,7 @@ async function formPage(id) {
     clearTimeout(debounce);
     debounce = setTimeout(refreshPreview, 250);
   };
-  for (const el of [kindOneoff, kindRecurring, oneoffHow, ruleKind, expr, zone, runAt, everyUnit, everyAt, everyOn, startAt, endAt, countIn, misfire, misfireMax, dstGap, dstOverlap]) {
+  for (const el of [kindOneoff, kindRecurring, oneoffHow, ruleKind, expr, zone, runAt, everyUnit, everyAt, everyOn, startAt, endAt, countIn, misfire, misfireMax, dstGap, dstOverlap, skipCals]) {
     el.addEventListener('input', onTiming);
     el.addEventListener('change', onTiming);
   }
@@ -1161,6 +1404,7 @@ async function formPage(id) {
         for (const k of ['expires_after', 'jitter', 'retention']) if (!b[k]) delete b[k];
         if (!b.notify.on.length) delete b.notify;
         if (!Object.keys(b.labels).length) delete b.labels;
+        if (b.skip_calendars && !b.skip_calendars.length) delete b.skip_calendars;
         if (b.overlap === 'allow') delete b.overlap;
       }
       const patch = j ? changes(b) : null;
@@ -1216,7 +1460,8 @@ function showFieldError(form, err, general) {
       el.hidden = false;
       return;
     }
-    const i = field.lastIndexOf('.');
+    // "skip_calendars[1]" lands on skip_calendars, "a.b" on a.
+    const i = field.endsWith(']') ? field.lastIndexOf('[') : field.lastIndexOf('.');
     field = i < 0 ? '' : field.slice(0, i);
   }
   general.textContent = errorText(err);

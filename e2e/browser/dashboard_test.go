@@ -716,3 +716,159 @@ func TestDashboardBackfill(t *testing.T) {
 		t.Fatalf("the page shows the backfill %s; the API lists %+v", status, list.Backfills)
 	}
 }
+
+// TestDashboardCalendars creates a calendar that skips every day from the
+// Calendars page, sees a bad date refused on its line, sees the next runs
+// of a recurring job that names the calendar struck out with the reason,
+// and deletes the calendar: refused while the job can still run, done once
+// it is cancelled.
+func TestDashboardCalendars(t *testing.T) {
+	ctx := browse(t)
+	c := start(t, cluster.Options{Schedulers: 1, Workers: 1})
+	dir := screenshots(t)
+	api := c.API()
+	signIn(t, ctx, c)
+	row := `#calendars tr.calendar[data-name="every-day"]`
+
+	// A date and a rule with an occurrence every day: every day is off,
+	// whatever today is.
+	var saved, cells string
+	within(t, ctx, 30*time.Second,
+		page(c.APIURL, "#/calendars"),
+		chromedp.WaitVisible(chromedp.CSS("#calendars td.empty")),
+		setField("#cal-name", "every-day"),
+		setField("#cal-timezone", "UTC"),
+		setField("#cal-dates", "2026-12-25"),
+		setField("#cal-rrules", "FREQ=DAILY"),
+		chromedp.Click(chromedp.CSS("#calendar-save")),
+		chromedp.WaitVisible(chromedp.CSS("#calendar-saved")),
+		chromedp.WaitVisible(chromedp.CSS(row)),
+		eval(`document.querySelector('#calendar-saved').textContent`, &saved),
+		eval(`[...document.querySelectorAll('`+row+` td')].slice(0, 5).map(td => td.textContent).join('|')`, &cells),
+		shot(t, dir, "calendars.png"),
+	)
+	if !strings.Contains(saved, "every-day created") || cells != "every-day|UTC|1|0|1" {
+		t.Fatalf("after saving, the page says %q and lists %q", saved, cells)
+	}
+
+	// A bad date is refused on the dates, naming its line (the third: a
+	// blank line is no date), and stays so across the page's refresh.
+	var shown, invalid, described, kept string
+	var listed int
+	within(t, ctx, 30*time.Second,
+		setField("#cal-name", "bad-days"),
+		setField("#cal-dates", "2026-12-25\n\n2026-02-30"),
+		chromedp.Click(chromedp.CSS("#calendar-save")),
+		chromedp.WaitVisible(chromedp.CSS("#cal-dates-error")),
+		chromedp.Sleep(2500*time.Millisecond),
+		chromedp.WaitVisible(chromedp.CSS("#cal-dates-error")),
+		eval(`document.querySelector('#cal-dates-error').textContent`, &shown),
+		eval(`document.querySelector('#cal-dates').getAttribute('aria-invalid')`, &invalid),
+		eval(`document.querySelector('#cal-dates').getAttribute('aria-describedby')`, &described),
+		eval(`document.querySelector('#cal-dates').value`, &kept),
+		eval(`document.querySelectorAll('#calendars tr.calendar').length`, &listed),
+		shot(t, dir, "calendar-error.png"),
+	)
+	if shown != "Dates, line 3: must be a day written YYYY-MM-DD" || invalid != "true" ||
+		!strings.Contains(described, "cal-dates-error") || kept != "2026-12-25\n\n2026-02-30" || listed != 1 {
+		t.Fatalf("a bad date shows %q (aria-invalid=%q, described by %q), the field keeps %q, %d calendars listed",
+			shown, invalid, described, kept, listed)
+	}
+
+	// On a phone the list is cards and nothing scrolls sideways.
+	var scroll, width int
+	within(t, ctx, 20*time.Second,
+		chromedp.EmulateViewport(390, 844),
+		page(c.APIURL, "#/calendars"),
+		chromedp.WaitVisible(chromedp.CSS(row)),
+		chromedp.Sleep(300*time.Millisecond),
+		eval(`document.documentElement.scrollWidth`, &scroll),
+		eval(`window.innerWidth`, &width),
+		shot(t, dir, "mobile-calendars.png"),
+		chromedp.EmulateViewport(1280, 900),
+	)
+	if scroll > width {
+		t.Fatalf("#/calendars at 390 px: the page is %d px wide, wider than the %d px viewport", scroll, width)
+	}
+
+	j, err := api.CreateJob(t.Context(), map[string]any{"name": "browser calendar", "type": "ping",
+		"payload": map[string]any{"url": c.APIURL + "/healthz"}, "schedule": map[string]any{"cron": "0 9 * * *"},
+		"skip_calendars": []string{"every-day"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its page names the calendar, and every next occurrence is skipped.
+	var reasons []string
+	var runs, struck int
+	var link, dates string
+	within(t, ctx, 30*time.Second,
+		page(c.APIURL, "#/jobs/"+j.ID),
+		chromedp.WaitVisible(chromedp.CSS("#next-runs li.next-skipped")),
+		eval(`[...document.querySelectorAll('#next-runs li.next-skipped')].map(li => li.querySelector('.badge').textContent + ' ' + li.querySelector('.reason').textContent)`, &reasons),
+		eval(`document.querySelectorAll('#next-runs li.next-skipped s').length`, &struck),
+		eval(`document.querySelectorAll('#next-runs li:not(.next-skipped):not(.more-skipped):not(.empty)').length`, &runs),
+		eval(`document.querySelector('#skip-calendars a').getAttribute('href')`, &link),
+		shot(t, dir, "calendar-skipped-runs.png"),
+		chromedp.Click(chromedp.CSS("#skip-calendars a")),
+		chromedp.WaitVisible(chromedp.CSS("#calendar-detail #calendar-dates")),
+		eval(`document.querySelector('#calendar-dates').textContent`, &dates),
+	)
+	if len(reasons) == 0 || struck != len(reasons) || runs != 0 || link != "#/calendars?name=every-day" || dates != "2026-12-25" {
+		t.Fatalf("the job page shows %d runs, skipped %q (%d struck out), links %q; the calendar's dates are %q",
+			runs, reasons, struck, link, dates)
+	}
+	for _, r := range reasons {
+		if !strings.HasPrefix(r, `skipped calendar every-day: `) {
+			t.Fatalf("a skipped next run shows %q", r)
+		}
+	}
+	// Its edit form holds the calendar, and previews the skipped runs too.
+	var named string
+	within(t, ctx, 30*time.Second,
+		page(c.APIURL, "#/jobs/"+j.ID+"/edit"),
+		chromedp.WaitVisible(chromedp.CSS("#preview li.next-skipped")),
+		eval(`document.querySelector('#skip_calendars').value`, &named),
+	)
+	if named != "every-day" {
+		t.Fatalf("the edit form's skip calendars are %q", named)
+	}
+
+	// Deleting it is refused while the job can still run, and says why.
+	var refused string
+	within(t, ctx, 30*time.Second,
+		page(c.APIURL, "#/calendars"),
+		chromedp.WaitVisible(chromedp.CSS(row+" button.delete-calendar")),
+		chromedp.Click(chromedp.CSS(row+" button.delete-calendar")),
+		chromedp.WaitVisible(chromedp.CSS("#confirm-yes")),
+		chromedp.Click(chromedp.CSS("#confirm-yes")),
+		chromedp.WaitVisible(chromedp.CSS("#calendars-error")),
+		eval(`document.querySelector('#calendars-error').textContent`, &refused),
+		chromedp.WaitVisible(chromedp.CSS(row)),
+		shot(t, dir, "calendar-in-use.png"),
+	)
+	if !strings.Contains(refused, "Could not delete every-day") || !strings.Contains(refused, "skip_calendars") {
+		t.Fatalf("deleting a calendar in use shows %q", refused)
+	}
+
+	if code, err := api.Do(t.Context(), http.MethodDelete, "/api/v1/jobs/"+j.ID, nil, nil); err != nil || code >= 300 {
+		t.Fatalf("cancel the job: %d, %v", code, err)
+	}
+	var done string
+	within(t, ctx, 30*time.Second,
+		chromedp.Click(chromedp.CSS(row+" button.delete-calendar")),
+		chromedp.WaitVisible(chromedp.CSS("#confirm-yes")),
+		chromedp.Click(chromedp.CSS("#confirm-yes")),
+		chromedp.WaitVisible(chromedp.CSS("#calendar-deleted")),
+		chromedp.WaitNotPresent(chromedp.CSS("#calendars-error")),
+		chromedp.WaitVisible(chromedp.CSS("#calendars td.empty")),
+		eval(`document.querySelector('#calendar-deleted').textContent`, &done),
+	)
+	var list struct {
+		Calendars []struct {
+			Name string `json:"name"`
+		} `json:"calendars"`
+	}
+	if code, err := api.Do(t.Context(), http.MethodGet, "/api/v1/calendars", nil, &list); err != nil || code != http.StatusOK || len(list.Calendars) != 0 {
+		t.Fatalf("after %q the API lists %+v (%d, %v)", done, list.Calendars, code, err)
+	}
+}
