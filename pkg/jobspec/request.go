@@ -225,7 +225,11 @@ func (r *Request) check(p *parser) (*Change, error) {
 				if step != nil {
 					// First: the other steps (priority) need to know
 					// whether the timing changed.
-					c.steps = append([]applier{step}, c.steps...)
+					// In place: the slice keeps the capacity of every
+					// field's step, so the appends below never grow it.
+					c.steps = append(c.steps, nil)
+					copy(c.steps[1:], c.steps)
+					c.steps[0] = step
 					c.timing = p.timing.next
 				}
 			}
