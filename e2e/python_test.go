@@ -11,14 +11,16 @@ import (
 )
 
 // TestPython runs the Python client's tests (sdk/python, python3 -m
-// unittest) against the real services: its unit tests against a fake and
-// the generator's, then create and the job's run, runs and stats, put by
-// key, list by label over pages, a bulk dry run, a typed 400 and 403, and a
-// create whose answer a proxy replaced with a 503, retried to exactly one
-// job, with the same Idempotency-Key on both tries as the proxy saw. First it
-// checks that the generated types match sdk/go/openapi.json; last it
-// installs the client with pip, as sdk/python/README.md says, and runs
-// examples/quickstart.py with that install.
+// unittest) against the real services: its unit tests against a fake and the
+// generator's, then create and the job's run, runs and stats, put by key,
+// list by label over pages, a bulk dry run, a backfill started, read, listed
+// and cancelled, calendars put, read, listed, previewed and deleted, a typed
+// 400 and 403, and a create whose answer a proxy replaced with a 503,
+// retried to exactly one job, with the same Idempotency-Key on both tries as
+// the proxy saw. First it checks that the generated types match
+// sdk/go/openapi.json; last it installs the client with pip, as
+// sdk/python/README.md says, and runs examples/quickstart.py with that
+// install.
 func TestPython(t *testing.T) {
 	sdk, err := filepath.Abs(filepath.Join("..", "sdk", "python"))
 	require.NoError(t, err)

@@ -14,14 +14,15 @@ import (
 // TestTypeScript runs the TypeScript SDK's tests (sdk/typescript, node's own
 // test runner) against the real services: its unit tests against a fake,
 // then create and the job's run, runs and stats, put by key, list by label
-// over pages, a bulk dry run, a typed 400 and 403, and a create whose answer
-// a proxy replaced with a 503, retried to exactly one job, with the same
-// Idempotency-Key on both tries as the proxy saw. First it installs the
-// SDK's tools from the committed lockfile when they are missing or older
-// than it, checks that the generated types match sdk/go/openapi.json, and
-// builds the SDK; last it installs the packed SDK into a new project, as
-// sdk/typescript/README.md says, and runs examples/quickstart.mjs there,
-// which that README shows.
+// over pages, a bulk dry run, a backfill started, read, listed and
+// cancelled, calendars put, read, listed, previewed and deleted, a typed 400
+// and 403, and a create whose answer a proxy replaced with a 503, retried to
+// exactly one job, with the same Idempotency-Key on both tries as the proxy
+// saw. First it installs the SDK's tools from the committed lockfile when
+// they are missing or older than it, checks that the generated types match
+// sdk/go/openapi.json, and builds the SDK; last it installs the packed SDK
+// into a new project, as sdk/typescript/README.md says, and runs
+// examples/quickstart.mjs there, which that README shows.
 func TestTypeScript(t *testing.T) {
 	sdk, err := filepath.Abs(filepath.Join("..", "sdk", "typescript"))
 	require.NoError(t, err)

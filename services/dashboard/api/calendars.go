@@ -77,21 +77,7 @@ func nonNilStrings(xs []string) []string {
 
 // calendarOwner is whose calendars the request acts on: the caller's, or
 // for an administrator the user named by ?owner=.
-func calendarOwner(c *echo.Context) (uuid.UUID, error) {
-	p := access.Caller(c)
-	v := c.QueryParam("owner")
-	if v == "" {
-		return p.User, nil
-	}
-	id, err := uuid.Parse(v)
-	if err != nil {
-		return uuid.Nil, apierr.Invalid("owner", "must be a user id")
-	}
-	if id != p.User && !p.Admin {
-		return uuid.Nil, apierr.New(http.StatusForbidden, apierr.CodeForbidden, "owner", "only an administrator may act on another user's calendars")
-	}
-	return id, nil
-}
+func calendarOwner(c *echo.Context) (uuid.UUID, error) { return ownerParam(c, "calendars") }
 
 // calendarName reads the {name} path parameter.
 func calendarName(c *echo.Context) (string, error) {

@@ -61,7 +61,12 @@ var errFlowNotFound = apierr.New(http.StatusNotFound, apierr.CodeNotFound, "key"
 
 // flowOwner is whose keys the request acts on: the caller's, or for an
 // administrator the user named by ?owner=.
-func flowOwner(c *echo.Context) (uuid.UUID, error) {
+func flowOwner(c *echo.Context) (uuid.UUID, error) { return ownerParam(c, "flow keys") }
+
+// ownerParam is whose things (what: "flow keys", "calendars") the request
+// acts on: the caller's, or for an administrator the user named by
+// ?owner= (403 for anyone else naming another user).
+func ownerParam(c *echo.Context, what string) (uuid.UUID, error) {
 	p := access.Caller(c)
 	v := c.QueryParam("owner")
 	if v == "" {
@@ -72,7 +77,7 @@ func flowOwner(c *echo.Context) (uuid.UUID, error) {
 		return uuid.Nil, apierr.Invalid("owner", "must be a user id")
 	}
 	if id != p.User && !p.Admin {
-		return uuid.Nil, apierr.New(http.StatusForbidden, apierr.CodeForbidden, "owner", "only an administrator may act on another user's flow keys")
+		return uuid.Nil, apierr.New(http.StatusForbidden, apierr.CodeForbidden, "owner", "only an administrator may act on another user's "+what)
 	}
 	return id, nil
 }
