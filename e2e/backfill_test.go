@@ -144,7 +144,7 @@ func TestBackfill(t *testing.T) {
 	t.Run("ACancelledBackfillStopsWithinASecond", func(t *testing.T) {
 		// One at a time (buffer_one), 300 ms each: 60 would take 18 s.
 		slow, err := api.CreateJob(ctx, map[string]any{"name": "minutely", "type": "webhook",
-			"schedule": map[string]any{"cron": "* * * * *"}, "payload": hookTo(target.URL + "/slow")})
+			"schedule": map[string]any{"cron": "* * * * *"}, "payload": hookTo(target.URL + "/answers-in-300ms")})
 		require.NoError(t, err)
 		from := time.Now().UTC().Truncate(time.Minute).Add(-2 * time.Hour)
 		b := backfill(ctx, t, api, slow.ID, map[string]any{"from": from, "to": from.Add(time.Hour), "overlap": "buffer_one"})

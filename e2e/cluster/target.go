@@ -29,7 +29,7 @@ type Delivery struct {
 
 // Target is a local HTTP server that records every delivery (a ledger) and
 // answers by path: /fail answers 500, /hang never answers within a job's
-// timeout, /slow answers 200 after 300 ms, anything else 200 at once.
+// timeout, /answers-in-300ms answers 200 after 300 ms, anything else 200 at once.
 type Target struct {
 	*httptest.Server
 	mu         sync.Mutex
@@ -62,7 +62,7 @@ func (t *Target) serve(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/fail":
 		http.Error(w, "target says no", http.StatusInternalServerError)
-	case "/slow":
+	case "/answers-in-300ms":
 		time.Sleep(300 * time.Millisecond)
 		w.WriteHeader(http.StatusOK)
 	case "/hang":
