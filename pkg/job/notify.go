@@ -1,8 +1,11 @@
 package job
 
-// Failure alerts: a job's notify says which of its events are sent, and
-// where. The worker sends them once the outcome is recorded, through the
-// job types' own executors (and so the same outbound rules), once each.
+// Alerts and callbacks: a job's notify says which of its events are sent,
+// and where. The worker sends alerts once the outcome is recorded, through
+// the job types' own executors (and so the same outbound rules), once
+// each. A callback is the durable form: it carries the target's answer and
+// is written with the outcome, in the same transaction, then delivered at
+// least once, with retries of its own.
 
 // NotifyEvent is an event of a job that an alert can be sent on.
 type NotifyEvent string
@@ -18,21 +21,36 @@ const (
 	NotifyRecovered NotifyEvent = "recovered"
 	// NotifyPaused: tock paused the job after repeated permanent failures.
 	NotifyPaused NotifyEvent = "paused"
+	// NotifyCompleted: an attempt completed.
+	NotifyCompleted NotifyEvent = "completed"
 )
 
 // NotifyEvents lists every event, in the order documented.
-var NotifyEvents = []NotifyEvent{NotifyFailed, NotifyPermanentlyFailed, NotifyRecovered, NotifyPaused}
+var NotifyEvents = []NotifyEvent{NotifyFailed, NotifyPermanentlyFailed, NotifyRecovered, NotifyPaused, NotifyCompleted}
+
+// CallbackEvents are the events a callback can be sent on: those of an
+// attempt's own outcome, which come with the target's answer.
+var CallbackEvents = []NotifyEvent{NotifyCompleted, NotifyFailed, NotifyPermanentlyFailed}
 
 // Notify is a job's alerting: the events, and exactly one destination.
 type Notify struct {
-	On      []NotifyEvent  `json:"on"`
-	Webhook *NotifyWebhook `json:"webhook,omitempty"`
-	Slack   *NotifySlack   `json:"slack,omitempty"`
-	Email   *NotifyEmail   `json:"email,omitempty"`
+	On       []NotifyEvent   `json:"on"`
+	Webhook  *NotifyWebhook  `json:"webhook,omitempty"`
+	Slack    *NotifySlack    `json:"slack,omitempty"`
+	Email    *NotifyEmail    `json:"email,omitempty"`
+	Callback *NotifyCallback `json:"callback,omitempty"`
 }
 
 // NotifyWebhook posts the alert as JSON to URL.
 type NotifyWebhook struct {
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// NotifyCallback posts the outcome and the target's answer as JSON to URL,
+// at least once: it is written with the outcome and retried until the URL
+// takes it (see CallbackEvents).
+type NotifyCallback struct {
 	URL     string            `json:"url"`
 	Headers map[string]string `json:"headers,omitempty"`
 }
@@ -45,6 +63,11 @@ type NotifySlack struct {
 // NotifyEmail mails the alert through the worker's SMTP relay.
 type NotifyEmail struct {
 	To []string `json:"to"`
+}
+
+// CallbackOn reports whether a callback is sent on e.
+func (n *Notify) CallbackOn(e NotifyEvent) bool {
+	return n != nil && n.Callback != nil && n.Wants(e)
 }
 
 // Wants reports whether alerts are sent on e.

@@ -60,6 +60,7 @@ func FuzzNotify(f *testing.F) {
 		`{"on":["paused"],"webhook":{"url":"http://127.0.0.1/"}}`,
 		`{"on":["nope"],"email":{"to":["a@b"]},"slack":{"webhook_url":"x"}}`,
 		`{"on":[]}`,
+		`{"on":["completed"],"callback":{"url":"https://example.com/cb","headers":{"Authorization":"Bearer x"}}}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -87,13 +88,18 @@ func FuzzNotify(f *testing.F) {
 			seen[e] = true
 		}
 		dests := 0
-		for _, set := range []bool{got.Webhook != nil, got.Slack != nil, got.Email != nil} {
+		for _, set := range []bool{got.Webhook != nil, got.Slack != nil, got.Email != nil, got.Callback != nil} {
 			if set {
 				dests++
 			}
 		}
 		if dests != 1 {
 			t.Fatalf("%d destinations accepted", dests)
+		}
+		for _, e := range got.On {
+			if got.Callback != nil && e != job.NotifyCompleted && e != job.NotifyFailed && e != job.NotifyPermanentlyFailed {
+				t.Fatalf("a callback accepted on %q", e)
+			}
 		}
 	})
 }
@@ -102,11 +108,14 @@ func TestNotifyValidation(t *testing.T) {
 	for body, field := range map[string]string{
 		`{"on":["exploded"],"email":{"to":["a@example.com"]}}`: "notify.on",
 		`{"on":["failed"]}`: "notify",
-		`{"on":["failed"],"email":{"to":["a@example.com"]},"slack":{"webhook_url":"https://x.test/"}}`: "notify",
-		`{"on":["failed"],"webhook":{"url":"http://127.0.0.1:9/"}}`:                                    "notify.webhook.url",
-		`{"on":["failed"],"webhook":{"url":"ftp://example.com/"}}`:                                     "notify.webhook.url",
-		`{"on":["failed"],"slack":{"webhook_url":"http://169.254.169.254/"}}`:                          "notify.slack",
-		`{"on":["failed"],"email":{"to":["not an address"]}}`:                                          "notify.email",
+		`{"on":["failed"],"email":{"to":["a@example.com"]},"slack":{"webhook_url":"https://x.test/"}}`:               "notify",
+		`{"on":["failed"],"webhook":{"url":"http://127.0.0.1:9/"}}`:                                                  "notify.webhook.url",
+		`{"on":["failed"],"webhook":{"url":"ftp://example.com/"}}`:                                                   "notify.webhook.url",
+		`{"on":["failed"],"slack":{"webhook_url":"http://169.254.169.254/"}}`:                                        "notify.slack",
+		`{"on":["failed"],"email":{"to":["not an address"]}}`:                                                        "notify.email",
+		`{"on":["recovered"],"callback":{"url":"https://example.com/cb"}}`:                                           "notify.on",
+		`{"on":["completed"],"callback":{"url":"http://10.0.0.1/cb"}}`:                                               "notify.callback.url",
+		`{"on":["completed"],"callback":{"url":"https://example.com/cb"},"webhook":{"url":"https://example.com/a"}}`: "notify",
 	} {
 		var n job.Notify
 		if err := json.Unmarshal([]byte(body), &n); err != nil {
@@ -120,6 +129,10 @@ func TestNotifyValidation(t *testing.T) {
 	}
 	n, err := jobspec.ValidNotify(&job.Notify{On: []job.NotifyEvent{"failed", "failed"}, Webhook: &job.NotifyWebhook{URL: "https://example.com/a"}}, jobspec.DefaultLimits)
 	if err != nil || len(n.On) != 1 {
+		t.Fatalf("got %+v, %v", n, err)
+	}
+	n, err = jobspec.ValidNotify(&job.Notify{On: []job.NotifyEvent{"completed", "permanently_failed"}, Callback: &job.NotifyCallback{URL: "https://example.com/cb"}}, jobspec.DefaultLimits)
+	if err != nil || !n.CallbackOn(job.NotifyCompleted) || n.CallbackOn(job.NotifyFailed) {
 		t.Fatalf("got %+v, %v", n, err)
 	}
 }

@@ -218,6 +218,8 @@ func notifySpots(n *job.Notify) (dest string, spots []*jobtype.Spot) {
 	switch {
 	case n.Webhook != nil:
 		return n.Webhook.URL, jobtype.HeaderSpots("webhook.headers", n.Webhook.Headers)
+	case n.Callback != nil:
+		return n.Callback.URL, jobtype.HeaderSpots("callback.headers", n.Callback.Headers)
 	case n.Slack != nil:
 		dest, sp := jobtype.URLTokenSpot("slack.webhook_url", &n.Slack.WebhookURL)
 		if sp == nil {
@@ -236,6 +238,11 @@ func cloneNotify(n *job.Notify) *job.Notify {
 		w := *n.Webhook
 		w.Headers = maps.Clone(n.Webhook.Headers)
 		c.Webhook = &w
+	}
+	if n.Callback != nil {
+		cb := *n.Callback
+		cb.Headers = maps.Clone(n.Callback.Headers)
+		c.Callback = &cb
 	}
 	if n.Slack != nil {
 		s := *n.Slack
@@ -399,6 +406,8 @@ func notifyShape(n *job.Notify) any {
 		dest = "webhook"
 	case n.Slack != nil:
 		dest = "slack"
+	case n.Callback != nil:
+		dest = "callback"
 	}
 	return map[string]any{"on": n.On, "to": dest}
 }

@@ -58,12 +58,12 @@ func invalid(field, format string, args ...any) error {
 // alerting from a job on PATCH).
 func ValidNotify(n *job.Notify, lim Limits) (*job.Notify, error) {
 	if len(n.On) == 0 {
-		if n.Webhook != nil || n.Slack != nil || n.Email != nil {
+		if n.Webhook != nil || n.Slack != nil || n.Email != nil || n.Callback != nil {
 			return nil, invalid("notify.on", "must name at least one event: %s", notifyEventList())
 		}
 		return nil, nil
 	}
-	out := &job.Notify{Webhook: n.Webhook, Slack: n.Slack, Email: n.Email}
+	out := &job.Notify{Webhook: n.Webhook, Slack: n.Slack, Email: n.Email, Callback: n.Callback}
 	for _, e := range n.On {
 		known := false
 		for _, k := range job.NotifyEvents {
@@ -77,13 +77,20 @@ func ValidNotify(n *job.Notify, lim Limits) (*job.Notify, error) {
 		}
 	}
 	dests := 0
-	for _, set := range []bool{n.Webhook != nil, n.Slack != nil, n.Email != nil} {
+	for _, set := range []bool{n.Webhook != nil, n.Slack != nil, n.Email != nil, n.Callback != nil} {
 		if set {
 			dests++
 		}
 	}
 	if dests != 1 {
-		return nil, invalid("notify", "must have exactly one of webhook, slack and email")
+		return nil, invalid("notify", "must have exactly one of webhook, slack, email and callback")
+	}
+	if out.Callback != nil {
+		for _, e := range out.On {
+			if !slices.Contains(job.CallbackEvents, e) {
+				return nil, invalid("notify.on", "a callback is sent on an attempt's outcome: %s, not %s", eventList(job.CallbackEvents), e)
+			}
+		}
 	}
 	t, payload, err := jobtype.AlertTask(out, jobtype.Alert{Event: job.NotifyFailed, Job: jobtype.AlertJob{Name: "check"}})
 	if err != nil {
@@ -108,13 +115,17 @@ func notifyPath(n *job.Notify, field string) string {
 		return strings.TrimSuffix("notify.webhook."+rest, ".")
 	case n.Slack != nil:
 		return strings.TrimSuffix("notify.slack."+rest, ".")
+	case n.Callback != nil:
+		return strings.TrimSuffix("notify.callback."+rest, ".")
 	}
 	return strings.TrimSuffix("notify.email."+rest, ".")
 }
 
-func notifyEventList() string {
-	names := make([]string, len(job.NotifyEvents))
-	for i, e := range job.NotifyEvents {
+func notifyEventList() string { return eventList(job.NotifyEvents) }
+
+func eventList(events []job.NotifyEvent) string {
+	names := make([]string, len(events))
+	for i, e := range events {
 		names[i] = string(e)
 	}
 	return strings.Join(names, ", ")

@@ -1,11 +1,15 @@
 package jobtype
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -34,6 +38,7 @@ type AlertJob struct {
 
 // AlertRun is the attempt an alert is about; empty for a pause.
 type AlertRun struct {
+	ID           uuid.UUID     `json:"id,omitzero"`
 	ScheduledFor time.Time     `json:"scheduled_for,omitzero"`
 	Attempt      int           `json:"attempt,omitempty"`
 	Status       job.RunStatus `json:"status,omitempty"`
@@ -60,6 +65,12 @@ func AlertTask(n *job.Notify, a Alert) (job.Type, json.RawMessage, error) {
 		t, payload = Webhook.Type, WebhookPayload{URL: n.Webhook.URL, Method: http.MethodPost, Headers: n.Webhook.Headers, Body: body}
 	case n.Slack != nil:
 		t, payload = Slack.Type, SlackPayload{WebhookURL: n.Slack.WebhookURL, Text: truncate(summary, MaxSlackTextLen)}
+	case n.Callback != nil:
+		body, err := json.Marshal(Callback{Alert: a})
+		if err != nil {
+			return "", nil, err
+		}
+		return CallbackTask(n, body)
 	case n.Email != nil:
 		t, payload = Email.Type, EmailPayload{To: n.Email.To, Subject: truncate(strings.Map(noLineBreak, summary), 200), Text: summary}
 	default:
@@ -69,8 +80,84 @@ func AlertTask(n *job.Notify, a Alert) (job.Type, json.RawMessage, error) {
 	return t, raw, err
 }
 
+// Callback is what a callback posts: the alert of the attempt's outcome,
+// and what its target answered (none when no answer came: the connection
+// failed, the attempt timed out).
+type Callback struct {
+	Alert
+	Answer *CallbackAnswer `json:"answer,omitempty"`
+}
+
+// CallbackAnswer is an Answer as a callback carries it: the body as text
+// when it is UTF-8, else in base64; the headers, each name once (values
+// joined with ", "), at most maxAnswerHeaders of them and
+// maxAnswerHeaderBytes in all.
+type CallbackAnswer struct {
+	Status     int               `json:"status"`
+	Headers    map[string]string `json:"headers,omitempty"`
+	Body       string            `json:"body,omitempty"`
+	BodyBase64 string            `json:"body_base64,omitempty"`
+	Truncated  bool              `json:"truncated,omitempty"`
+}
+
+// Bounds of the headers a callback carries.
+const (
+	maxAnswerHeaders     = 64
+	maxAnswerHeaderBytes = 8 << 10
+)
+
+// NewCallbackAnswer is what a callback carries of ans; nil for nil.
+func NewCallbackAnswer(ans *Answer) *CallbackAnswer {
+	if ans == nil {
+		return nil
+	}
+	out := &CallbackAnswer{Status: ans.Status, Truncated: ans.Truncated}
+	body := ans.Body
+	if ans.Truncated {
+		// A text cut inside its last character stays text.
+		for range utf8.UTFMax - 1 {
+			if len(body) == 0 || utf8.Valid(body) {
+				break
+			}
+			body = body[:len(body)-1]
+		}
+	}
+	if utf8.Valid(body) {
+		out.Body = string(body)
+	} else {
+		out.BodyBase64 = base64.StdEncoding.EncodeToString(ans.Body)
+	}
+	names := slices.Sorted(maps.Keys(ans.Headers))
+	size := 0
+	for _, k := range names {
+		v := strings.Join(ans.Headers[k], ", ")
+		if len(out.Headers) == maxAnswerHeaders || size+len(k)+len(v) > maxAnswerHeaderBytes {
+			out.Truncated = true
+			break
+		}
+		if out.Headers == nil {
+			out.Headers = map[string]string{}
+		}
+		out.Headers[k] = v
+		size += len(k) + len(v)
+	}
+	return out
+}
+
+// CallbackTask is the attempt that delivers a callback's body to n's
+// callback URL: a webhook POST, signed like every delivery.
+func CallbackTask(n *job.Notify, body []byte) (job.Type, json.RawMessage, error) {
+	if n == nil || n.Callback == nil {
+		return "", nil, fmt.Errorf("notify has no callback")
+	}
+	raw, err := json.Marshal(WebhookPayload{URL: n.Callback.URL, Method: http.MethodPost, Headers: n.Callback.Headers, Body: body})
+	return Webhook.Type, raw, err
+}
+
 func eventText(e job.NotifyEvent) string {
 	switch e {
+	case job.NotifyCompleted:
+		return "completed"
 	case job.NotifyFailed:
 		return "failed and will be retried"
 	case job.NotifyPermanentlyFailed:

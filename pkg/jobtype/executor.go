@@ -3,6 +3,7 @@ package jobtype
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -41,6 +42,9 @@ type Task struct {
 	// target's own trace continues it; empty when the worker does not
 	// trace, and then no header is sent.
 	TraceParent, TraceState string
+	// KeepAnswer asks for the target's answer in Outcome.Answer (webhook
+	// and ping): the job sends a callback that carries it.
+	KeepAnswer bool
 }
 
 // Outcome is what one attempt did. Output and Error are bounded (OutputLimit).
@@ -50,7 +54,22 @@ type Outcome struct {
 	Latency    time.Duration
 	Output     string
 	Error      string
+	// Answer is what the target answered, when the task asked to keep it
+	// and an answer came; nil otherwise.
+	Answer *Answer
 }
+
+// Answer is a target's answer as a callback carries it: the status, the
+// headers and the first AnswerLimit bytes of the body.
+type Answer struct {
+	Status    int
+	Headers   http.Header
+	Body      []byte
+	Truncated bool
+}
+
+// AnswerLimit bounds the body an Answer keeps.
+const AnswerLimit = 64 << 10
 
 // OutputLimit bounds the response body or error text kept on a run.
 const OutputLimit = 4 << 10

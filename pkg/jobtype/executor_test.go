@@ -161,6 +161,47 @@ func TestWebhook(t *testing.T) {
 		require.Positive(t, out.Latency)
 	})
 
+	t.Run("KeepsTheAnswerForACallback", func(t *testing.T) {
+		t.Parallel()
+		big := strings.Repeat("€", jobtype.AnswerLimit) // 3 bytes each: the limit cuts one
+		b := setup(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Answer", "yes")
+			if r.URL.Path == "/big" {
+				_, _ = io.WriteString(w, big)
+				return
+			}
+			w.WriteHeader(http.StatusAccepted)
+			_, _ = io.WriteString(w, "queued 42")
+		})
+		tk := task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b.srv.URL + "/small"})
+		require.Nil(t, execute(t, b.registry, tk).Answer, "kept only when asked")
+		tk.KeepAnswer = true
+		out := execute(t, b.registry, tk)
+		require.True(t, out.OK, out.Error)
+		require.NotNil(t, out.Answer)
+		require.Equal(t, http.StatusAccepted, out.Answer.Status)
+		require.Equal(t, "queued 42", string(out.Answer.Body))
+		require.Equal(t, "yes", out.Answer.Headers.Get("X-Answer"))
+		require.False(t, out.Answer.Truncated)
+
+		tk = task(t, jobtype.TypeWebhook, jobtype.WebhookPayload{URL: b.srv.URL + "/big"})
+		tk.KeepAnswer = true
+		out = execute(t, b.registry, tk)
+		require.True(t, out.OK, out.Error)
+		require.Len(t, out.Answer.Body, jobtype.AnswerLimit)
+		require.True(t, out.Answer.Truncated)
+		require.LessOrEqual(t, len(out.Output), jobtype.OutputLimit, "the run keeps its own bound")
+		ans := jobtype.NewCallbackAnswer(out.Answer)
+		require.True(t, ans.Truncated)
+		require.Empty(t, ans.BodyBase64, "a text cut inside its last character stays text")
+		require.Equal(t, jobtype.AnswerLimit/3*3, len(ans.Body))
+		require.Equal(t, "yes", ans.Headers["X-Answer"])
+
+		bin := jobtype.NewCallbackAnswer(&jobtype.Answer{Status: 200, Body: []byte{0xff, 0xfe, 0x00}})
+		require.Empty(t, bin.Body)
+		require.Equal(t, "//4A", bin.BodyBase64, "a body that is not text is sent in base64")
+	})
+
 	t.Run("SendsTockHeaders", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)

@@ -89,20 +89,31 @@ func withTimeout(ctx context.Context, t Task, start time.Time) (context.Context,
 // because the target has accepted the request, but one whose body was still
 // coming at the timeout is a timeout (cutByDeadline). Latency runs from
 // sending the request to reading the kept part of the body.
-func do(ctx context.Context, client *http.Client, req *http.Request, start time.Time, limit time.Duration, want expect) Outcome {
+//
+// With keep (Task.KeepAnswer) it reads up to AnswerLimit bytes of the body,
+// and returns them with the status and headers in Outcome.Answer.
+func do(ctx context.Context, client *http.Client, req *http.Request, start time.Time, limit time.Duration, want expect, keep bool) Outcome {
 	resp, err := client.Do(req)
 	if err != nil {
 		return Outcome{Latency: time.Since(start), Error: describe(ctx, err, limit)}
 	}
-	body, readErr := io.ReadAll(io.LimitReader(resp.Body, OutputLimit+1))
+	read := OutputLimit
+	if keep {
+		read = AnswerLimit
+	}
+	body, readErr := io.ReadAll(io.LimitReader(resp.Body, int64(read)+1))
 	latency := time.Since(start)
-	if readErr == nil && len(body) > OutputLimit {
+	if readErr == nil && len(body) > read {
 		// Only a small rest is drained; io.CopyN stops at the cap either way.
 		_, _ = io.CopyN(io.Discard, resp.Body, drainLimit)
 	}
 	_ = resp.Body.Close()
 
 	out := Outcome{StatusCode: resp.StatusCode, Latency: latency, Output: clean(body, OutputLimit)}
+	if keep {
+		out.Answer = &Answer{Status: resp.StatusCode, Headers: resp.Header, Body: body[:min(len(body), read)], Truncated: len(body) > read}
+	}
+	body = body[:min(len(body), OutputLimit+1)]
 	if cutByDeadline(ctx, readErr) {
 		out.Error = clean([]byte(describe(ctx, readErr, limit)+": status "+strconv.Itoa(resp.StatusCode)+
 			", the body was cut after "+strconv.Itoa(len(body))+" bytes"), OutputLimit)

@@ -72,5 +72,5 @@ func (p *pingExecutor) run(ctx context.Context, t Task, pl PingPayload) Outcome 
 		return failure("invalid ping request: %s", requestError(err))
 	}
 	setTockHeaders(req.Header, t, p.userAgent, nil)
-	return do(ctx, p.client, req, start, limit, want)
+	return do(ctx, p.client, req, start, limit, want, t.KeepAnswer)
 }

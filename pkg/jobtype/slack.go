@@ -127,5 +127,5 @@ func (s *slackExecutor) run(ctx context.Context, t Task, p SlackPayload) Outcome
 	}
 	req.Header.Set("Content-Type", "application/json")
 	setTockHeaders(req.Header, t, s.userAgent, body)
-	return do(ctx, s.client, req, start, limit, twoXX)
+	return do(ctx, s.client, req, start, limit, twoXX, false)
 }

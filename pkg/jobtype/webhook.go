@@ -124,5 +124,5 @@ func (w *webhookExecutor) run(ctx context.Context, t Task, p WebhookPayload) Out
 		req.Header.Set(k, v)
 	}
 	setTockHeaders(req.Header, t, w.userAgent, raw)
-	return do(ctx, w.client, req, start, limit, want)
+	return do(ctx, w.client, req, start, limit, want, t.KeepAnswer)
 }

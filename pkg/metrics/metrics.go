@@ -61,6 +61,11 @@ type Worker struct {
 	// Alerts counts failure alerts (a job's notify) by event and outcome:
 	// sent, failed, or dropped when too many were in flight.
 	Alerts *prometheus.CounterVec
+	// Callbacks counts callback deliveries (a job's notify.callback) by
+	// event and outcome: sent, retried (the URL refused or could not be
+	// reached; it is tried again), abandoned (after the last try), or
+	// dropped (the job, or its callback, is gone).
+	Callbacks *prometheus.CounterVec
 }
 
 // NewWorker creates the worker's collectors and registers them on reg.
@@ -93,7 +98,11 @@ func NewWorker(reg prometheus.Registerer) *Worker {
 		Name: "tock_alerts_total",
 		Help: "Failure alerts by event and outcome (sent, failed, dropped).",
 	}, []string{"event", "outcome"})
-	reg.MustRegister(w.Lateness, w.Runs, w.Duration, w.Reclaimed, w.DeadLettered, w.Alerts)
+	w.Callbacks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tock_callbacks_total",
+		Help: "Callback deliveries by event and outcome (sent, retried, abandoned, dropped).",
+	}, []string{"event", "outcome"})
+	reg.MustRegister(w.Lateness, w.Runs, w.Duration, w.Reclaimed, w.DeadLettered, w.Alerts, w.Callbacks)
 	return w
 }
 

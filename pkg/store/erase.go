@@ -41,6 +41,8 @@ const eraseUserSQL = `WITH owned AS (
     DELETE FROM backfills WHERE owner_id = $1
 ), calendared AS (
     DELETE FROM calendars WHERE owner_id = $1
+), calledback AS (
+    DELETE FROM callbacks WHERE owner_id = $1
 ), jobs AS (
     DELETE FROM jobs WHERE owner_id = $1 RETURNING 1
 ), keys AS (

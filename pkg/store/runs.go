@@ -62,6 +62,9 @@ type Result struct {
 	// EndsJob says that a final outcome of this attempt ends its job: the
 	// occurrence is a one-off job's, or a recurring job's last (last_at).
 	EndsJob bool
+	// Callback is the body of the callback this outcome sends (the job's
+	// notify has one for its event), written with the outcome; nil for none.
+	Callback []byte
 }
 
 // finishRunsSQL records a batch of outcomes in one statement (a group
@@ -129,6 +132,22 @@ var finishBackfillRunsSQL = mustReplace(finishRunsSQL,
 	"nullif(throttled_ms, 0)", "nullif(throttled_ms, 0), nullif(backfill_id, '00000000-0000-0000-0000-000000000000')",
 	"throttled_ms = EXCLUDED.throttled_ms", "throttled_ms = EXCLUDED.throttled_ms, backfill_id = EXCLUDED.backfill_id")
 
+// finishCallbackRunsSQL is finishBackfillRunsSQL for a batch that holds
+// outcomes with a callback ($15, NULL for none): the callback rows are
+// written by the same statement, only for the outcomes it records (a late
+// duplicate of an attempt, which changes nothing, sends nothing either).
+var finishCallbackRunsSQL = mustReplace(finishBackfillRunsSQL,
+	"$14::uuid[])", "$14::uuid[], $15::bytea[])",
+	"started_at, throttled_ms, backfill_id)", "started_at, throttled_ms, backfill_id, callback)",
+	"RETURNING jr.job_id, jr.scheduled_for, jr.status\n)", `RETURNING jr.job_id, jr.scheduled_for, jr.attempt, jr.status
+), called AS (
+    INSERT INTO callbacks (owner_id, job_id, scheduled_for, attempt, event, body, next_at, created_at)
+    SELECT r.owner_id, r.job_id, r.scheduled_for, r.attempt, r.status::text, r.callback, $12, $12
+    FROM done d
+    JOIN res r ON r.job_id = d.job_id AND r.scheduled_for = d.scheduled_for AND r.attempt = d.attempt
+    WHERE r.callback IS NOT NULL
+)`)
+
 // mustReplace replaces each old of pairs (old, new, ...) in s, each found
 // exactly once.
 func mustReplace(s string, pairs ...string) string {
@@ -176,7 +195,14 @@ func (s *Store) FinishRuns(ctx context.Context, results []Result, now time.Time)
 	}
 	args, trim, ending := finishArgs(results, now)
 	sql := finishRunsSQL
-	if backfills := backfillArg(results); backfills != nil {
+	backfills, callbacks := backfillArg(results), callbackArg(results)
+	switch {
+	case callbacks != nil:
+		if backfills == nil {
+			backfills = make([]uuid.UUID, len(results))
+		}
+		sql, args = finishCallbackRunsSQL, append(args, backfills, callbacks)
+	case backfills != nil:
 		sql, args = finishBackfillRunsSQL, append(args, backfills)
 	}
 	var ended int64
@@ -250,6 +276,21 @@ func backfillArg(results []Result) []uuid.UUID {
 		}
 		if out != nil {
 			out[i] = results[i].Occurrence.Backfill
+		}
+	}
+	return out
+}
+
+// callbackArg is the callback body of each of results, nil when none has
+// one.
+func callbackArg(results []Result) [][]byte {
+	var out [][]byte
+	for i, r := range results {
+		if r.Callback != nil && out == nil {
+			out = make([][]byte, len(results))
+		}
+		if out != nil {
+			out[i] = results[i].Callback
 		}
 	}
 	return out

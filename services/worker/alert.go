@@ -25,14 +25,17 @@ const maxAlerts = 64
 // alertTimeout bounds one alert's delivery.
 const alertTimeout = 10 * time.Second
 
-// alert sends the alerts a recorded batch raises: failed and
-// permanently_failed from the outcomes, recovered from a completed attempt
+// alert sends the alerts a recorded batch raises: failed,
+// permanently_failed and completed from the outcomes, recovered from a completed attempt
 // whose job's previous attempt failed (one query for the batch, only when
 // some job asks for it), and paused for the jobs autoPause paused.
 func (c *completer) alert(ctx context.Context, batch []*item, results []store.Result, paused []uuid.UUID) {
 	var recovering []job.Occurrence
 	for i, it := range batch {
 		n := it.job.Notify
+		if n != nil && n.Callback != nil {
+			continue // sent from the outbox (callbacks.go)
+		}
 		switch results[i].Status {
 		case job.RunFailed:
 			if n.Wants(job.NotifyFailed) {
@@ -43,6 +46,9 @@ func (c *completer) alert(ctx context.Context, batch []*item, results []store.Re
 				c.sendAlert(it, job.NotifyPermanentlyFailed, results[i])
 			}
 		case job.RunCompleted:
+			if n.Wants(job.NotifyCompleted) {
+				c.sendAlert(it, job.NotifyCompleted, results[i])
+			}
 			if n.Wants(job.NotifyRecovered) {
 				recovering = append(recovering, it.msg.Occurrence)
 			}

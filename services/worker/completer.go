@@ -40,11 +40,13 @@ type completer struct {
 	halves chan redisHalf
 	// alerts holds a token per failure alert in flight (see maxAlerts).
 	alerts chan struct{}
-	done   sync.WaitGroup
+	// calls is told when a commit wrote callbacks.
+	calls *caller
+	done  sync.WaitGroup
 }
 
-func newCompleter(w *Worker, slots *slotPool) *completer {
-	return &completer{w: w, slots: slots, in: make(chan []*item, w.Concurrency),
+func newCompleter(w *Worker, slots *slotPool, calls *caller) *completer {
+	return &completer{w: w, slots: slots, calls: calls, in: make(chan []*item, w.Concurrency),
 		ended: make(chan queue.Message, w.Concurrency), halves: make(chan redisHalf, maxHalves),
 		alerts: make(chan struct{}, maxAlerts)}
 }
@@ -201,6 +203,9 @@ func (c *completer) flush(ctx context.Context, batch []*item) {
 			if it.reason != "" {
 				res.Error = it.reason
 			}
+			if it.job.Notify != nil && it.job.Notify.Callback != nil {
+				res.Callback = callbackBody(it, res.Status, res.Error)
+			}
 			results = append(results, res)
 			recorded = append(recorded, it)
 			continue // settled once the outcome is in Postgres
@@ -237,6 +242,12 @@ func (c *completer) flush(ctx context.Context, batch []*item) {
 				s.IDs = append(s.IDs, it.msg.ID)
 			}
 			settle[it.msg.Shard] = s
+		}
+		for _, r := range results {
+			if r.Callback != nil {
+				c.calls.poke()
+				break
+			}
 		}
 		c.observe(recorded, results)
 		paused := c.autoPause(ctx, recorded, results)

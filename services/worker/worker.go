@@ -162,7 +162,9 @@ func (w *Worker) Run(ctx context.Context) {
 
 	slots := newSlotPool(w.Concurrency)
 	running := newAttempts()
-	comp := newCompleter(w, slots)
+	calls := newCaller(w)
+	calls.start(ctx, execCtx)
+	comp := newCompleter(w, slots, calls)
 	comp.start(execCtx)
 	runners := newRunners(w, comp, running)
 	runners.start(execCtx)
@@ -190,4 +192,5 @@ func (w *Worker) Run(ctx context.Context) {
 	st.stop()
 	runners.stop()
 	comp.stop()
+	calls.stop()
 }

@@ -2213,13 +2213,21 @@ export interface components {
         NATSPayload: Record<string, unknown>;
         /** @description A key just created, with `key`, the only time it is shown. */
         NewKey: components["schemas"]["Key"] & Record<string, unknown>;
-        /** @description Alerts on the job's events, sent by the worker once the outcome is recorded, at most once per event, to exactly one destination, through the same executor (and outbound address rules) as a job of that type: `webhook` is a POST of the alert as JSON (`event`, `job` {id, name, type}, `run` {scheduled_for, attempt, status, error}, `at`), signed with X-Tock-Signature; `slack` a message; `email` a mail through the worker's SMTP relay. A failing alert is logged and counted (`tock_alerts_total`), never retried, and never delays the job. `{"on": []}` on PATCH removes alerting. */
+        /** @description Alerts on the job's events, sent by the worker once the outcome is recorded, to exactly one destination, through the same executor (and outbound address rules) as a job of that type: `webhook` is a POST of the alert as JSON (`event`, `job` {id, name, type}, `run` {scheduled_for, attempt, status, error}, `at`), signed with X-Tock-Signature; `slack` a message; `email` a mail through the worker's SMTP relay. These alerts are sent at most once per event: a failing one is logged and counted (`tock_alerts_total`), never retried, and never delays the job. `callback` is the durable form, for the events of an attempt's own outcome (`completed`, `failed`, `permanently_failed`): a POST of the alert plus the target's `answer` (`status`, `headers`, the first 64 KiB of the `body`, or `body_base64` when it is not UTF-8, and `truncated`) for webhook and ping jobs, written in the same transaction as the outcome and delivered at least once, signed, with the same Idempotency-Key (`callback/<event>/<job>:<ms>/<attempt>`) on every try, retried with a backoff from 1 s to 5 min for 12 tries (`tock_callbacks_total`); it never delays the job's next occurrence. `{"on": []}` on PATCH removes alerting. */
         Notify: {
+            /** @description Posts the outcome and the target's answer to `url`, at least once (see above). `headers` are write-only, like a webhook's. */
+            callback?: {
+                headers?: {
+                    [key: string]: string;
+                };
+                /** Format: uri */
+                url: string;
+            };
             email?: {
                 to: string[];
             };
-            /** @description `failed`: an attempt failed and will be retried; `permanently_failed`: an occurrence's last attempt failed; `recovered`: an attempt completed after the job's previous attempt failed; `paused`: tock paused the job after repeated permanent failures. */
-            on: ("failed" | "permanently_failed" | "recovered" | "paused")[];
+            /** @description `failed`: an attempt failed and will be retried; `permanently_failed`: an occurrence's last attempt failed; `recovered`: an attempt completed after the job's previous attempt failed; `paused`: tock paused the job after repeated permanent failures; `completed`: an attempt completed. A `callback` takes only `completed`, `failed` and `permanently_failed`. */
+            on: ("failed" | "permanently_failed" | "recovered" | "paused" | "completed")[];
             slack?: {
                 /** Format: uri */
                 webhook_url: string;
