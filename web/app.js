@@ -12,7 +12,7 @@
 const STATUSES = ['scheduled', 'paused', 'completed', 'permanently_failed', 'cancelled', 'expired'];
 const RUN_STATUSES = ['running', 'completed', 'failed', 'permanently_failed', 'skipped', 'aborted', 'expired'];
 const BULK_ACTIONS = [['retry', 'Retry'], ['trigger', 'Run now'], ['pause', 'Pause'], ['resume', 'Resume'], ['cancel', 'Cancel']];
-const NOTIFY_EVENTS = ['failed', 'permanently_failed', 'recovered', 'paused'];
+const NOTIFY_EVENTS = ['failed', 'permanently_failed', 'recovered', 'paused', 'completed'];
 const LIMIT_FIELDS = ['requests_per_minute', 'request_burst', 'jobs_per_minute', 'job_burst', 'max_active_jobs', 'occurrences_per_minute', 'occurrences_per_second', 'max_running'];
 // The job types and an example payload of each, from GET /api/v1/job-types
 // (the server's registered types), loaded once before the first page.
@@ -30,7 +30,8 @@ const FIELD_LABELS = {
   'schedule.misfire_max': 'Misfire bound', 'schedule.dst': 'Daylight saving', priority: 'Priority', max_retries: 'Max retries',
   timeout: 'Timeout', retention: 'Retention', history: 'History', labels: 'Labels', key: 'Key', expires_after: 'Expires after', jitter: 'Jitter',
   overlap: 'Overlap', from: 'From', to: 'To', notify: 'Alerts', 'notify.on': 'Alert events', 'notify.webhook.url': 'Alert webhook URL',
-  'notify.slack': 'Alert Slack URL', 'notify.email': 'Alert addresses', owner: 'Owner', limits: 'Limits', ids: 'Jobs', filter: 'Filter',
+  'notify.slack': 'Alert Slack URL', 'notify.email': 'Alert addresses', 'notify.callback': 'Callback', 'notify.callback.url': 'Callback URL',
+  owner: 'Owner', limits: 'Limits', ids: 'Jobs', filter: 'Filter',
   flow: 'Flow key', 'flow.key': 'Flow key', 'flow.concurrency': 'Flow concurrency', 'flow.rate': 'Flow rate',
   debounce: 'Debounce', 'debounce.key': 'Debounce key', 'debounce.window': 'Debounce window',
   skip_calendars: 'Skip calendars', dates: 'Dates', ranges: 'Ranges', rrules: 'Rules',
@@ -1047,7 +1048,8 @@ function detailView(j, upcoming, runs, backfills, ctl) {
       [j.flow.concurrency ? ` · ${j.flow.concurrency} at once` : '', j.flow.rate ? ` · ${j.flow.rate}` : ''].join(''))] : null,
     j.debounce ? [h('dt', null, 'Debounce'), h('dd', {id: 'debounce'}, `${j.debounce.key}, window ${j.debounce.window}`)] : null,
     h('dt', null, 'Kept'), h('dd', null, `${j.retention || 'the default retention'}; history ${j.history}`),
-    j.notify ? [h('dt', null, 'Alerts'), h('dd', {id: 'notify'}, `${j.notify.on.join(', ')} → ${j.notify.webhook ? 'webhook ' + j.notify.webhook.url : j.notify.slack ? 'Slack' : 'email ' + j.notify.email.to.join(', ')}`)] : null,
+    j.notify ? [h('dt', null, 'Alerts'), h('dd', {id: 'notify'}, `${j.notify.on.join(', ')} → ${j.notify.webhook ? 'webhook ' + j.notify.webhook.url
+      : j.notify.callback ? 'callback ' + j.notify.callback.url : j.notify.slack ? 'Slack' : 'email ' + j.notify.email.to.join(', ')}`)] : null,
     h('dt', null, 'Payload'), h('dd', null, h('pre', {id: 'payload'}, JSON.stringify(j.payload, null, 2))));
 
   const nextList = h('ol', {class: 'next', id: 'next-runs'}, upcomingItems(next, skipped, true));
@@ -1271,8 +1273,9 @@ async function formPage(id) {
   const owner = admin && !j ? text('owner', '', {placeholder: 'a user id; empty: you'}) : null;
   const n = (j && j.notify) || {};
   const notifyOn = NOTIFY_EVENTS.map((e) => h('label', {class: 'inline'}, h('input', {type: 'checkbox', id: 'notify-' + e, value: e, checked: (n.on || []).includes(e)}), ' ' + e.replace('_', ' ')));
-  const notifyDest = choice('notify-dest', [['webhook', 'webhook'], ['slack', 'Slack'], ['email', 'email']], n.slack ? 'slack' : n.email ? 'email' : 'webhook');
-  const notifyTo = text('notify-to', n.webhook ? n.webhook.url : n.slack ? n.slack.webhook_url : n.email ? n.email.to.join(', ') : '', {placeholder: 'URL, or addresses'});
+  const notifyDest = choice('notify-dest', [['webhook', 'webhook'], ['callback', 'callback'], ['slack', 'Slack'], ['email', 'email']],
+    n.callback ? 'callback' : n.slack ? 'slack' : n.email ? 'email' : 'webhook');
+  const notifyTo = text('notify-to', n.webhook ? n.webhook.url : n.callback ? n.callback.url : n.slack ? n.slack.webhook_url : n.email ? n.email.to.join(', ') : '', {placeholder: 'URL, or addresses'});
   const general = h('p', {class: 'error', role: 'alert', id: 'form-error', hidden: true});
 
   const schedule = () => {
@@ -1309,8 +1312,11 @@ async function formPage(id) {
     const to = notifyTo.value.trim();
     if (notifyDest.value === 'email') return {on, email: {to: to.split(',').map((x) => x.trim()).filter(Boolean)}};
     if (notifyDest.value === 'slack') return {on, slack: {webhook_url: to}};
-    const keep = n.webhook && n.webhook.url === to && n.webhook.headers ? {headers: n.webhook.headers} : {};
-    return {on, webhook: {url: to, ...keep}};
+    // A webhook's or callback's headers are write-only: the job shows their
+    // fingerprints, which sent back keep them while the URL stays the same.
+    const was = n[notifyDest.value];
+    const keep = was && was.url === to && was.headers ? {headers: was.headers} : {};
+    return {on, [notifyDest.value]: {url: to, ...keep}};
   };
   // body reads every field as a new job would have it.
   const body = () => {
@@ -1438,7 +1444,10 @@ async function formPage(id) {
     owner ? row('Owner', 'owner', owner) : null),
   h('details', {open: !!(j && j.notify)}, h('summary', null, 'Alerts'),
     h('div', {class: 'row', 'data-field': 'notify.on'}, h('span', null, 'On'), h('div', null, notifyOn), fieldErr('notify.on')),
-    row('Send to', 'notify', notifyDest), row('Address', 'notify.webhook', notifyTo, 'the webhook or Slack URL, or email addresses')),
+    row('Send to', 'notify', notifyDest, 'a callback is sent at least once, on completed, failed or permanently failed only'),
+    // A callback's URL goes in the same box as a webhook's, and so do its errors.
+    h('div', {class: 'row', 'data-field': 'notify.webhook'}, h('label', {for: 'notify-to'}, 'Address'), notifyTo,
+      h('span', {class: 'hint'}, 'the webhook, callback or Slack URL, or email addresses'), fieldErr('notify.webhook'), fieldErr('notify.callback'))),
   general,
   h('div', {class: 'actions'}, h('button', {type: 'submit', id: 'save', class: 'primary'}, j ? 'Save' : 'Create job'),
     h('a', {href: j ? '#/jobs/' + j.id : '#/jobs', class: 'button'}, 'Back')));

@@ -310,6 +310,48 @@ func TestDashboard(t *testing.T) {
 		}
 	})
 
+	t.Run("CallbackOnCompletion", func(t *testing.T) {
+		// The job is due in an hour: the test reads its notify, and no
+		// callback is sent.
+		url := base + "/healthz"
+		var id, shown, dest, to string
+		within(t, ctx, 20*time.Second,
+			page(base, "#/new"),
+			chromedp.WaitVisible(chromedp.CSS("#job-form")),
+			setField("#name", "browser callback"),
+			setField("#type", "ping"),
+			setField("#payload", fmt.Sprintf(`{"url": %q}`, url)),
+			setField("#oneoff-how", "delay"),
+			setField("#delay", "1h"),
+			chromedp.Click(chromedp.CSS("details:has(#notify-completed) > summary")),
+			chromedp.Click(chromedp.CSS("#notify-completed")),
+			setField("#notify-dest", "callback"),
+			setField("#notify-to", url),
+			chromedp.ScrollIntoView(chromedp.CSS("#notify-to")),
+			shot(t, dir, "new-callback.png"),
+			chromedp.Click(chromedp.CSS("#save")),
+			chromedp.WaitVisible(chromedp.CSS("#detail #notify")),
+			eval(`location.hash.split('/')[2]`, &id),
+			eval(`document.querySelector('#notify').textContent`, &shown),
+		)
+		if want := "completed → callback " + url; shown != want {
+			t.Fatalf("the job page shows alerts %q, want %q", shown, want)
+		}
+		n, _ := jobJSON(t, api, id)["notify"].(map[string]any)
+		if cb, _ := n["callback"].(map[string]any); cb == nil || cb["url"] != url || fmt.Sprint(n["on"]) != "[completed]" {
+			t.Fatalf("the API's job has notify %v", n)
+		}
+		within(t, ctx, 20*time.Second,
+			page(base, "#/jobs/"+id+"/edit"),
+			chromedp.WaitVisible(chromedp.CSS("#job-form")),
+			eval(`document.querySelector('#notify-dest').value`, &dest),
+			eval(`document.querySelector('#notify-to').value`, &to),
+		)
+		if dest != "callback" || to != url {
+			t.Fatalf("the edit form sends alerts to %s %q", dest, to)
+		}
+	})
+
 	t.Run("FocusSurvivesRefreshes", func(t *testing.T) {
 		j, err := api.CreateJob(t.Context(), map[string]any{"name": "browser focus", "type": "ping",
 			"payload": map[string]any{"url": base + "/healthz"}, "schedule": map[string]any{"cron": "0 * * * *"}})
