@@ -141,6 +141,10 @@ type Job struct {
 	// days and ranges a recurring job's occurrences are skipped on; nil for
 	// none.
 	SkipCalendars []string
+	// SLO is the job's service level: when its occurrences start too late,
+	// or it stays too long without completing one, the scheduler alerts;
+	// zero for none.
+	SLO SLO
 	// Secrets are the credentials of Payload and Notify (see
 	// jobtype.Spot), sealed by package secretbox as one JSON object from
 	// each one's fingerprint to its value; "" when they hold none. Payload
@@ -165,6 +169,9 @@ type Job struct {
 	DueAt     time.Time
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// SLOState is whether the job's SLO is broken now, when the store was
+	// asked for it (a view); nil otherwise.
+	SLOState *SLOState
 	// LastRun is the job's latest attempt, when the store was asked for it
 	// (listings and single reads); nil if it never ran.
 	LastRun *Run
@@ -207,6 +214,36 @@ const (
 // MaxJitter bounds a job's jitter: a recurring job's is also at most the
 // shortest gap between its occurrences.
 const MaxJitter = 24 * time.Hour
+
+// SLO is a job's service level objective: LateAfter, an occurrence
+// should start at most this long after it is due; SilentAfter (recurring
+// jobs), some occurrence should complete at least this often. Zero for
+// none.
+type SLO struct {
+	LateAfter, SilentAfter time.Duration
+}
+
+// Set says the job has an SLO.
+func (s SLO) Set() bool { return s.LateAfter > 0 || s.SilentAfter > 0 }
+
+// SLOState is whether a job's SLO is broken now: LateSince and
+// SilentSince are when each breach began (zero: none), LateBy the
+// lateness that began the late one.
+type SLOState struct {
+	LateSince, SilentSince time.Time
+	LateBy                 time.Duration
+}
+
+// Breached says some breach is on.
+func (s SLOState) Breached() bool { return !s.LateSince.IsZero() || !s.SilentSince.IsZero() }
+
+// SLO bounds.
+const (
+	MinLateAfter   = time.Millisecond
+	MaxLateAfter   = 24 * time.Hour
+	MinSilentAfter = time.Second
+	MaxSilentAfter = 366 * 24 * time.Hour
+)
 
 // MaxKeyLen bounds a job's key, in characters.
 const MaxKeyLen = 200

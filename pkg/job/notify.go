@@ -23,14 +23,29 @@ const (
 	NotifyPaused NotifyEvent = "paused"
 	// NotifyCompleted: an attempt completed.
 	NotifyCompleted NotifyEvent = "completed"
+	// NotifySLOBreach: the job broke its SLO (an occurrence started later
+	// than late_after, or none completed for silent_after); once per
+	// breach.
+	NotifySLOBreach NotifyEvent = "slo_breach"
+	// NotifySLORecovered: a breach of the job's SLO ended.
+	NotifySLORecovered NotifyEvent = "slo_recovered"
 )
 
 // NotifyEvents lists every event, in the order documented.
-var NotifyEvents = []NotifyEvent{NotifyFailed, NotifyPermanentlyFailed, NotifyRecovered, NotifyPaused, NotifyCompleted}
+var NotifyEvents = []NotifyEvent{NotifyFailed, NotifyPermanentlyFailed, NotifyRecovered, NotifyPaused, NotifyCompleted,
+	NotifySLOBreach, NotifySLORecovered}
 
 // CallbackEvents are the events a callback can be sent on: those of an
-// attempt's own outcome, which come with the target's answer.
-var CallbackEvents = []NotifyEvent{NotifyCompleted, NotifyFailed, NotifyPermanentlyFailed}
+// attempt's own outcome, which come with the target's answer, and those of
+// the job's SLO, which the scheduler writes to the same outbox.
+var CallbackEvents = []NotifyEvent{NotifyCompleted, NotifyFailed, NotifyPermanentlyFailed, NotifySLOBreach, NotifySLORecovered}
+
+// Durable says alerts on e are written to the outbox and delivered at
+// least once, whatever the destination: the SLO's, which the scheduler
+// raises, and every event of a callback.
+func (n *Notify) Durable(e NotifyEvent) bool {
+	return n.Wants(e) && (n.Callback != nil || e == NotifySLOBreach || e == NotifySLORecovered)
+}
 
 // Notify is a job's alerting: the events, and exactly one destination.
 type Notify struct {

@@ -371,6 +371,56 @@ var Fields = []*Field{
 	},
 	notifyField,
 	{
+		Name:      "slo",
+		Omittable: true,
+		Schema: `{"type": "object", "additionalProperties": false, "properties": {` +
+			`"late_after": {"type": "string", "description": "Alert when an occurrence starts later than this after it is due (behind a flow limit, a paused key, busy or stopped workers): a Go duration from ` + "`1ms` to `24h`." + `", "example": "500ms"}, ` +
+			`"silent_after": {"type": "string", "description": "Recurring jobs only: alert when no occurrence has completed for this long (its target keeps failing, it was paused and forgotten): a duration such as ` + "`10m`, `36h` or `2d`, from `1s` to 366 days." + `", "example": "10m"}}, ` +
+			`"description": "The job's service level. The scheduler checks it and sends the notify events ` + "`slo_breach` once when it is broken and `slo_recovered` once when it holds again (to the job's `notify` destination, when its `on` lists them, at least once); the job's `slo_status` says whether it is broken now, and `GET /api/v1/jobs?at_risk=true` lists the jobs whose SLO is. `{}` removes it." + `", "example": {"late_after": "500ms", "silent_after": "10m"}}`,
+		ViewSchema: `{"type": "object", "properties": {"late_after": {"type": "string"}, "silent_after": {"type": "string"}}, "description": "The job's SLO, Go durations; absent when none."}`,
+		Default:    `{}`, Example: `{"late_after": "500ms"}`, Other: `{"late_after": "2s"}`,
+		parse: func(raw json.RawMessage, _ *parser) (applier, error) {
+			slo, err := ParseSLO(raw)
+			if err != nil {
+				return nil, err
+			}
+			return func(j *job.Job, _ *applyState) error { j.SLO = slo; return nil }, nil
+		},
+		show: func(j *job.Job, _ *ViewContext) (any, bool) {
+			out := map[string]string{}
+			if j.SLO.LateAfter > 0 {
+				out["late_after"] = j.SLO.LateAfter.String()
+			}
+			if j.SLO.SilentAfter > 0 {
+				out["silent_after"] = j.SLO.SilentAfter.String()
+			}
+			return out, j.SLO.Set()
+		},
+		Columns: []Column{
+			msColumn("slo_late_ms", "coalesce(slo_late_ms, 0)", func(j *job.Job) *time.Duration { return &j.SLO.LateAfter }, true),
+			msColumn("slo_silent_ms", "coalesce(slo_silent_ms, 0)", func(j *job.Job) *time.Duration { return &j.SLO.SilentAfter }, true),
+		},
+	},
+	{
+		Name:       "slo_status",
+		Omittable:  true,
+		ViewSchema: `{"type": "object", "properties": {"breached": {"type": "boolean"}, "late_since": {"type": "string", "format": "date-time", "description": "When the late breach began; absent when none."}, "late_by_ms": {"type": "integer", "description": "How late the occurrence that began it started, or had waited when it was found."}, "silent_since": {"type": "string", "format": "date-time", "description": "When the silent breach began; absent when none."}}, "description": "Whether the job's SLO is broken now (the scheduler's last check); absent when the job has none."}`,
+		show: func(j *job.Job, _ *ViewContext) (any, bool) {
+			if j.SLOState == nil || !j.SLO.Set() {
+				return nil, false
+			}
+			out := map[string]any{"breached": j.SLOState.Breached()}
+			if !j.SLOState.LateSince.IsZero() {
+				out["late_since"], out["late_by_ms"] = Instant(j.SLOState.LateSince), j.SLOState.LateBy.Milliseconds()
+			}
+			if !j.SLOState.SilentSince.IsZero() {
+				out["silent_since"] = Instant(j.SLOState.SilentSince)
+			}
+			return out, true
+		},
+		unaudited: true,
+	},
+	{
 		Name:       "skip_calendars",
 		Omittable:  true,
 		Schema:     `{"type": "array", "maxItems": 10, "items": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_.-]{0,62}$"}, "description": "Recurring jobs only: names of your calendars (` + "`PUT /api/v1/calendars/{name}`" + `) whose days and ranges the job does not run on. An occurrence whose nominal time falls on one is recorded ` + "`skipped` with an `error` that starts `calendar <name>:`" + `; previews leave it out. At most 10; each must exist when the job is created or changed. ` + "`[]`" + ` removes them.", "example": ["de-holidays"]}`,

@@ -342,6 +342,9 @@ func (c *Change) Apply(j *job.Job, started bool) error {
 	if len(j.SkipCalendars) > 0 && !j.Recurring() {
 		return invalid("skip_calendars", "applies to recurring jobs only")
 	}
+	if j.SLO.SilentAfter > 0 && !j.Recurring() {
+		return invalid("slo.silent_after", "applies to recurring jobs only")
+	}
 
 	if a.timingChanged && c.mode != Create && j.DueAt.IsZero() {
 		return fmt.Errorf("%w: nothing left to run", job.ErrInvalid)

@@ -88,7 +88,7 @@ func ValidNotify(n *job.Notify, lim Limits) (*job.Notify, error) {
 	if out.Callback != nil {
 		for _, e := range out.On {
 			if !slices.Contains(job.CallbackEvents, e) {
-				return nil, invalid("notify.on", "a callback is sent on an attempt's outcome: %s, not %s", eventList(job.CallbackEvents), e)
+				return nil, invalid("notify.on", "a callback is sent on an attempt's outcome or on the SLO's events: %s, not %s", eventList(job.CallbackEvents), e)
 			}
 		}
 	}
@@ -324,4 +324,39 @@ func ParseSkipCalendars(raw json.RawMessage) ([]string, error) {
 		return nil, nil
 	}
 	return names, nil
+}
+
+// ParseSLO reads a job's slo: late_after a Go duration from 1ms to 24h,
+// silent_after a duration from 1s to 366 days (ParseDelay's forms), both
+// optional; {} is none.
+func ParseSLO(raw json.RawMessage) (job.SLO, error) {
+	var in struct {
+		LateAfter   *string `json:"late_after"`
+		SilentAfter *string `json:"silent_after"`
+	}
+	if err := decodeValue("slo", raw, &in); err != nil {
+		return job.SLO{}, err
+	}
+	var slo job.SLO
+	if in.LateAfter != nil {
+		d, err := time.ParseDuration(*in.LateAfter)
+		if err != nil {
+			return job.SLO{}, invalid("slo.late_after", "is not a duration such as 500ms or 5s")
+		}
+		if d < job.MinLateAfter || d > job.MaxLateAfter {
+			return job.SLO{}, invalid("slo.late_after", "must be between %s and %s", job.MinLateAfter, job.MaxLateAfter)
+		}
+		slo.LateAfter = d.Truncate(time.Millisecond)
+	}
+	if in.SilentAfter != nil {
+		d, err := ParseDelay(*in.SilentAfter)
+		if err != nil {
+			return job.SLO{}, invalid("slo.silent_after", "is not a duration such as 10m, 36h or 2d")
+		}
+		if d < job.MinSilentAfter || d > job.MaxSilentAfter {
+			return job.SLO{}, invalid("slo.silent_after", "must be between %s and %d days", job.MinSilentAfter, int(job.MaxSilentAfter/(24*time.Hour)))
+		}
+		slo.SilentAfter = d.Truncate(time.Millisecond)
+	}
+	return slo, nil
 }

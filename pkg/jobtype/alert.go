@@ -23,6 +23,25 @@ type Alert struct {
 	Job   AlertJob        `json:"job"`
 	Run   AlertRun        `json:"run"`
 	At    time.Time       `json:"at"`
+	// SLO is what an slo_breach or slo_recovered alert is about.
+	SLO *AlertSLO `json:"slo,omitempty"`
+}
+
+// AlertSLO is the breach an SLO alert reports: which bound (late: an
+// occurrence started, or is still not started, later than late_after;
+// silent: none completed for silent_after), with the figures.
+type AlertSLO struct {
+	Kind        string `json:"kind"`
+	LateAfter   string `json:"late_after,omitempty"`
+	SilentAfter string `json:"silent_after,omitempty"`
+	// LateByMs is how late the occurrence that broke late_after started,
+	// or how long it has waited so far.
+	LateByMs int64 `json:"late_by_ms,omitempty"`
+	// Since is when the breach began; LastCompletedAt when the job last
+	// completed an occurrence (silent; absent when it never did in the
+	// window looked at).
+	Since           time.Time `json:"since"`
+	LastCompletedAt time.Time `json:"last_completed_at,omitzero"`
 }
 
 // NotifyEventJSON is a job.NotifyEvent as it is sent.
@@ -53,6 +72,9 @@ func AlertTask(n *job.Notify, a Alert) (job.Type, json.RawMessage, error) {
 	summary := fmt.Sprintf("tock: job %q (%s) %s", a.Job.Name, a.Job.ID, eventText(a.Event))
 	if a.Run.Error != "" {
 		summary += ": " + a.Run.Error
+	}
+	if a.SLO != nil {
+		summary += ": " + sloText(a.SLO)
 	}
 	var t job.Type
 	var payload any
@@ -158,6 +180,10 @@ func eventText(e job.NotifyEvent) string {
 	switch e {
 	case job.NotifyCompleted:
 		return "completed"
+	case job.NotifySLOBreach:
+		return "broke its SLO"
+	case job.NotifySLORecovered:
+		return "meets its SLO again"
 	case job.NotifyFailed:
 		return "failed and will be retried"
 	case job.NotifyPermanentlyFailed:
@@ -186,4 +212,12 @@ func truncate(s string, n int) string {
 		cut--
 	}
 	return s[:cut]
+}
+
+// sloText says an SLO alert's figures in words.
+func sloText(s *AlertSLO) string {
+	if s.Kind == "silent" {
+		return "no occurrence completed within " + s.SilentAfter
+	}
+	return fmt.Sprintf("an occurrence started %s late (late_after %s)", time.Duration(s.LateByMs)*time.Millisecond, s.LateAfter)
 }

@@ -119,6 +119,13 @@ type Scheduler struct {
 	// Removed counts what retention removed, by kind: jobs, runs, audit,
 	// idempotency_keys, sessions.
 	Removed *prometheus.CounterVec
+	// SLOBreaches counts the breaches of jobs' SLOs by kind (late,
+	// silent); SLOBreached is 1 for each job and kind breached now (a
+	// series per job breached, gone when it recovers); SLOChecked counts
+	// the checks of jobs with an SLO.
+	SLOBreaches *prometheus.CounterVec
+	SLOBreached *prometheus.GaugeVec
+	SLOChecked  prometheus.Counter
 }
 
 // NewScheduler creates the scheduler's counters and registers them on reg.
@@ -142,7 +149,19 @@ func NewScheduler(reg prometheus.Registerer) *Scheduler {
 			Help: "Rows the scheduler leader's retention removed: finished jobs, their runs, audit entries, idempotency keys, expired dashboard sessions.",
 		}, []string{"kind"}),
 	}
-	reg.MustRegister(s.Claimed, s.Moved, s.Round, s.Removed)
+	s.SLOBreaches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tock_slo_breaches_total",
+		Help: "Breaches of jobs' SLOs, by kind: late (an occurrence started later than late_after), silent (none completed for silent_after).",
+	}, []string{"kind"})
+	s.SLOBreached = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "tock_slo_breached",
+		Help: "1 for each job whose SLO is broken now, by job and kind; the series goes when it recovers.",
+	}, []string{"job_id", "kind"})
+	s.SLOChecked = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "tock_slo_checks_total",
+		Help: "Checks of jobs with an SLO, one per job per sweep.",
+	})
+	reg.MustRegister(s.Claimed, s.Moved, s.Round, s.Removed, s.SLOBreaches, s.SLOBreached, s.SLOChecked)
 	return s
 }
 

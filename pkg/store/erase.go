@@ -43,6 +43,8 @@ const eraseUserSQL = `WITH owned AS (
     DELETE FROM calendars WHERE owner_id = $1
 ), calledback AS (
     DELETE FROM callbacks WHERE owner_id = $1
+), slos AS (
+    DELETE FROM slo_states WHERE owner_id = $1
 ), jobs AS (
     DELETE FROM jobs WHERE owner_id = $1 RETURNING 1
 ), keys AS (

@@ -503,6 +503,8 @@ type JobFilter struct {
 	// LabelWalk bounds a labelled listing's walk (see ListLabelledJobs);
 	// 0 is DefaultLabelWalk.
 	LabelWalk int
+	// AtRisk selects only the jobs whose SLO is broken now (slo_states).
+	AtRisk bool
 }
 
 // Label is one key and value of a job's labels.
@@ -563,6 +565,9 @@ WHERE ($1 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $1)
   AND ($4 = '00000000-0000-0000-0000-000000000000'::uuid OR id < $4)
   AND ($6 = '00000000-0000-0000-0000-000000000000'::uuid OR id = $6)
   AND ($7 = '' OR strpos(lower(name), lower($7)) > 0)
+  AND (NOT $8 OR id IN (SELECT job_id FROM slo_states s
+      WHERE (s.late_since IS NOT NULL OR s.silent_since IS NOT NULL)
+        AND ($1 = '00000000-0000-0000-0000-000000000000'::uuid OR s.owner_id = $1)))
 ORDER BY id DESC
 LIMIT $5`) + `
 ORDER BY j.id DESC`
@@ -622,7 +627,7 @@ func (s *Store) ListJobs(ctx context.Context, f JobFilter) ([]*job.Job, error) {
 		jobs, _, err := s.ListLabelledJobs(ctx, f)
 		return jobs, err
 	}
-	rows, err := s.pool.Query(ctx, listJobsSQL, f.Owner, string(f.Status), string(f.Type), f.Before, f.Limit, f.ID, f.Name)
+	rows, err := s.pool.Query(ctx, listJobsSQL, f.Owner, string(f.Status), string(f.Type), f.Before, f.Limit, f.ID, f.Name, f.AtRisk)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", translate(err))
 	}

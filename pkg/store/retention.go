@@ -11,8 +11,8 @@ const finishedStatuses = `('completed', 'permanently_failed', 'cancelled', 'expi
 
 // goneWithJobsSQL continues a WITH whose CTE gone deleted jobs (returning
 // id, owner_id, labels, key and debounce): it deletes their runs (CTE runs,
-// one row each, for counting), their job_keys, debounces and backfills
-// rows and their job_labels rows.
+// one row each, for counting), their job_keys, debounces, backfills and
+// slo_states rows and their job_labels rows.
 const goneWithJobsSQL = `), runs AS (
     DELETE FROM job_runs WHERE job_id = ANY(ARRAY(SELECT id FROM gone)) RETURNING 1
 ), keys AS (
@@ -21,6 +21,8 @@ const goneWithJobsSQL = `), runs AS (
     DELETE FROM debounces d USING gone g WHERE d.owner_id = g.owner_id AND d.key = g.debounce->>'key' AND d.job_id = g.id
 ), backfilled AS (
     DELETE FROM backfills b USING gone g WHERE b.job_id = g.id
+), slos AS (
+    DELETE FROM slo_states s USING gone g WHERE s.job_id = g.id
 ), labels AS (
     DELETE FROM job_labels l USING gone g, jsonb_each_text(g.labels) e
     WHERE l.owner_id = g.owner_id AND l.key = e.key AND l.value = e.value AND l.job_id = g.id

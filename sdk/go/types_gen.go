@@ -666,6 +666,13 @@ type Job struct {
 	// The calendars whose days the job skips; absent when none.
 	SkipCalendars []string `json:"skip_calendars,omitempty"`
 
+	// The job's SLO, Go durations; absent when none.
+	Slo *JobSlo `json:"slo,omitempty"`
+
+	// Whether the job's SLO is broken now (the scheduler's last check);
+	// absent when the job has none.
+	SloStatus *JobSloStatus `json:"slo_status,omitempty"`
+
 	// `scheduled` and `paused` jobs can still run; a one-off job ends
 	// `completed` or `permanently_failed`; `cancelled` is what DELETE leaves
 	// behind. `expired`: the last occurrence could not start within
@@ -837,6 +844,14 @@ type JobPatch struct {
 	// removes them.
 	SkipCalendars []string `json:"skip_calendars,omitzero"`
 
+	// The job's service level. The scheduler checks it and sends the notify
+	// events `slo_breach` once when it is broken and `slo_recovered` once
+	// when it holds again (to the job's `notify` destination, when its `on`
+	// lists them, at least once); the job's `slo_status` says whether it is
+	// broken now, and `GET /api/v1/jobs?at_risk=true` lists the jobs whose
+	// SLO is. `{}` removes it.
+	Slo *JobPatchSlo `json:"slo,omitempty"`
+
 	// Limit on one attempt, a Go duration from `100ms` to `1h`. Default
 	// `30s`.
 	Timeout *string `json:"timeout,omitempty"`
@@ -889,6 +904,47 @@ type JobPatchFlow struct {
 	// length: `<count>/<period>`, such as `50/1s`, `10/s` or `1000/1h` (count
 	// 1 to 10,000, period 10ms to 24h).
 	Rate string `json:"rate,omitempty"`
+}
+
+// JobPatchSlo is the schema of JobPatch.slo. The job's service level. The
+// scheduler checks it and sends the notify events `slo_breach` once when it
+// is broken and `slo_recovered` once when it holds again (to the job's
+// `notify` destination, when its `on` lists them, at least once); the job's
+// `slo_status` says whether it is broken now, and `GET
+// /api/v1/jobs?at_risk=true` lists the jobs whose SLO is. `{}` removes it.
+type JobPatchSlo struct {
+	// Alert when an occurrence starts later than this after it is due (behind
+	// a flow limit, a paused key, busy or stopped workers): a Go duration
+	// from `1ms` to `24h`.
+	LateAfter string `json:"late_after,omitempty"`
+
+	// Recurring jobs only: alert when no occurrence has completed for this
+	// long (its target keeps failing, it was paused and forgotten): a
+	// duration such as `10m`, `36h` or `2d`, from `1s` to 366 days.
+	SilentAfter string `json:"silent_after,omitempty"`
+}
+
+// JobSlo is the schema of Job.slo. The job's SLO, Go durations; absent when
+// none.
+type JobSlo struct {
+	LateAfter   string `json:"late_after,omitempty"`
+	SilentAfter string `json:"silent_after,omitempty"`
+}
+
+// JobSloStatus is the schema of Job.slo_status. Whether the job's SLO is
+// broken now (the scheduler's last check); absent when the job has none.
+type JobSloStatus struct {
+	Breached bool `json:"breached,omitempty"`
+
+	// How late the occurrence that began it started, or had waited when it
+	// was found.
+	LateByMS int `json:"late_by_ms,omitempty"`
+
+	// When the late breach began; absent when none.
+	LateSince *time.Time `json:"late_since,omitempty"`
+
+	// When the silent breach began; absent when none.
+	SilentSince *time.Time `json:"silent_since,omitempty"`
 }
 
 // JobSpec is the API's JobSpec schema. A new job, its properties from the job
@@ -1022,6 +1078,14 @@ type JobSpec struct {
 	// removes them.
 	SkipCalendars []string `json:"skip_calendars,omitempty"`
 
+	// The job's service level. The scheduler checks it and sends the notify
+	// events `slo_breach` once when it is broken and `slo_recovered` once
+	// when it holds again (to the job's `notify` destination, when its `on`
+	// lists them, at least once); the job's `slo_status` says whether it is
+	// broken now, and `GET /api/v1/jobs?at_risk=true` lists the jobs whose
+	// SLO is. `{}` removes it.
+	Slo *JobSpecSlo `json:"slo,omitempty"`
+
 	// Limit on one attempt, a Go duration from `100ms` to `1h`. Default
 	// `30s`.
 	Timeout string `json:"timeout,omitempty"`
@@ -1079,6 +1143,24 @@ type JobSpecFlow struct {
 	// length: `<count>/<period>`, such as `50/1s`, `10/s` or `1000/1h` (count
 	// 1 to 10,000, period 10ms to 24h).
 	Rate string `json:"rate,omitempty"`
+}
+
+// JobSpecSlo is the schema of JobSpec.slo. The job's service level. The
+// scheduler checks it and sends the notify events `slo_breach` once when it
+// is broken and `slo_recovered` once when it holds again (to the job's
+// `notify` destination, when its `on` lists them, at least once); the job's
+// `slo_status` says whether it is broken now, and `GET
+// /api/v1/jobs?at_risk=true` lists the jobs whose SLO is. `{}` removes it.
+type JobSpecSlo struct {
+	// Alert when an occurrence starts later than this after it is due (behind
+	// a flow limit, a paused key, busy or stopped workers): a Go duration
+	// from `1ms` to `24h`.
+	LateAfter string `json:"late_after,omitempty"`
+
+	// Recurring jobs only: alert when no occurrence has completed for this
+	// long (its target keeps failing, it was paused and forgotten): a
+	// duration such as `10m`, `36h` or `2d`, from `1s` to 366 days.
+	SilentAfter string `json:"silent_after,omitempty"`
 }
 
 // JobType is the API's JobType schema. A job type, with an example payload.
@@ -1276,8 +1358,14 @@ type Notify struct {
 	// `failed`: an attempt failed and will be retried; `permanently_failed`:
 	// an occurrence's last attempt failed; `recovered`: an attempt completed
 	// after the job's previous attempt failed; `paused`: tock paused the job
-	// after repeated permanent failures; `completed`: an attempt completed. A
-	// `callback` takes only `completed`, `failed` and `permanently_failed`.
+	// after repeated permanent failures; `completed`: an attempt completed;
+	// `slo_breach`: the job broke its `slo` (sent once per breach, with `slo`
+	// {kind `late` or `silent`, late_after, silent_after, late_by_ms, since,
+	// last_completed_at}); `slo_recovered`: that breach ended (once). SLO
+	// alerts are written to the same outbox as callbacks and delivered at
+	// least once, whatever the destination. A `callback` takes only
+	// `completed`, `failed`, `permanently_failed`, `slo_breach` and
+	// `slo_recovered`.
 	On      []string       `json:"on"`
 	Slack   *NotifySlack   `json:"slack,omitempty"`
 	Webhook *NotifyWebhook `json:"webhook,omitempty"`

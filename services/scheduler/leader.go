@@ -19,8 +19,8 @@ import (
 )
 
 // Leader competes for the loader lock and, while it holds it, runs the loader,
-// the reconciler, partition upkeep, retention, statistics upkeep and the
-// backfills. The lock is refreshed every third of its
+// the reconciler, partition upkeep, retention, statistics upkeep, the
+// backfills and the SLO checks. The lock is refreshed every third of its
 // TTL; the first refresh that fails ends the leadership at once, cancelling any
 // round in flight (its claim transaction rolls back).
 type Leader struct {
@@ -145,6 +145,7 @@ func (l *Leader) lead(parent context.Context, lock *redislock.Lock) {
 	defer orphans.Stop()
 	var backfills sync.WaitGroup
 	backfills.Go(func() { l.runBackfills(ctx) })
+	backfills.Go(func() { l.runSLOs(ctx) })
 	defer func() {
 		cancel() // the backfills end with the leadership, before the lock goes
 		backfills.Wait()

@@ -1,6 +1,7 @@
 // Callbacks: a job's notify.callback is written with the outcome it tells,
-// in the group commit's statement (store.FinishRuns), and delivered from
-// there by a caller in every worker: it claims due callbacks for a lease,
+// in the group commit's statement (store.FinishRuns), and the SLO alerts
+// with the breach the scheduler records (store.ChangeSLO); both are
+// delivered from there by a caller in every worker: it claims due callbacks for a lease,
 // posts each on a goroutine of its own through the webhook executor (the
 // same outbound rules, signed like every delivery, the same
 // Idempotency-Key on every try), deletes it once its URL takes it, and
@@ -175,7 +176,7 @@ func (c *caller) release(owner uuid.UUID) {
 func (c *caller) deliver(ctx context.Context, cb store.Callback, aj *store.AttemptJob) {
 	w, occ := c.w, cb.Occurrence
 	count := func(outcome string) { w.Metrics.Callbacks.WithLabelValues(string(cb.Event), outcome).Inc() }
-	if aj == nil || !aj.Notify.CallbackOn(cb.Event) {
+	if aj == nil || !aj.Notify.Durable(cb.Event) {
 		// The job is gone, or no longer asks for this callback.
 		if err := w.Store.CallbackDone(ctx, cb.ID); err == nil {
 			count("dropped")
@@ -221,13 +222,28 @@ func (c *caller) deliver(ctx context.Context, cb store.Callback, aj *store.Attem
 // taken, "" when it was.
 func (c *caller) post(ctx context.Context, cb store.Callback, aj *store.AttemptJob) string {
 	occ := cb.Occurrence
-	t, payload, err := jobtype.CallbackTask(aj.Notify, cb.Body)
+	var (
+		t       job.Type
+		payload json.RawMessage
+		err     error
+	)
+	kind := "callback/"
+	if aj.Notify.Callback != nil {
+		t, payload, err = jobtype.CallbackTask(aj.Notify, cb.Body)
+	} else {
+		// An SLO alert to a webhook, Slack or email destination.
+		kind = "alert/"
+		var a jobtype.Alert
+		if err = json.Unmarshal(cb.Body, &a); err == nil {
+			t, payload, err = jobtype.AlertTask(aj.Notify, a)
+		}
+	}
 	if err != nil {
 		return err.Error()
 	}
 	task := jobtype.Task{JobID: occ.JobID, Owner: aj.Owner, Name: aj.Name, Type: t,
 		ScheduledFor: occ.ScheduledFor, Attempt: occ.Attempt,
-		Key:     "callback/" + string(cb.Event) + "/" + occ.Key() + "/" + strconv.Itoa(occ.Attempt),
+		Key:     kind + string(cb.Event) + "/" + occ.Key() + "/" + strconv.Itoa(occ.Attempt),
 		Payload: payload, Timeout: callbackTimeout,
 		SigningSecret: aj.SigningSecret, PreviousSigningSecret: aj.PreviousSigningSecret}
 	ctx, cancel := context.WithTimeout(ctx, callbackTimeout)

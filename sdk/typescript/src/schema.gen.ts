@@ -1730,6 +1730,27 @@ export interface components {
             schedule?: components["schemas"]["Schedule"];
             /** @description The calendars whose days the job skips; absent when none. */
             skip_calendars?: string[];
+            /** @description The job's SLO, Go durations; absent when none. */
+            slo?: {
+                late_after?: string;
+                silent_after?: string;
+            };
+            /** @description Whether the job's SLO is broken now (the scheduler's last check); absent when the job has none. */
+            slo_status?: {
+                breached?: boolean;
+                /** @description How late the occurrence that began it started, or had waited when it was found. */
+                late_by_ms?: number;
+                /**
+                 * Format: date-time
+                 * @description When the late breach began; absent when none.
+                 */
+                late_since?: string;
+                /**
+                 * Format: date-time
+                 * @description When the silent breach began; absent when none.
+                 */
+                silent_since?: string;
+            };
             /**
              * @description `scheduled` and `paused` jobs can still run; a one-off job ends `completed` or `permanently_failed`; `cancelled` is what DELETE leaves behind. `expired`: the last occurrence could not start within `expires_after` of its due time.
              * @enum {string}
@@ -1889,6 +1910,26 @@ export interface components {
              */
             skip_calendars?: string[];
             /**
+             * @description The job's service level. The scheduler checks it and sends the notify events `slo_breach` once when it is broken and `slo_recovered` once when it holds again (to the job's `notify` destination, when its `on` lists them, at least once); the job's `slo_status` says whether it is broken now, and `GET /api/v1/jobs?at_risk=true` lists the jobs whose SLO is. `{}` removes it.
+             * @default {}
+             * @example {
+             *       "late_after": "500ms",
+             *       "silent_after": "10m"
+             *     }
+             */
+            slo?: {
+                /**
+                 * @description Alert when an occurrence starts later than this after it is due (behind a flow limit, a paused key, busy or stopped workers): a Go duration from `1ms` to `24h`.
+                 * @example 500ms
+                 */
+                late_after?: string;
+                /**
+                 * @description Recurring jobs only: alert when no occurrence has completed for this long (its target keeps failing, it was paused and forgotten): a duration such as `10m`, `36h` or `2d`, from `1s` to 366 days.
+                 * @example 10m
+                 */
+                silent_after?: string;
+            };
+            /**
              * @description Limit on one attempt, a Go duration from `100ms` to `1h`. Default `30s`.
              * @default 30s
              * @example 30s
@@ -2027,6 +2068,26 @@ export interface components {
              *     ]
              */
             skip_calendars?: string[];
+            /**
+             * @description The job's service level. The scheduler checks it and sends the notify events `slo_breach` once when it is broken and `slo_recovered` once when it holds again (to the job's `notify` destination, when its `on` lists them, at least once); the job's `slo_status` says whether it is broken now, and `GET /api/v1/jobs?at_risk=true` lists the jobs whose SLO is. `{}` removes it.
+             * @default {}
+             * @example {
+             *       "late_after": "500ms",
+             *       "silent_after": "10m"
+             *     }
+             */
+            slo?: {
+                /**
+                 * @description Alert when an occurrence starts later than this after it is due (behind a flow limit, a paused key, busy or stopped workers): a Go duration from `1ms` to `24h`.
+                 * @example 500ms
+                 */
+                late_after?: string;
+                /**
+                 * @description Recurring jobs only: alert when no occurrence has completed for this long (its target keeps failing, it was paused and forgotten): a duration such as `10m`, `36h` or `2d`, from `1s` to 366 days.
+                 * @example 10m
+                 */
+                silent_after?: string;
+            };
             /**
              * @description Limit on one attempt, a Go duration from `100ms` to `1h`. Default `30s`.
              * @default 30s
@@ -2226,8 +2287,8 @@ export interface components {
             email?: {
                 to: string[];
             };
-            /** @description `failed`: an attempt failed and will be retried; `permanently_failed`: an occurrence's last attempt failed; `recovered`: an attempt completed after the job's previous attempt failed; `paused`: tock paused the job after repeated permanent failures; `completed`: an attempt completed. A `callback` takes only `completed`, `failed` and `permanently_failed`. */
-            on: ("failed" | "permanently_failed" | "recovered" | "paused" | "completed")[];
+            /** @description `failed`: an attempt failed and will be retried; `permanently_failed`: an occurrence's last attempt failed; `recovered`: an attempt completed after the job's previous attempt failed; `paused`: tock paused the job after repeated permanent failures; `completed`: an attempt completed; `slo_breach`: the job broke its `slo` (sent once per breach, with `slo` {kind `late` or `silent`, late_after, silent_after, late_by_ms, since, last_completed_at}); `slo_recovered`: that breach ended (once). SLO alerts are written to the same outbox as callbacks and delivered at least once, whatever the destination. A `callback` takes only `completed`, `failed`, `permanently_failed`, `slo_breach` and `slo_recovered`. */
+            on: ("failed" | "permanently_failed" | "recovered" | "paused" | "completed" | "slo_breach" | "slo_recovered")[];
             slack?: {
                 /** Format: uri */
                 webhook_url: string;
@@ -3682,6 +3743,8 @@ export interface operations {
                  *     ]
                  */
                 label?: string[];
+                /** @description `true` lists only the jobs whose `slo` is broken now (`slo_status.breached`), as the scheduler's last check found; not with `label`. */
+                at_risk?: boolean;
             };
             header?: never;
             path?: never;

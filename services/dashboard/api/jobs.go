@@ -220,6 +220,9 @@ func (s *Server) showRunning(c *echo.Context, jobs ...*job.Job) {
 	if err := s.jobs.ShowRunning(c.Request().Context(), jobs...); err != nil {
 		s.log.Warn("running_attempts_unavailable", zap.Error(err))
 	}
+	if err := s.store.ShowSLOStates(c.Request().Context(), jobs...); err != nil {
+		s.log.Warn("slo_states_unavailable", zap.Error(err))
+	}
 }
 
 // queryOwner reads ?owner=, a user id: named is false when it is absent. A
@@ -286,6 +289,16 @@ func (s *Server) pageJobs(c *echo.Context, f store.JobFilter) error {
 	}
 	if f.Labels, err = labelFilter(c.QueryParams()["label"]); err != nil {
 		return err
+	}
+	switch v := c.QueryParam("at_risk"); v {
+	case "", "false":
+	case "true":
+		if len(f.Labels) > 0 {
+			return apierr.Invalid("at_risk", "cannot be combined with label")
+		}
+		f.AtRisk = true
+	default:
+		return apierr.Invalid("at_risk", "must be true or false")
 	}
 	f.Limit = limit + 1
 	var jobs []*job.Job

@@ -52,9 +52,13 @@ __all__ = [
     "JobPatch",
     "JobPatchDebounce",
     "JobPatchFlow",
+    "JobPatchSlo",
+    "JobSlo",
+    "JobSloStatus",
     "JobSpec",
     "JobSpecDebounce",
     "JobSpecFlow",
+    "JobSpecSlo",
     "JobType",
     "JobTypeList",
     "Key",
@@ -947,6 +951,14 @@ class Job:
     skip_calendars: list[str] | None = None
     """The calendars whose days the job skips; absent when none."""
 
+    slo: JobSlo | None = None
+    """The job's SLO, Go durations; absent when none."""
+
+    slo_status: JobSloStatus | None = None
+    """Whether the job's SLO is broken now (the scheduler's last check); absent
+    when the job has none.
+    """
+
     status: str
     """`scheduled` and `paused` jobs can still run; a one-off job ends
     `completed` or `permanently_failed`; `cancelled` is what DELETE leaves
@@ -1152,6 +1164,15 @@ class JobPatch:
     removes them.
     """
 
+    slo: JobPatchSlo | None = None
+    """The job's service level. The scheduler checks it and sends the notify
+    events `slo_breach` once when it is broken and `slo_recovered` once when
+    it holds again (to the job's `notify` destination, when its `on` lists
+    them, at least once); the job's `slo_status` says whether it is broken
+    now, and `GET /api/v1/jobs?at_risk=true` lists the jobs whose SLO is.
+    `{}` removes it.
+    """
+
     timeout: str | None = None
     """Limit on one attempt, a Go duration from `100ms` to `1h`. Default `30s`.
     """
@@ -1216,6 +1237,60 @@ class JobPatchFlow:
     `<count>/<period>`, such as `50/1s`, `10/s` or `1000/1h` (count 1 to
     10,000, period 10ms to 24h).
     """
+
+
+@dataclass(kw_only=True)
+class JobPatchSlo:
+    """JobPatchSlo is the schema of JobPatch.slo. The job's service level. The
+    scheduler checks it and sends the notify events `slo_breach` once when
+    it is broken and `slo_recovered` once when it holds again (to the job's
+    `notify` destination, when its `on` lists them, at least once); the
+    job's `slo_status` says whether it is broken now, and `GET
+    /api/v1/jobs?at_risk=true` lists the jobs whose SLO is. `{}` removes it.
+    """
+
+    late_after: str | None = None
+    """Alert when an occurrence starts later than this after it is due (behind
+    a flow limit, a paused key, busy or stopped workers): a Go duration from
+    `1ms` to `24h`.
+    """
+
+    silent_after: str | None = None
+    """Recurring jobs only: alert when no occurrence has completed for this
+    long (its target keeps failing, it was paused and forgotten): a duration
+    such as `10m`, `36h` or `2d`, from `1s` to 366 days.
+    """
+
+
+@dataclass(kw_only=True)
+class JobSlo:
+    """JobSlo is the schema of Job.slo. The job's SLO, Go durations; absent
+    when none.
+    """
+
+    late_after: str | None = None
+
+    silent_after: str | None = None
+
+
+@dataclass(kw_only=True)
+class JobSloStatus:
+    """JobSloStatus is the schema of Job.slo_status. Whether the job's SLO is
+    broken now (the scheduler's last check); absent when the job has none.
+    """
+
+    breached: bool | None = None
+
+    late_by_ms: int | None = None
+    """How late the occurrence that began it started, or had waited when it was
+    found.
+    """
+
+    late_since: datetime | None = None
+    """When the late breach began; absent when none."""
+
+    silent_since: datetime | None = None
+    """When the silent breach began; absent when none."""
 
 
 @dataclass(kw_only=True)
@@ -1371,6 +1446,15 @@ class JobSpec:
     removes them.
     """
 
+    slo: JobSpecSlo | None = None
+    """The job's service level. The scheduler checks it and sends the notify
+    events `slo_breach` once when it is broken and `slo_recovered` once when
+    it holds again (to the job's `notify` destination, when its `on` lists
+    them, at least once); the job's `slo_status` says whether it is broken
+    now, and `GET /api/v1/jobs?at_risk=true` lists the jobs whose SLO is.
+    `{}` removes it.
+    """
+
     timeout: str | None = None
     """Limit on one attempt, a Go duration from `100ms` to `1h`. Default `30s`.
     """
@@ -1439,6 +1523,29 @@ class JobSpecFlow:
     """At most this many starts of the key's jobs in any window of this length:
     `<count>/<period>`, such as `50/1s`, `10/s` or `1000/1h` (count 1 to
     10,000, period 10ms to 24h).
+    """
+
+
+@dataclass(kw_only=True)
+class JobSpecSlo:
+    """JobSpecSlo is the schema of JobSpec.slo. The job's service level. The
+    scheduler checks it and sends the notify events `slo_breach` once when
+    it is broken and `slo_recovered` once when it holds again (to the job's
+    `notify` destination, when its `on` lists them, at least once); the
+    job's `slo_status` says whether it is broken now, and `GET
+    /api/v1/jobs?at_risk=true` lists the jobs whose SLO is. `{}` removes it.
+    """
+
+    late_after: str | None = None
+    """Alert when an occurrence starts later than this after it is due (behind
+    a flow limit, a paused key, busy or stopped workers): a Go duration from
+    `1ms` to `24h`.
+    """
+
+    silent_after: str | None = None
+    """Recurring jobs only: alert when no occurrence has completed for this
+    long (its target keeps failing, it was paused and forgotten): a duration
+    such as `10m`, `36h` or `2d`, from `1s` to 366 days.
     """
 
 
@@ -1697,8 +1804,14 @@ class Notify:
     """`failed`: an attempt failed and will be retried; `permanently_failed`:
     an occurrence's last attempt failed; `recovered`: an attempt completed
     after the job's previous attempt failed; `paused`: tock paused the job
-    after repeated permanent failures; `completed`: an attempt completed. A
-    `callback` takes only `completed`, `failed` and `permanently_failed`.
+    after repeated permanent failures; `completed`: an attempt completed;
+    `slo_breach`: the job broke its `slo` (sent once per breach, with `slo`
+    {kind `late` or `silent`, late_after, silent_after, late_by_ms, since,
+    last_completed_at}); `slo_recovered`: that breach ended (once). SLO
+    alerts are written to the same outbox as callbacks and delivered at
+    least once, whatever the destination. A `callback` takes only
+    `completed`, `failed`, `permanently_failed`, `slo_breach` and
+    `slo_recovered`.
     """
 
     slack: NotifySlack | None = None
