@@ -163,6 +163,7 @@ type jobFlags struct {
 	runAt, delay, runOn                              string
 	timeout, retention, history, expires, jitter, ov string
 	key, debounce, debounceWindow                    string
+	lateAfter, silentAfter                           string
 	priority, maxRetries                             int
 	labels, skipCalendars                            []string
 }
@@ -197,6 +198,8 @@ func (f *jobFlags) register(cmd *cobra.Command, create bool) {
 	fl.StringVar(&f.jitter, "jitter", "", "spread jobs due at the same time: each occurrence is due up to this much later, by an offset of the job's own (60s)")
 	fl.StringVar(&f.ov, "overlap", "", "recurring: allow, skip or buffer_one")
 	fl.StringArrayVar(&f.skipCalendars, "skip-calendar", nil, "recurring: do not run on the days of this calendar of yours (repeatable; replaces the job's list)")
+	fl.StringVar(&f.lateAfter, "slo-late-after", "", "SLO: alert when an occurrence starts later than this (500ms); \"\" removes it")
+	fl.StringVar(&f.silentAfter, "slo-silent-after", "", "SLO, recurring: alert when none completes for this long (10m); \"\" removes it")
 	fl.StringArrayVar(&f.labels, "label", nil, "label key=value (repeatable; replaces the job's labels)")
 }
 
@@ -232,6 +235,24 @@ func (f *jobFlags) fields(cmd *cobra.Command, stdin io.Reader) (map[string]any, 
 	set("jitter", "jitter", f.jitter)
 	set("overlap", "overlap", f.ov)
 	set("skip-calendar", "skip_calendars", f.skipCalendars)
+	if cmd.Flags().Changed("slo-late-after") || cmd.Flags().Changed("slo-silent-after") {
+		slo, _ := m["slo"].(map[string]any)
+		if slo == nil {
+			slo = map[string]any{}
+		}
+		for flag, field := range map[string]string{"slo-late-after": "late_after", "slo-silent-after": "silent_after"} {
+			if !cmd.Flags().Changed(flag) {
+				continue
+			}
+			v, _ := cmd.Flags().GetString(flag)
+			if v == "" {
+				delete(slo, field)
+			} else {
+				slo[field] = v
+			}
+		}
+		m["slo"] = slo
+	}
 	if cmd.Flags().Changed("debounce") || cmd.Flags().Changed("debounce-window") {
 		d, _ := m["debounce"].(map[string]any)
 		if d == nil {

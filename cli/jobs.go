@@ -91,6 +91,7 @@ func (a *app) jobsListCmd() *cobra.Command {
 	fl.StringArrayVar(&labels, "label", nil, "key=value the jobs carry (repeatable: all must match)")
 	fl.StringVarP(&f.Q, "query", "q", "", "a job id, or part of a name")
 	fl.StringVar(&f.Owner, "owner", "", "(admin) only this user's jobs")
+	fl.BoolVar(&f.AtRisk, "at-risk", false, "only the jobs whose SLO is broken now")
 	fl.IntVar(&f.Limit, "limit", 0, "page size, 1 to 500 (default 50)")
 	fl.StringVar(&f.Cursor, "cursor", "", "start at this page (a next_cursor)")
 	fl.BoolVar(&everything, "all", false, "follow the pages to the last")

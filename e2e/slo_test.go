@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -188,6 +189,29 @@ func TestSLO(t *testing.T) {
 		require.Len(t, recoveries, 1)
 		require.Equal(t, "silent", recoveries[0]["slo"].(map[string]any)["kind"])
 		require.False(t, jobSLOStatus(t, api, j.ID).Breached)
+	})
+
+	t.Run("CommandLine", func(t *testing.T) {
+		_, _, token := newUser(t, api, "slo-keeper")
+		r := cli(t, c, token, "jobs", "create", "--name", "watched", "--type", "ping", "--target", "https://example.com/",
+			"--cron", "0 9 * * *", "--slo-late-after", "750ms", "--slo-silent-after", "2d", "-o", "json")
+		require.Equal(t, 0, r.code, r.err)
+		var created struct {
+			ID  string            `json:"id"`
+			SLO map[string]string `json:"slo"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.out), &created))
+		require.Equal(t, map[string]string{"late_after": "750ms", "silent_after": "48h0m0s"}, created.SLO)
+		r = cli(t, c, token, "jobs", "edit", created.ID, "--slo-silent-after", "", "-o", "json")
+		require.Equal(t, 0, r.code, r.err)
+		require.NotContains(t, r.out, "silent_after")
+		r = cli(t, c, token, "jobs", "list", "--at-risk", "-o", "json")
+		require.Equal(t, 0, r.code, r.err)
+		require.NotContains(t, r.out, created.ID, "its SLO holds")
+		r = cli(t, c, token, "jobs", "create", "--name", "bad", "--type", "ping", "--target", "https://example.com/",
+			"--delay", "1h", "--slo-silent-after", "10s")
+		require.Equal(t, 1, r.code)
+		require.Contains(t, r.err, "slo.silent_after")
 	})
 
 	t.Run("BadSLOsAreRefused", func(t *testing.T) {

@@ -51,6 +51,8 @@ type JobFilter struct {
 	Limit int
 	// Cursor is the NextCursor of the previous page.
 	Cursor string
+	// AtRisk keeps the jobs whose SLO is broken now (not with Labels).
+	AtRisk bool
 }
 
 func (f JobFilter) query() url.Values {
@@ -62,6 +64,9 @@ func (f JobFilter) query() url.Values {
 	q.str("owner", f.Owner)
 	q.int("limit", f.Limit)
 	q.str("cursor", f.Cursor)
+	if f.AtRisk {
+		q.str("at_risk", "true")
+	}
 	return url.Values(q)
 }
 
