@@ -25,11 +25,14 @@ class JobFilter:
     """The page size, 1 to 500 (default 50)."""
     cursor: str | None = None
     """The next_cursor of the previous page."""
+    at_risk: bool | None = None
+    """Keeps the jobs whose SLO is broken now (not with labels)."""
 
     def query(self, cursor: str | None = None) -> Query:
         """The query string, at cursor when given."""
         return Query(status=self.status, type=self.type, q=self.q, owner=self.owner,
-                     limit=self.limit, cursor=cursor or self.cursor).labels(self.labels)
+                     limit=self.limit, cursor=cursor or self.cursor,
+                     at_risk="true" if self.at_risk else None).labels(self.labels)
 
 
 @dataclass(kw_only=True)
