@@ -40,13 +40,19 @@ import (
 const (
 	sloInterval = 500 * time.Millisecond
 	sloPage     = 1000
+	// sloIdle is the pace while no job has an SLO: a job given one is
+	// first checked (its silence counted from then) this long after at
+	// most.
+	sloIdle = 2 * time.Second
 	// sloUnits bounds the schedule walk of one job's check.
 	sloUnits = schedule.RequestUnits / 4
 )
 
-// runSLOs checks the jobs with an SLO until ctx ends (the leadership).
+// runSLOs checks the jobs with an SLO until ctx ends (the leadership):
+// every sloInterval while there are some, every sloIdle while there are
+// none.
 func (l *Leader) runSLOs(ctx context.Context) {
-	t := time.NewTicker(sloInterval)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	var after uuid.UUID
 	// suspects are the jobs whose next occurrence the round before found
@@ -60,27 +66,32 @@ func (l *Leader) runSLOs(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		next, err := l.checkSLOs(ctx, after, suspects)
+		next, some, err := l.checkSLOs(ctx, after, suspects)
+		t.Reset(sloInterval)
 		if err != nil {
 			if ctx.Err() == nil {
 				l.log.Warn("slo_check_failed", zap.Error(err))
 			}
 			continue
 		}
+		if !some {
+			t.Reset(sloIdle)
+		}
 		after = next
 	}
 }
 
 // checkSLOs checks the page of jobs with an SLO after after, and returns
-// where the next page starts (uuid.Nil: from the first again).
-func (l *Leader) checkSLOs(ctx context.Context, after uuid.UUID, suspects map[uuid.UUID]time.Time) (uuid.UUID, error) {
+// where the next page starts (uuid.Nil: from the first again) and whether
+// the page had any.
+func (l *Leader) checkSLOs(ctx context.Context, after uuid.UUID, suspects map[uuid.UUID]time.Time) (uuid.UUID, bool, error) {
 	now := l.clock()
 	jobs, err := l.store.SLOJobs(ctx, after, sloPage, now)
 	if err != nil {
-		return after, err
+		return after, true, err
 	}
 	if len(jobs) == 0 {
-		return uuid.Nil, nil
+		return uuid.Nil, after != uuid.Nil, nil
 	}
 	var live []uuid.UUID
 	for _, j := range jobs {
@@ -90,7 +101,7 @@ func (l *Leader) checkSLOs(ctx context.Context, after uuid.UUID, suspects map[uu
 	}
 	running, err := l.queue.RunningOf(ctx, live)
 	if err != nil {
-		return after, err
+		return after, true, err
 	}
 	seen := make([]store.SLOSeen, len(jobs))
 	var changes []store.SLOChange
@@ -108,7 +119,7 @@ func (l *Leader) checkSLOs(ctx context.Context, after uuid.UUID, suspects map[uu
 		}
 	}
 	if err := l.store.MarkSLOs(ctx, seen, now); err != nil {
-		return after, err
+		return after, true, err
 	}
 	for _, c := range changes {
 		if err := l.store.ChangeSLO(ctx, c, now); err != nil {
@@ -121,9 +132,9 @@ func (l *Leader) checkSLOs(ctx context.Context, after uuid.UUID, suspects map[uu
 		l.metrics.SLOChecked.Add(float64(len(jobs)))
 	}
 	if len(jobs) < sloPage {
-		return uuid.Nil, nil
+		return uuid.Nil, true, nil
 	}
-	return jobs[len(jobs)-1].ID, nil
+	return jobs[len(jobs)-1].ID, true, nil
 }
 
 // countSLO updates the metrics for a change applied.
