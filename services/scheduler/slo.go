@@ -103,12 +103,16 @@ func (l *Leader) checkSLOs(ctx context.Context, after uuid.UUID, suspects map[uu
 	if err != nil {
 		return after, true, err
 	}
-	seen := make([]store.SLOSeen, len(jobs))
+	var seen []store.SLOSeen
 	var changes []store.SLOChange
 	for i := range jobs {
 		j := &jobs[i]
 		c, seenTo, suspect := judgeSLO(j, running[j.ID], suspects[j.ID], now)
-		seen[i] = store.SLOSeen{ID: j.ID, Owner: j.Owner, SeenTo: seenTo}
+		// Written only when it moves: a job whose occurrences are hours
+		// apart costs a read a sweep, not a write.
+		if j.WatchingSince.IsZero() || seenTo.After(j.SeenTo) {
+			seen = append(seen, store.SLOSeen{ID: j.ID, Owner: j.Owner, SeenTo: seenTo})
+		}
 		if suspect.IsZero() {
 			delete(suspects, j.ID)
 		} else {

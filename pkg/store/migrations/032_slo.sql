@@ -8,7 +8,7 @@
 -- none), late_ms the lateness that began it, seen_to the newest occurrence
 -- whose start a check has judged (each is judged once), watching_since when
 -- the job was first checked (silence counts from then at the earliest),
--- checked_at when it was last checked.
+-- checked_at when the check last wrote the row (when seen_to moved).
 ALTER TABLE jobs
     ADD COLUMN slo_late_ms bigint CHECK (slo_late_ms > 0),
     ADD COLUMN slo_silent_ms bigint CHECK (slo_silent_ms > 0);
