@@ -12,7 +12,7 @@
 const STATUSES = ['scheduled', 'paused', 'completed', 'permanently_failed', 'cancelled', 'expired'];
 const RUN_STATUSES = ['running', 'completed', 'failed', 'permanently_failed', 'skipped', 'aborted', 'expired'];
 const BULK_ACTIONS = [['retry', 'Retry'], ['trigger', 'Run now'], ['pause', 'Pause'], ['resume', 'Resume'], ['cancel', 'Cancel']];
-const NOTIFY_EVENTS = ['failed', 'permanently_failed', 'recovered', 'paused', 'completed'];
+const NOTIFY_EVENTS = ['failed', 'permanently_failed', 'recovered', 'paused', 'completed', 'slo_breach', 'slo_recovered'];
 const LIMIT_FIELDS = ['requests_per_minute', 'request_burst', 'jobs_per_minute', 'job_burst', 'max_active_jobs', 'occurrences_per_minute', 'occurrences_per_second', 'max_running'];
 // The job types and an example payload of each, from GET /api/v1/job-types
 // (the server's registered types), loaded once before the first page.
@@ -35,6 +35,7 @@ const FIELD_LABELS = {
   flow: 'Flow key', 'flow.key': 'Flow key', 'flow.concurrency': 'Flow concurrency', 'flow.rate': 'Flow rate',
   debounce: 'Debounce', 'debounce.key': 'Debounce key', 'debounce.window': 'Debounce window',
   skip_calendars: 'Skip calendars', dates: 'Dates', ranges: 'Ranges', rrules: 'Rules',
+  slo: 'SLO', 'slo.late_after': 'Late after', 'slo.silent_after': 'Silent after', at_risk: 'At risk',
 };
 
 function fieldLabel(field) {
@@ -203,6 +204,10 @@ function fmtMS(ms) {
   return (ms / 60000).toFixed(1) + ' min';
 }
 
+// fmtDuration shortens a Go duration as the API writes one: 10m0s is 10m,
+// 36h0m0s is 36h.
+function fmtDuration(d) { return (d || '').replace(/(\d)m0s$/, '$1m').replace(/(\d)h0m$/, '$1h'); }
+
 // offsetISO writes a Date as RFC 3339 with the browser's offset, so that the
 // server learns the instant the person meant and stores it in UTC.
 function offsetISO(d) {
@@ -224,6 +229,25 @@ function can(scope) { return !me || !me.scopes || me.scopes.includes(scope); }
 function isAdmin() { return !!me && me.role === 'admin' && can('admin'); }
 
 function badge(status) { return h('span', {class: 'badge st-' + status}, status.replace('_', ' ')); }
+
+// sloTerms says what a job's slo asks: "starts within 500ms · completes at
+// least every 10m".
+function sloTerms(slo) {
+  return [slo.late_after ? 'starts within ' + fmtDuration(slo.late_after) : null,
+    slo.silent_after ? 'completes at least every ' + fmtDuration(slo.silent_after) : null].filter(Boolean).join(' · ');
+}
+
+// sloWhy says how a job's SLO is broken, from its slo_status.
+function sloWhy(st) {
+  return [st.late_since ? `late by ${fmtMS(st.late_by_ms)} since ${fmtTime(st.late_since)}` : null,
+    st.silent_since ? `silent since ${fmtTime(st.silent_since)}` : null].filter(Boolean).join(' · ');
+}
+
+// sloBadge is a job's SLO as the scheduler's last check found it: red
+// "SLO breached", saying how in its title, or "SLO ok".
+function sloBadge(st) {
+  return st.breached ? h('span', {class: 'badge slo-breached', title: sloWhy(st)}, 'SLO breached') : h('span', {class: 'badge slo-ok'}, 'SLO ok');
+}
 
 function errorBox(err) { return h('p', {class: 'error', role: 'alert'}, errorText(err)); }
 
@@ -409,6 +433,10 @@ async function jobsPage() {
   const params = new URLSearchParams();
   for (const k of ['q', 'status', 'type', 'owner', 'cursor']) if (q.get(k)) params.set(k, q.get(k));
   for (const l of labelParams(q.get('label'))) params.append('label', l);
+  // The API lists the jobs at risk only without a label filter: each
+  // control is disabled while the other is set.
+  const atRisk = q.get('at_risk') === 'true';
+  if (atRisk) params.set('at_risk', 'true');
   params.set('limit', q.get('limit') || '20');
   const users = admin ? await api('GET', '/api/v1/users?limit=500').catch(() => ({users: []})) : {users: []};
   const names = Object.fromEntries(users.users.map((u) => [u.id, u.name]));
@@ -417,6 +445,10 @@ async function jobsPage() {
   const select = (name, values, label) => h('select', {name, id: 'f-' + name, 'aria-label': label},
     h('option', {value: ''}, 'any ' + label),
     values.map(([v, text]) => h('option', {value: v, selected: q.get(name) === v}, text)));
+  const labelIn = h('input', {type: 'search', name: 'label', id: 'f-label', placeholder: 'label: customer=1234', 'aria-label': 'labels, key=value, comma separated',
+    value: q.get('label') || '', disabled: atRisk, oninput: (ev) => { riskIn.disabled = !!ev.target.value.trim(); }});
+  const riskIn = h('input', {type: 'checkbox', name: 'at_risk', id: 'f-at_risk', value: 'true', checked: atRisk, disabled: !!q.get('label'),
+    onchange: (ev) => { labelIn.disabled = ev.target.checked; }});
   const filters = h('form', {class: 'filters', id: 'filters', role: 'search', onsubmit: (ev) => {
     ev.preventDefault();
     const f = new URLSearchParams();
@@ -425,7 +457,8 @@ async function jobsPage() {
     go('#/jobs', f);
   }},
   h('input', {type: 'search', name: 'q', id: 'f-q', placeholder: 'name or id', 'aria-label': 'name or id', value: q.get('q') || ''}),
-  h('input', {type: 'search', name: 'label', id: 'f-label', placeholder: 'label: customer=1234', 'aria-label': 'labels, key=value, comma separated', value: q.get('label') || ''}),
+  labelIn,
+  h('label', {class: 'toggle', title: 'only the jobs whose SLO is broken now; not with a label filter'}, riskIn, ' at risk'),
   select('status', STATUSES.map((v) => [v, v.replace('_', ' ')]), 'status'),
   select('type', TYPES.map((v) => [v, v]), 'type'),
   admin ? select('owner', users.users.map((u) => [u.id, u.name]), 'owner') : null,
@@ -478,7 +511,9 @@ async function jobsPage() {
   };
   const bulkBar = h('div', {class: 'bulk', id: 'bulk'}, count, action,
     h('button', {type: 'button', id: 'bulk-selected', onclick: () => bulk(false)}, 'Apply to selected'),
-    h('button', {type: 'button', id: 'bulk-filter', onclick: () => bulk(true)}, 'Apply to all matching'));
+    // A bulk filter has no at_risk: on that list, act on the jobs selected.
+    h('button', {type: 'button', id: 'bulk-filter', onclick: () => bulk(true), disabled: atRisk,
+      title: atRisk ? 'the at-risk filter cannot select jobs for a bulk action: select them instead' : null}, 'Apply to all matching'));
 
   const draw = async () => {
     const countParams = admin && q.get('owner') ? '?owner=' + encodeURIComponent(q.get('owner')) : '';
@@ -498,7 +533,7 @@ async function jobsPage() {
           onchange: (ev) => { if (ev.target.checked) selected.add(j.id); else selected.delete(j.id); count.textContent = selected.size + ' selected'; }})),
         h('td', null, h('a', {href: '#/jobs/' + j.id, class: 'job-name'}, j.name), h('div', {class: 'id'}, j.id),
           Object.keys(j.labels || {}).length ? h('div', {class: 'labels'}, Object.entries(j.labels).map(([k, v]) => h('span', {class: 'label'}, `${k}=${v}`))) : null),
-        h('td', null, badge(j.status)),
+        h('td', null, badge(j.status), j.slo_status && j.slo_status.breached ? [' ', sloBadge(j.slo_status)] : null),
         h('td', null, j.type),
         h('td', null, j.schedule ? 'recurring' : 'one-off'),
         h('td', null, fmtTime(j.next_run_at)),
@@ -519,7 +554,7 @@ async function jobsPage() {
       h('thead', null, h('tr', null, h('th', null, all), h('th', null, 'Job'), h('th', null, 'Status'), h('th', null, 'Type'),
         h('th', null, 'Timing'), h('th', null, 'Next run'), h('th', null, 'Last outcome'), admin ? h('th', null, 'Owner') : null)),
       h('tbody', {'data-morph': 'children'}, rows.length ? rows : h('tr', null, h('td', {colspan: 8, class: 'empty'}, [...q.keys()].some((k) => k !== 'limit')
-        ? ['No jobs match these filters. ', h('a', {href: '#/jobs'}, 'Show all jobs')]
+        ? [atRisk ? 'No job that matches has its SLO broken now. ' : 'No jobs match these filters. ', h('a', {href: '#/jobs'}, 'Show all jobs')]
         : ['No jobs yet. Create one with ', h('a', {href: '#/new'}, 'New job'), ', or with POST /api/v1/jobs (README, "Try it").'])))]);
     morph(pagerBox, [pager('#/jobs', q, list.next_cursor), pageSize(q, 'page-size')]);
   };
@@ -1029,6 +1064,9 @@ function detailView(j, upcoming, runs, backfills, ctl) {
   const labels = Object.entries(j.labels || {});
   const facts = h('dl', {class: 'facts'},
     h('dt', null, 'Status'), h('dd', {id: 'status'}, badge(j.status), j.paused_reason ? ' ' + j.paused_reason : ''),
+    j.slo ? [h('dt', null, 'SLO'), h('dd', {id: 'slo'}, h('span', {id: 'slo-terms'}, sloTerms(j.slo)), ' ',
+      j.slo_status ? sloBadge(j.slo_status) : h('span', {class: 'hint'}, 'not checked yet'),
+      j.slo_status && j.slo_status.breached ? h('div', {class: 'error-text', id: 'slo-why'}, sloWhy(j.slo_status)) : null)] : null,
     h('dt', null, 'Type'), h('dd', null, j.type),
     h('dt', null, 'Id'), h('dd', {class: 'id'}, j.id),
     j.key ? [h('dt', null, 'Key'), h('dd', {id: 'key-value'}, j.key)] : null,
@@ -1248,6 +1286,12 @@ async function formPage(id) {
     row('Skip calendars', 'skip_calendars', skipCals, skipHint),
     h('h3', null, 'Next 10 runs'), preview);
   const zoneRow = row('Time zone', 'timezone', zone);
+  // The SLO: how late an occurrence may start and, for a recurring job
+  // only, how long it may go without completing.
+  const slo = (j && j.slo) || {};
+  const lateAfter = text('slo-late', fmtDuration(slo.late_after), {placeholder: '500ms'});
+  const silentAfter = text('slo-silent', fmtDuration(slo.silent_after), {placeholder: '10m'});
+  const silentRow = row('Silent after', 'slo.silent_after', silentAfter, 'recurring jobs: broken when no run completes for this long; 1s to 366 days, such as 10m, 36h or 2d');
   const showKind = () => {
     oneoffBox.hidden = !kindOneoff.checked;
     recurringBox.hidden = !kindRecurring.checked;
@@ -1257,6 +1301,7 @@ async function formPage(id) {
     zoneRow.hidden = kindOneoff.checked && oneoffHow.value !== 'run_on';
     exprRow.hidden = ruleKind.value === 'every';
     everyRows.hidden = ruleKind.value !== 'every';
+    silentRow.hidden = !kindRecurring.checked;
   };
   showKind();
 
@@ -1272,7 +1317,8 @@ async function formPage(id) {
   const key = text('key', j ? j.key : '', {disabled: !!j, placeholder: 'optional: your own name for it'});
   const owner = admin && !j ? text('owner', '', {placeholder: 'a user id; empty: you'}) : null;
   const n = (j && j.notify) || {};
-  const notifyOn = NOTIFY_EVENTS.map((e) => h('label', {class: 'inline'}, h('input', {type: 'checkbox', id: 'notify-' + e, value: e, checked: (n.on || []).includes(e)}), ' ' + e.replace('_', ' ')));
+  const notifyOn = NOTIFY_EVENTS.map((e) => h('label', {class: 'inline'}, h('input', {type: 'checkbox', id: 'notify-' + e, value: e, checked: (n.on || []).includes(e)}),
+    ' ' + e.replace('_', ' ').replace(/^slo /, 'SLO ')));
   const notifyDest = choice('notify-dest', [['webhook', 'webhook'], ['callback', 'callback'], ['slack', 'Slack'], ['email', 'email']],
     n.callback ? 'callback' : n.slack ? 'slack' : n.email ? 'email' : 'webhook');
   const notifyTo = text('notify-to', n.webhook ? n.webhook.url : n.callback ? n.callback.url : n.slack ? n.slack.webhook_url : n.email ? n.email.to.join(', ') : '', {placeholder: 'URL, or addresses'});
@@ -1343,6 +1389,10 @@ async function formPage(id) {
     b.retention = retention.value.trim();
     b.history = history.value;
     b.labels = parseLabels();
+    // An empty slo, sent on an edit of a job that had one, removes it.
+    b.slo = {};
+    if (lateAfter.value.trim()) b.slo.late_after = lateAfter.value.trim();
+    if (b.schedule && silentAfter.value.trim()) b.slo.silent_after = silentAfter.value.trim();
     if (key.value.trim()) b.key = key.value.trim();
     b.notify = notify();
     if (owner && owner.value.trim()) b.owner = owner.value.trim();
@@ -1410,6 +1460,7 @@ async function formPage(id) {
         for (const k of ['expires_after', 'jitter', 'retention']) if (!b[k]) delete b[k];
         if (!b.notify.on.length) delete b.notify;
         if (!Object.keys(b.labels).length) delete b.labels;
+        if (!Object.keys(b.slo).length) delete b.slo;
         if (b.skip_calendars && !b.skip_calendars.length) delete b.skip_calendars;
         if (b.overlap === 'allow') delete b.overlap;
       }
@@ -1442,9 +1493,14 @@ async function formPage(id) {
     row('Retention', 'retention', retention, 'how long it is kept once finished'),
     row('History', 'history', history),
     owner ? row('Owner', 'owner', owner) : null),
+  h('details', {open: !!(j && j.slo)}, h('summary', null, 'SLO: when it is late or silent'),
+    row('Late after', 'slo.late_after', lateAfter, 'broken when a run starts, or is still waiting, this long after it is due; 1ms to 24h, such as 500ms or 5s'),
+    silentRow,
+    h('p', {class: 'hint'}, 'A breach and its end are sent to the alert destination below when its events include SLO breach and SLO recovered.'),
+    fieldErr('slo')),
   h('details', {open: !!(j && j.notify)}, h('summary', null, 'Alerts'),
     h('div', {class: 'row', 'data-field': 'notify.on'}, h('span', null, 'On'), h('div', null, notifyOn), fieldErr('notify.on')),
-    row('Send to', 'notify', notifyDest, 'a callback is sent at least once, on completed, failed or permanently failed only'),
+    row('Send to', 'notify', notifyDest, 'a callback is sent at least once, on completed, failed, permanently failed, SLO breach or SLO recovered only'),
     // A callback's URL goes in the same box as a webhook's, and so do its errors.
     h('div', {class: 'row', 'data-field': 'notify.webhook'}, h('label', {for: 'notify-to'}, 'Address'), notifyTo,
       h('span', {class: 'hint'}, 'the webhook, callback or Slack URL, or email addresses'), fieldErr('notify.webhook'), fieldErr('notify.callback'))),
@@ -1467,6 +1523,9 @@ function showFieldError(form, err, general) {
     if (el) {
       el.textContent = errorText(err);
       el.hidden = false;
+      // An error in a closed section opens it, so that it is seen.
+      const section = el.closest('details');
+      if (section) section.open = true;
       return;
     }
     // "skip_calendars[1]" lands on skip_calendars, "a.b" on a.

@@ -352,6 +352,124 @@ func TestDashboard(t *testing.T) {
 		}
 	})
 
+	t.Run("SLOThroughTheForm", func(t *testing.T) {
+		// An SLO out of bounds is refused on its field; the job made with
+		// one shows it, its edit form holds it, and clearing both removes it.
+		var id, refused, terms, late, silent string
+		within(t, ctx, 20*time.Second,
+			page(base, "#/new"),
+			chromedp.WaitVisible(chromedp.CSS("#job-form")),
+			setField("#name", "browser slo"),
+			setField("#type", "ping"),
+			setField("#payload", fmt.Sprintf(`{"url": %q}`, base+"/healthz")),
+			chromedp.Click(chromedp.CSS("#kind-recurring")),
+			setField("#expr", "0 * * * *"),
+			chromedp.Click(chromedp.CSS("details:has(#slo-late) > summary")),
+			setField("#slo-late", "0s"),
+			setField("#slo-silent", "2h"),
+			chromedp.Click(chromedp.CSS("details:has(#notify-slo_breach) > summary")),
+			chromedp.Click(chromedp.CSS("#notify-slo_breach")),
+			setField("#notify-dest", "callback"),
+			setField("#notify-to", base+"/healthz"),
+			chromedp.Click(chromedp.CSS("#save")),
+			chromedp.WaitVisible(chromedp.CSS(`[data-error-for="slo.late_after"]`)),
+			eval(`document.querySelector('[data-error-for="slo.late_after"]').textContent`, &refused),
+			setField("#slo-late", "500ms"),
+			chromedp.ScrollIntoView(chromedp.CSS("#slo-late")),
+			shot(t, dir, "new-slo.png"),
+			chromedp.Click(chromedp.CSS("#save")),
+			chromedp.WaitVisible(chromedp.CSS("#detail #slo")),
+			eval(`location.hash.split('/')[2]`, &id),
+			eval(`document.querySelector('#slo-terms').textContent`, &terms),
+		)
+		if !strings.HasPrefix(refused, "Late after: ") {
+			t.Fatalf("late after 0s shows %q on its field", refused)
+		}
+		if want := "starts within 500ms · completes at least every 2h"; terms != want {
+			t.Fatalf("the job page shows the SLO %q, want %q", terms, want)
+		}
+		j := jobJSON(t, api, id)
+		if slo, _ := j["slo"].(map[string]any); slo == nil || slo["late_after"] != "500ms" || slo["silent_after"] != "2h0m0s" {
+			t.Fatalf("the API's job has slo %v", j["slo"])
+		}
+		if n, _ := j["notify"].(map[string]any); fmt.Sprint(n["on"]) != "[slo_breach]" {
+			t.Fatalf("the API's job has notify %v", j["notify"])
+		}
+		within(t, ctx, 20*time.Second,
+			page(base, "#/jobs/"+id+"/edit"),
+			chromedp.WaitVisible(chromedp.CSS("#slo-late")),
+			eval(`document.querySelector('#slo-late').value`, &late),
+			eval(`document.querySelector('#slo-silent').value`, &silent),
+			setField("#slo-late", ""),
+			setField("#slo-silent", ""),
+			chromedp.Click(chromedp.CSS("#save")),
+			chromedp.WaitVisible(chromedp.CSS("#detail #job-title")),
+			chromedp.WaitNotPresent(chromedp.CSS("#detail #slo")),
+		)
+		if late != "500ms" || silent != "2h" {
+			t.Fatalf("the edit form holds late after %q and silent after %q", late, silent)
+		}
+		if slo, ok := jobJSON(t, api, id)["slo"]; ok {
+			t.Fatalf("clearing the SLO left %v", slo)
+		}
+	})
+
+	t.Run("BreachedSLOIsFlagged", func(t *testing.T) {
+		// A job held behind a paused flow key starts none of its runs: its
+		// late_after breaks within a few seconds.
+		if code, err := api.Do(t.Context(), http.MethodPut, "/api/v1/flows/ui-held", map[string]any{"paused": true}, nil); err != nil || code != http.StatusCreated {
+			t.Fatalf("put flow: %d, %v", code, err)
+		}
+		j, err := api.CreateJob(t.Context(), map[string]any{"name": "browser held", "type": "ping",
+			"payload": map[string]any{"url": base + "/healthz"}, "schedule": map[string]any{"cron": "* * * * * *"},
+			"flow": map[string]any{"key": "ui-held"}, "slo": map[string]any{"late_after": "500ms"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !cluster.WaitUntil(20*time.Second, 200*time.Millisecond, func() bool {
+			st, _ := jobJSON(t, api, j.ID)["slo_status"].(map[string]any)
+			return st != nil && st["breached"] == true
+		}) {
+			t.Fatal("the held job's SLO did not break")
+		}
+		var why string
+		within(t, ctx, 20*time.Second,
+			page(base, "#/jobs/"+j.ID),
+			chromedp.WaitVisible(chromedp.CSS("#slo .slo-breached")),
+			eval(`document.querySelector('#slo-why').textContent`, &why),
+			shot(t, dir, "slo-breached.png"),
+		)
+		if !strings.HasPrefix(why, "late by ") || !strings.Contains(why, " since ") {
+			t.Fatalf("the breached SLO says %q", why)
+		}
+		// The at-risk filter lists it with its badge, and is not combined
+		// with a label filter: each control is disabled while the other is set.
+		var riskOff, labelOff bool
+		var names []string
+		within(t, ctx, 20*time.Second,
+			page(base, "#/jobs"),
+			chromedp.WaitVisible(chromedp.CSS("#f-at_risk")),
+			setField("#f-label", "team=ops"),
+			eval(`document.querySelector('#f-at_risk').disabled`, &riskOff),
+			setField("#f-label", ""),
+			chromedp.Click(chromedp.CSS("#f-at_risk")),
+			eval(`document.querySelector('#f-label').disabled`, &labelOff),
+			chromedp.Click(chromedp.CSS("#apply")),
+			chromedp.WaitVisible(chromedp.CSS(`#jobs[data-query*="at_risk=true"] tbody tr[data-id="`+j.ID+`"] .slo-breached`)),
+			eval(`[...document.querySelectorAll('#jobs tbody tr[data-id]')].map(tr => tr.querySelector('.job-name').textContent + (tr.querySelector('.slo-breached') ? ' breached' : ''))`, &names),
+			shot(t, dir, "jobs-at-risk.png"),
+		)
+		if !riskOff || !labelOff {
+			t.Fatalf("with a label the at-risk filter is disabled: %v; with at risk the label is: %v", riskOff, labelOff)
+		}
+		if len(names) != 1 || names[0] != "browser held breached" {
+			t.Fatalf("the at-risk list shows %q", names)
+		}
+		if code, err := api.Do(t.Context(), http.MethodDelete, "/api/v1/jobs/"+j.ID, nil, nil); err != nil || code >= 300 {
+			t.Fatalf("cancel the held job: %d, %v", code, err)
+		}
+	})
+
 	t.Run("FocusSurvivesRefreshes", func(t *testing.T) {
 		j, err := api.CreateJob(t.Context(), map[string]any{"name": "browser focus", "type": "ping",
 			"payload": map[string]any{"url": base + "/healthz"}, "schedule": map[string]any{"cron": "0 * * * *"}})
