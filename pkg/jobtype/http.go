@@ -115,6 +115,7 @@ func do(ctx context.Context, client *http.Client, req *http.Request, start time.
 	}
 	body = body[:min(len(body), OutputLimit+1)]
 	if cutByDeadline(ctx, readErr) {
+		out.Answer = nil // timed out: its answer never came in full
 		out.Error = clean([]byte(describe(ctx, readErr, limit)+": status "+strconv.Itoa(resp.StatusCode)+
 			", the body was cut after "+strconv.Itoa(len(body))+" bytes"), OutputLimit)
 		return out

@@ -28,36 +28,52 @@ type Callback struct {
 	Tries int
 }
 
-// claimCallbacksSQL takes up to $2 due callbacks, at most $3 of each
-// owner and none of the owners in $4 (those at their cap of deliveries in
-// flight in this worker), oldest due first, and leases them until $5.
-// Rows another worker is claiming are skipped, not waited for.
-const claimCallbacksSQL = `WITH due AS (
-    SELECT id, owner_id, next_at FROM callbacks
-    WHERE next_at <= $1 AND NOT (owner_id = ANY($4))
-    ORDER BY next_at
-    LIMIT $2 * 4
-    FOR UPDATE SKIP LOCKED
-), pick AS (
-    SELECT id FROM (
-        SELECT id, next_at, row_number() OVER (PARTITION BY owner_id ORDER BY next_at, id) AS n FROM due
+// claimCallbacksSQL takes due callbacks for a lease until $5, owner by
+// owner: the owners with any due (after $6 in id order, none of $7, those
+// at their cap in this worker), each for at most $3 less what it has in
+// flight here ($4 by owner, $8 their counts), oldest due first, up to $2 in
+// all. The owners are found by a skip scan of callbacks_owner_next_at, so a
+// backlog of one owner's never hides another's; rows another worker is
+// claiming are skipped, not waited for.
+const claimCallbacksSQL = `WITH RECURSIVE owners AS (
+    (SELECT owner_id FROM callbacks
+     WHERE owner_id > $6 AND next_at <= $1 AND NOT (owner_id = ANY($7))
+     ORDER BY owner_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT c.owner_id FROM callbacks c
+            WHERE c.owner_id > o.owner_id AND c.next_at <= $1 AND NOT (c.owner_id = ANY($7))
+            ORDER BY c.owner_id LIMIT 1)
+    FROM owners o WHERE o.owner_id IS NOT NULL
+), picked AS (
+    SELECT x.id FROM (SELECT owner_id FROM owners WHERE owner_id IS NOT NULL LIMIT $2) o
+    CROSS JOIN LATERAL (
+        SELECT c.id, c.next_at FROM callbacks c
+        WHERE c.owner_id = o.owner_id AND c.next_at <= $1
+        ORDER BY c.next_at
+        LIMIT greatest($3 - coalesce((SELECT b.n FROM unnest($4::uuid[], $8::integer[]) AS b(owner_id, n)
+                                      WHERE b.owner_id = o.owner_id), 0), 0)
+        FOR UPDATE SKIP LOCKED
     ) x
-    WHERE n <= $3
-    ORDER BY next_at
+    ORDER BY x.next_at
     LIMIT $2
 )
 UPDATE callbacks c SET next_at = $5, tries = c.tries + 1
-FROM pick
-WHERE c.id = pick.id
+FROM picked
+WHERE c.id = picked.id
 RETURNING c.id, c.owner_id, c.job_id, c.scheduled_for, c.attempt, c.event, c.body, c.tries`
 
-// ClaimCallbacks leases up to most due callbacks until leaseUntil, at most
-// perOwner of each owner and none of busy's.
-func (s *Store) ClaimCallbacks(ctx context.Context, now, leaseUntil time.Time, most, perOwner int, busy []uuid.UUID) ([]Callback, error) {
-	if busy == nil {
-		busy = []uuid.UUID{}
+// ClaimCallbacks leases up to most due callbacks until leaseUntil: owner
+// by owner from after on (uuid.Nil: the first), each owner for at most
+// perOwner less inflight[owner], and none of an owner at perOwner.
+func (s *Store) ClaimCallbacks(ctx context.Context, now, leaseUntil time.Time, most, perOwner int, after uuid.UUID, inflight map[uuid.UUID]int) ([]Callback, error) {
+	owners, counts, full := []uuid.UUID{}, []int32{}, []uuid.UUID{}
+	for o, n := range inflight {
+		owners, counts = append(owners, o), append(counts, int32(n))
+		if n >= perOwner {
+			full = append(full, o)
+		}
 	}
-	rows, err := s.pool.Query(ctx, claimCallbacksSQL, now, most, perOwner, busy, leaseUntil)
+	rows, err := s.pool.Query(ctx, claimCallbacksSQL, now, most, perOwner, owners, leaseUntil, after, full, counts)
 	if err != nil {
 		return nil, fmt.Errorf("claim callbacks: %w", translate(err))
 	}
@@ -95,13 +111,4 @@ func (s *Store) CallbackLater(ctx context.Context, id int64, at time.Time, why s
 		return fmt.Errorf("callback later: %w", translate(err))
 	}
 	return nil
-}
-
-// PendingCallbacks counts the callbacks not yet delivered, for the gauge.
-func (s *Store) PendingCallbacks(ctx context.Context) (int, error) {
-	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM callbacks`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("pending callbacks: %w", translate(err))
-	}
-	return n, nil
 }

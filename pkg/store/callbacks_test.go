@@ -32,7 +32,7 @@ func TestCallbacks(t *testing.T) {
 		late.Callback = []byte(`{"event":"again"}`)
 		b.finish(t, late)
 
-		cbs, err := b.st.ClaimCallbacks(b.ctx, b.now, b.now.Add(time.Minute), 10, 10, nil)
+		cbs, err := b.st.ClaimCallbacks(b.ctx, b.now, b.now.Add(time.Minute), 10, 10, uuid.Nil, nil)
 		require.NoError(t, err)
 		require.Len(t, cbs, 2)
 		byJob := map[uuid.UUID]store.Callback{}
@@ -46,16 +46,16 @@ func TestCallbacks(t *testing.T) {
 		require.Equal(t, job.NotifyPermanentlyFailed, byJob[k.ID].Event)
 
 		// Leased: not claimed again until the lease ends.
-		again, err := b.st.ClaimCallbacks(b.ctx, b.now.Add(time.Second), b.now.Add(time.Minute), 10, 10, nil)
+		again, err := b.st.ClaimCallbacks(b.ctx, b.now.Add(time.Second), b.now.Add(time.Minute), 10, 10, uuid.Nil, nil)
 		require.NoError(t, err)
 		require.Empty(t, again)
 
 		require.NoError(t, b.st.CallbackDone(b.ctx, byJob[j.ID].ID))
 		require.NoError(t, b.st.CallbackLater(b.ctx, byJob[k.ID].ID, b.now.Add(5*time.Second), "status 503"))
-		early, err := b.st.ClaimCallbacks(b.ctx, b.now.Add(4*time.Second), b.now.Add(time.Minute), 10, 10, nil)
+		early, err := b.st.ClaimCallbacks(b.ctx, b.now.Add(4*time.Second), b.now.Add(time.Minute), 10, 10, uuid.Nil, nil)
 		require.NoError(t, err)
 		require.Empty(t, early, "put off by its backoff")
-		retry, err := b.st.ClaimCallbacks(b.ctx, b.now.Add(5*time.Second), b.now.Add(time.Minute), 10, 10, nil)
+		retry, err := b.st.ClaimCallbacks(b.ctx, b.now.Add(5*time.Second), b.now.Add(time.Minute), 10, 10, uuid.Nil, nil)
 		require.NoError(t, err)
 		require.Len(t, retry, 1)
 		require.Equal(t, k.ID, retry[0].Occurrence.JobID)
@@ -79,7 +79,7 @@ func TestCallbacks(t *testing.T) {
 		}
 		b.finish(t, results...)
 
-		got, err := b.st.ClaimCallbacks(b.ctx, b.now, b.now.Add(time.Minute), 4, 2, nil)
+		got, err := b.st.ClaimCallbacks(b.ctx, b.now, b.now.Add(time.Minute), 4, 2, uuid.Nil, nil)
 		require.NoError(t, err)
 		owners := map[uuid.UUID]int{}
 		for _, cb := range got {
@@ -87,8 +87,19 @@ func TestCallbacks(t *testing.T) {
 		}
 		require.Equal(t, map[uuid.UUID]int{ownerA: 2, ownerB: 1}, owners, "at most 2 of one owner, and the other's too")
 
-		busy, err := b.st.ClaimCallbacks(b.ctx, b.now, b.now.Add(time.Minute), 10, 10, []uuid.UUID{ownerA})
+		busy, err := b.st.ClaimCallbacks(b.ctx, b.now.Add(time.Hour), b.now.Add(2*time.Hour), 10, 4, uuid.Nil, map[uuid.UUID]int{ownerA: 4})
 		require.NoError(t, err)
-		require.Empty(t, busy, "an owner at its cap in flight is left for later")
+		require.Len(t, busy, 1, "an owner at its cap in flight is left for later")
+		require.Equal(t, ownerB, busy[0].Owner)
+
+		some, err := b.st.ClaimCallbacks(b.ctx, b.now.Add(3*time.Hour), b.now.Add(4*time.Hour), 10, 4, uuid.Nil, map[uuid.UUID]int{ownerA: 3})
+		require.NoError(t, err)
+		n := 0
+		for _, cb := range some {
+			if cb.Owner == ownerA {
+				n++
+			}
+		}
+		require.Equal(t, 1, n, "an owner with 3 in flight takes 1 more under a cap of 4")
 	})
 }

@@ -565,7 +565,7 @@ WHERE ($1 = '00000000-0000-0000-0000-000000000000'::uuid OR owner_id = $1)
   AND ($4 = '00000000-0000-0000-0000-000000000000'::uuid OR id < $4)
   AND ($6 = '00000000-0000-0000-0000-000000000000'::uuid OR id = $6)
   AND ($7 = '' OR strpos(lower(name), lower($7)) > 0)
-  AND (NOT $8 OR id IN (SELECT job_id FROM slo_states s
+  AND (NOT $8 OR (slo_late_ms IS NOT NULL OR slo_silent_ms IS NOT NULL) AND id IN (SELECT job_id FROM slo_states s
       WHERE (s.late_since IS NOT NULL OR s.silent_since IS NOT NULL)
         AND ($1 = '00000000-0000-0000-0000-000000000000'::uuid OR s.owner_id = $1)))
 ORDER BY id DESC

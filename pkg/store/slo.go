@@ -28,6 +28,10 @@ type SLOJob struct {
 	SLO          job.SLO
 	Notify       *job.Notify
 	CreatedAt    time.Time
+	// Generation is the job's; StateGeneration the one its state was
+	// judged under (a pause, a resume or an edit moves it on: the
+	// occurrences planned before are not waited for).
+	Generation, StateGeneration int
 
 	// The state: LateSince and SilentSince when a breach began (zero:
 	// none), LateBy the lateness that began the late one, SeenTo the
@@ -58,7 +62,7 @@ const SLOLookback = time.Hour
 // at $3: each with its state and, through the primary key of job_runs
 // (pruned to the days at stake), what its runs say.
 const sloJobsSQL = `SELECT j.id, j.owner_id, j.name, j.type, j.status::text, j.schedule, j.run_at, coalesce(j.jitter_offset_ms, 0),
-       coalesce(j.slo_late_ms, 0), coalesce(j.slo_silent_ms, 0), j.notify, j.created_at,
+       coalesce(j.slo_late_ms, 0), coalesce(j.slo_silent_ms, 0), j.notify, j.created_at, j.generation, coalesce(s.generation, 0),
        s.late_since, coalesce(s.late_ms, 0), s.silent_since, s.seen_to, s.watching_since,
        nr.newest, nr.newest_started, coalesce(nr.newest_ms, 0), coalesce(nr.worst_ms, 0), ok.finished_at
 FROM jobs j
@@ -101,13 +105,15 @@ func (s *Store) SLOJobs(ctx context.Context, after uuid.UUID, limit int, now tim
 			lastOK                             *time.Time
 			jitterMs, lateMs, silentMs, lateBy int64
 			newestMs, worstMs                  int64
+			gen, stateGen                      int32
 			notify                             []byte
 		)
-		if err := rows.Scan(&j.ID, &j.Owner, &j.Name, &typ, &status, &j.Schedule, &runAt, &jitterMs, &lateMs, &silentMs, &notify, &j.CreatedAt,
+		if err := rows.Scan(&j.ID, &j.Owner, &j.Name, &typ, &status, &j.Schedule, &runAt, &jitterMs, &lateMs, &silentMs, &notify, &j.CreatedAt, &gen, &stateGen,
 			&lateSince, &lateBy, &silentSince, &seenTo, &watching, &newest, &started, &newestMs, &worstMs, &lastOK); err != nil {
 			return nil, fmt.Errorf("slo jobs: %w", err)
 		}
 		j.Type, j.Status = job.Type(typ), job.Status(status)
+		j.Generation, j.StateGeneration = int(gen), int(stateGen)
 		j.JitterOffset = time.Duration(jitterMs) * time.Millisecond
 		j.SLO = job.SLO{LateAfter: time.Duration(lateMs) * time.Millisecond, SilentAfter: time.Duration(silentMs) * time.Millisecond}
 		j.LateBy = time.Duration(lateBy) * time.Millisecond
@@ -138,29 +144,31 @@ func (s *Store) SLOJobs(ctx context.Context, after uuid.UUID, limit int, now tim
 // SLOSeen is what a check records of one job: when it was checked and the
 // newest occurrence whose start it judged.
 type SLOSeen struct {
-	ID, Owner uuid.UUID
-	SeenTo    time.Time
+	ID, Owner  uuid.UUID
+	SeenTo     time.Time
+	Generation int
 }
 
 // markSLOsSQL records a round's checks: each job's state row, created at
 // its first check, and the newest occurrence judged, which only moves
 // forward.
-const markSLOsSQL = `INSERT INTO slo_states AS s (job_id, owner_id, seen_to, watching_since, checked_at)
-SELECT id, owner_id, seen_to, $4, $4
-FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) AS t(id, owner_id, seen_to)
-ON CONFLICT (job_id) DO UPDATE SET checked_at = EXCLUDED.checked_at,
-    seen_to = greatest(s.seen_to, EXCLUDED.seen_to), owner_id = EXCLUDED.owner_id`
+const markSLOsSQL = `INSERT INTO slo_states AS s (job_id, owner_id, seen_to, generation, watching_since, checked_at)
+SELECT id, owner_id, seen_to, generation, $4, $4
+FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $5::integer[]) AS t(id, owner_id, seen_to, generation)
+ON CONFLICT (job_id) DO UPDATE SET checked_at = EXCLUDED.checked_at, generation = EXCLUDED.generation,
+    seen_to = CASE WHEN s.generation = EXCLUDED.generation THEN greatest(s.seen_to, EXCLUDED.seen_to) ELSE EXCLUDED.seen_to END,
+    owner_id = EXCLUDED.owner_id`
 
 // MarkSLOs records the checks of a round at now.
 func (s *Store) MarkSLOs(ctx context.Context, seen []SLOSeen, now time.Time) error {
 	if len(seen) == 0 {
 		return nil
 	}
-	ids, owners, to := make([]uuid.UUID, len(seen)), make([]uuid.UUID, len(seen)), make([]*time.Time, len(seen))
+	ids, owners, to, gens := make([]uuid.UUID, len(seen)), make([]uuid.UUID, len(seen)), make([]*time.Time, len(seen)), make([]int32, len(seen))
 	for i, x := range seen {
-		ids[i], owners[i], to[i] = x.ID, x.Owner, nullTime(x.SeenTo)
+		ids[i], owners[i], to[i], gens[i] = x.ID, x.Owner, nullTime(x.SeenTo), int32(x.Generation)
 	}
-	if _, err := s.pool.Exec(ctx, markSLOsSQL, ids, owners, to, now); err != nil {
+	if _, err := s.pool.Exec(ctx, markSLOsSQL, ids, owners, to, now, gens); err != nil {
 		return fmt.Errorf("mark slos: %w", translate(err))
 	}
 	return nil
@@ -174,14 +182,15 @@ type SLOChange struct {
 	FromLateSince, FromSilentSince time.Time
 	LateSince, SilentSince         time.Time
 	LateBy                         time.Duration
-	// At names the alert's occurrence: the occurrence late, or the check.
-	At     time.Time
-	Alerts []SLOAlert
+	Alerts                         []SLOAlert
 }
 
-// SLOAlert is one alert an SLOChange sends.
+// SLOAlert is one alert an SLOChange sends. At and Kind name it in its
+// Idempotency-Key (alert/<event>/<job>:<At ms>/<kind>: 0 late, 1 silent).
 type SLOAlert struct {
 	Event job.NotifyEvent
+	At    time.Time
+	Kind  int
 	Body  []byte
 }
 
@@ -191,25 +200,46 @@ const changeSLOSQL = `WITH moved AS (
     UPDATE slo_states SET late_since = $5, silent_since = $6, late_ms = nullif($7, 0)
     WHERE job_id = $1 AND late_since IS NOT DISTINCT FROM $3 AND silent_since IS NOT DISTINCT FROM $4
     RETURNING job_id
+), sent AS (
+    INSERT INTO callbacks (owner_id, job_id, scheduled_for, attempt, event, body, next_at, created_at)
+    SELECT $2, m.job_id, a.at, a.kind, a.event, a.body, $11, $11
+    FROM moved m, unnest($8::timestamptz[], $12::smallint[], $9::text[], $10::bytea[]) AS a(at, kind, event, body)
 )
-INSERT INTO callbacks (owner_id, job_id, scheduled_for, attempt, event, body, next_at, created_at)
-SELECT $2, m.job_id, $8, a.n - 1, a.event, a.body, $11, $11
-FROM moved m, unnest($9::text[], $10::bytea[]) WITH ORDINALITY AS a(event, body, n)`
+SELECT count(*) FROM moved`
 
 // ChangeSLO applies a change; it says whether the state was as the change
 // expected (another leader may have moved it first: then nothing is
 // written).
-func (s *Store) ChangeSLO(ctx context.Context, c SLOChange, now time.Time) error {
-	events, bodies := make([]string, len(c.Alerts)), make([][]byte, len(c.Alerts))
+func (s *Store) ChangeSLO(ctx context.Context, c SLOChange, now time.Time) (bool, error) {
+	n := len(c.Alerts)
+	at, kinds, events, bodies := make([]time.Time, n), make([]int16, n), make([]string, n), make([][]byte, n)
 	for i, a := range c.Alerts {
-		events[i], bodies[i] = string(a.Event), a.Body
+		at[i], kinds[i], events[i], bodies[i] = a.At, int16(a.Kind), string(a.Event), a.Body
 	}
-	_, err := s.pool.Exec(ctx, changeSLOSQL, c.ID, c.Owner, nullTime(c.FromLateSince), nullTime(c.FromSilentSince),
-		nullTime(c.LateSince), nullTime(c.SilentSince), c.LateBy.Milliseconds(), c.At, events, bodies, now)
+	var moved int
+	err := s.pool.QueryRow(ctx, changeSLOSQL, c.ID, c.Owner, nullTime(c.FromLateSince), nullTime(c.FromSilentSince),
+		nullTime(c.LateSince), nullTime(c.SilentSince), c.LateBy.Milliseconds(), at, events, bodies, now, kinds).Scan(&moved)
 	if err != nil {
-		return fmt.Errorf("change slo of job %s: %w", c.ID, translate(err))
+		return false, fmt.Errorf("change slo of job %s: %w", c.ID, translate(err))
 	}
-	return nil
+	return moved > 0, nil
+}
+
+// clearOrphanSLOsSQL deletes the breached states of jobs that no longer
+// have an SLO (or are gone), through slo_states_at_risk: a breach must not
+// outlive its SLO, nor come back with it.
+const clearOrphanSLOsSQL = `DELETE FROM slo_states s
+WHERE (s.late_since IS NOT NULL OR s.silent_since IS NOT NULL)
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = s.job_id AND (j.slo_late_ms IS NOT NULL OR j.slo_silent_ms IS NOT NULL))`
+
+// ClearOrphanSLOs deletes the states of jobs without an SLO; the leader
+// calls it once a sweep.
+func (s *Store) ClearOrphanSLOs(ctx context.Context) (int64, error) {
+	tag, err := s.pool.Exec(ctx, clearOrphanSLOsSQL)
+	if err != nil {
+		return 0, fmt.Errorf("clear slo states: %w", translate(err))
+	}
+	return tag.RowsAffected(), nil
 }
 
 // ShowSLOStates reads the SLO state of each of jobs that has an SLO, in

@@ -45,15 +45,20 @@ func TestSLOJobs(t *testing.T) {
 	require.True(t, got[0].WatchingSince.Equal(b.now))
 	require.True(t, got[0].NewestRun.IsZero(), "a run judged is not read again")
 
-	require.NoError(t, b.st.ChangeSLO(b.ctx, store.SLOChange{ID: j.ID, Owner: ownerA, SilentSince: b.now, At: b.now,
-		Alerts: []store.SLOAlert{{Event: job.NotifySLOBreach, Body: []byte(`{}`)}}}, b.now))
+	moved, err := b.st.ChangeSLO(b.ctx, store.SLOChange{ID: j.ID, Owner: ownerA, SilentSince: b.now,
+		Alerts: []store.SLOAlert{{Event: job.NotifySLOBreach, At: b.now, Kind: 1, Body: []byte(`{}`)}}}, b.now)
+	require.NoError(t, err)
+	require.True(t, moved)
 	// A second change from the same state finds it moved, and writes nothing.
-	require.NoError(t, b.st.ChangeSLO(b.ctx, store.SLOChange{ID: j.ID, Owner: ownerA, SilentSince: b.now, At: b.now,
-		Alerts: []store.SLOAlert{{Event: job.NotifySLOBreach, Body: []byte(`{}`)}}}, b.now))
-	cbs, err := b.st.ClaimCallbacks(b.ctx, b.now, b.now.Add(time.Minute), 10, 10, nil)
+	moved, err = b.st.ChangeSLO(b.ctx, store.SLOChange{ID: j.ID, Owner: ownerA, SilentSince: b.now,
+		Alerts: []store.SLOAlert{{Event: job.NotifySLOBreach, At: b.now, Kind: 1, Body: []byte(`{}`)}}}, b.now)
+	require.NoError(t, err)
+	require.False(t, moved)
+	cbs, err := b.st.ClaimCallbacks(b.ctx, b.now, b.now.Add(time.Minute), 10, 10, uuid.Nil, nil)
 	require.NoError(t, err)
 	require.Len(t, cbs, 1, "one alert per breach")
 	require.Equal(t, job.NotifySLOBreach, cbs[0].Event)
+	require.Equal(t, 1, cbs[0].Occurrence.Attempt, "the kind names it")
 
 	seen := []*job.Job{j}
 	require.NoError(t, b.st.ShowSLOStates(b.ctx, seen...))
@@ -62,4 +67,15 @@ func TestSLOJobs(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, at, 1)
 	require.Equal(t, j.ID, at[0].ID)
+
+	// Its SLO removed, the job is no longer at risk, and the sweep's end
+	// drops its breach.
+	_, err = b.st.Pool().Exec(b.ctx, `UPDATE jobs SET slo_late_ms = NULL, slo_silent_ms = NULL WHERE id = $1`, j.ID)
+	require.NoError(t, err)
+	at, err = b.st.ListJobs(b.ctx, store.JobFilter{Owner: ownerA, Limit: 10, AtRisk: true})
+	require.NoError(t, err)
+	require.Empty(t, at)
+	n, err := b.st.ClearOrphanSLOs(b.ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
 }

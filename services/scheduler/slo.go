@@ -104,38 +104,43 @@ func (l *Leader) checkSLOs(ctx context.Context, after uuid.UUID, suspects map[uu
 		return after, true, err
 	}
 	var seen []store.SLOSeen
-	var changes []store.SLOChange
 	for i := range jobs {
 		j := &jobs[i]
 		c, seenTo, suspect := judgeSLO(j, running[j.ID], suspects[j.ID], now)
-		// Written only when it moves: a job whose occurrences are hours
-		// apart costs a read a sweep, not a write.
-		if j.WatchingSince.IsZero() || seenTo.After(j.SeenTo) {
-			seen = append(seen, store.SLOSeen{ID: j.ID, Owner: j.Owner, SeenTo: seenTo})
-		}
 		if suspect.IsZero() {
 			delete(suspects, j.ID)
 		} else {
 			suspects[j.ID] = suspect
 		}
 		if c != nil {
-			changes = append(changes, *c)
+			// The breach is recorded before what it judged is marked seen:
+			// one that fails is judged again next round.
+			moved, err := l.store.ChangeSLO(ctx, *c, now)
+			if err != nil {
+				l.log.Warn("slo_change_failed", zap.Stringer("job_id", c.ID), zap.Error(err))
+				continue
+			}
+			if moved {
+				l.countSLO(*c)
+			}
+		}
+		// Written only when it moves: a job whose occurrences are hours
+		// apart costs a read a sweep, not a write.
+		if j.WatchingSince.IsZero() || j.Generation != j.StateGeneration || seenTo.After(j.SeenTo) {
+			seen = append(seen, store.SLOSeen{ID: j.ID, Owner: j.Owner, SeenTo: seenTo, Generation: j.Generation})
 		}
 	}
 	if err := l.store.MarkSLOs(ctx, seen, now); err != nil {
 		return after, true, err
 	}
-	for _, c := range changes {
-		if err := l.store.ChangeSLO(ctx, c, now); err != nil {
-			l.log.Warn("slo_change_failed", zap.Stringer("job_id", c.ID), zap.Error(err))
-			continue
-		}
-		l.countSLO(c)
-	}
 	if l.metrics != nil {
 		l.metrics.SLOChecked.Add(float64(len(jobs)))
 	}
 	if len(jobs) < sloPage {
+		// A sweep ends: the states of jobs whose SLO went are dropped.
+		if _, err := l.store.ClearOrphanSLOs(ctx); err != nil && ctx.Err() == nil {
+			l.log.Warn("slo_states_not_cleared", zap.Error(err))
+		}
 		return uuid.Nil, true, nil
 	}
 	return jobs[len(jobs)-1].ID, true, nil
@@ -162,7 +167,13 @@ func (l *Leader) countSLO(c store.SLOChange) {
 // time of the occurrence the round before found overdue (suspect): the
 // change of its state (nil for none), the newest occurrence judged, and the
 // due time of the occurrence found overdue now (zero: none).
+//
+// A job's first check, and its first after a change of its plan (a pause,
+// a resume, an edit: a new generation), judge from now on: the runs before
+// are not held against an SLO that was not there, and the occurrences
+// planned under the old generation are not waited for.
 func judgeSLO(j *store.SLOJob, running []queue.Lease, suspect, now time.Time) (*store.SLOChange, time.Time, time.Time) {
+	restart := j.WatchingSince.IsZero() || j.Generation != j.StateGeneration
 	// What started since the last check: the runs recorded, and the
 	// attempts running (first attempts: a retry is due when its backoff
 	// says, and is not late for it).
@@ -185,25 +196,34 @@ func judgeSLO(j *store.SLOJob, running []queue.Lease, suspect, now time.Time) (*
 	if newest.After(seenTo) {
 		seenTo = newest
 	}
+	if restart {
+		seenTo, started, worst = now, time.Time{}, 0
+	}
 	ended := j.Status != job.StatusScheduled && j.Status != job.StatusPaused
 	c := store.SLOChange{ID: j.ID, Owner: j.Owner, FromLateSince: j.LateSince, FromSilentSince: j.SilentSince,
-		LateSince: j.LateSince, SilentSince: j.SilentSince, LateBy: j.LateBy, At: now}
+		LateSince: j.LateSince, SilentSince: j.SilentSince, LateBy: j.LateBy}
 	var alerts []jobtype.Alert
-	var suspectNow time.Time
-	alert := func(e job.NotifyEvent, s jobtype.AlertSLO) {
+	var kinds []int
+	var ats []time.Time
+	alert := func(e job.NotifyEvent, at time.Time, s jobtype.AlertSLO) {
 		s.LateAfter, s.SilentAfter = durationText(j.SLO.LateAfter), durationText(j.SLO.SilentAfter)
 		alerts = append(alerts, jobtype.Alert{Event: e, At: now,
 			Job: jobtype.AlertJob{ID: j.ID, Name: j.Name, Type: j.Type}, SLO: &s})
+		kind := 0
+		if s.Kind == "silent" {
+			kind = 1
+		}
+		kinds, ats = append(kinds, kind), append(ats, at)
 	}
 
-	switch {
-	case ended || j.SLO.LateAfter == 0:
+	var suspectNow time.Time
+	if j.SLO.LateAfter == 0 {
 		c.LateSince, c.LateBy = time.Time{}, 0
-	default:
-		overdue, confirmed := time.Duration(0), time.Duration(0)
+	} else {
+		overdue, confirmed, dueAt := time.Duration(0), time.Duration(0), now
 		if j.Status == job.StatusScheduled {
 			if due, ok := nextDue(j, seenTo, now); ok && now.Sub(due) > j.SLO.LateAfter {
-				overdue, c.At, suspectNow = now.Sub(due), due, due
+				overdue, dueAt, suspectNow = now.Sub(due), due, due
 				if due.Equal(suspect) {
 					confirmed = overdue
 				}
@@ -212,11 +232,15 @@ func judgeSLO(j *store.SLOJob, running []queue.Lease, suspect, now time.Time) (*
 		lateBy := max(worst, confirmed)
 		switch {
 		case j.LateSince.IsZero() && lateBy > j.SLO.LateAfter:
+			// A late start is judged even when its job has ended since:
+			// the breach is recorded, and ends with the job next round.
 			c.LateSince, c.LateBy = now, lateBy
-			alert(job.NotifySLOBreach, jobtype.AlertSLO{Kind: "late", LateByMs: lateBy.Milliseconds(), Since: now})
+			alert(job.NotifySLOBreach, dueAt, jobtype.AlertSLO{Kind: "late", LateByMs: lateBy.Milliseconds(), Since: now})
+		case ended:
+			c.LateSince, c.LateBy = time.Time{}, 0
 		case !j.LateSince.IsZero() && overdue == 0 && !started.IsZero() && newestLate <= j.SLO.LateAfter:
 			c.LateSince, c.LateBy = time.Time{}, 0
-			alert(job.NotifySLORecovered, jobtype.AlertSLO{Kind: "late", LateByMs: newestLate.Milliseconds(), Since: j.LateSince})
+			alert(job.NotifySLORecovered, now, jobtype.AlertSLO{Kind: "late", LateByMs: newestLate.Milliseconds(), Since: j.LateSince})
 		}
 	}
 
@@ -224,12 +248,11 @@ func judgeSLO(j *store.SLOJob, running []queue.Lease, suspect, now time.Time) (*
 	case ended || j.SLO.SilentAfter == 0 || len(j.Schedule) == 0:
 		c.SilentSince = time.Time{}
 	case j.SilentSince.IsZero():
-		// Silence counts from the job's creation, and from the first check
-		// at the earliest (an SLO added to an old job).
-		from := j.CreatedAt
-		if j.WatchingSince.IsZero() {
-			from = now
-		} else if j.WatchingSince.After(from) {
+		// Silence counts from the job's first check at the earliest (its
+		// creation, give or take a sweep, or the SLO's), and from its
+		// last completion.
+		from := now
+		if !j.WatchingSince.IsZero() {
 			from = j.WatchingSince
 		}
 		if j.LastOK.After(from) {
@@ -237,17 +260,17 @@ func judgeSLO(j *store.SLOJob, running []queue.Lease, suspect, now time.Time) (*
 		}
 		if now.Sub(from) > j.SLO.SilentAfter {
 			c.SilentSince = now
-			alert(job.NotifySLOBreach, jobtype.AlertSLO{Kind: "silent", Since: now, LastCompletedAt: j.LastOK})
+			alert(job.NotifySLOBreach, now, jobtype.AlertSLO{Kind: "silent", Since: now, LastCompletedAt: j.LastOK})
 		}
 	case j.LastOK.After(j.SilentSince):
 		c.SilentSince = time.Time{}
-		alert(job.NotifySLORecovered, jobtype.AlertSLO{Kind: "silent", Since: j.SilentSince, LastCompletedAt: j.LastOK})
+		alert(job.NotifySLORecovered, now, jobtype.AlertSLO{Kind: "silent", Since: j.SilentSince, LastCompletedAt: j.LastOK})
 	}
 
 	if c.LateSince.Equal(j.LateSince) && c.SilentSince.Equal(j.SilentSince) {
 		return nil, seenTo, suspectNow
 	}
-	for _, a := range alerts {
+	for i, a := range alerts {
 		if !j.Notify.Wants(a.Event) {
 			continue
 		}
@@ -255,7 +278,7 @@ func judgeSLO(j *store.SLOJob, running []queue.Lease, suspect, now time.Time) (*
 		if err != nil {
 			continue
 		}
-		c.Alerts = append(c.Alerts, store.SLOAlert{Event: a.Event, Body: body})
+		c.Alerts = append(c.Alerts, store.SLOAlert{Event: a.Event, At: ats[i], Kind: kinds[i], Body: body})
 	}
 	return &c, seenTo, suspectNow
 }

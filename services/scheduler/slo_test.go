@@ -90,6 +90,39 @@ func TestJudgeSLO(t *testing.T) {
 		require.Equal(t, job.NotifySLORecovered, c.Alerts[0].Event)
 	})
 
+	t.Run("APlanChangeJudgesFromNow", func(t *testing.T) {
+		// Paused for 20 minutes, then resumed: a new generation. The
+		// occurrences the pause dropped are not waited for.
+		j := base(job.SLO{LateAfter: 5 * time.Second})
+		j.SeenTo, j.Generation, j.StateGeneration = now.Add(-20*time.Minute), 3, 2
+		c, seenTo, suspect := judgeSLO(&j, nil, time.Time{}, now)
+		require.Nil(t, c)
+		require.True(t, suspect.IsZero())
+		require.True(t, seenTo.Equal(now))
+	})
+
+	t.Run("AFirstCheckHoldsNoHistoryAgainstIt", func(t *testing.T) {
+		j := base(job.SLO{LateAfter: 500 * time.Millisecond})
+		j.WatchingSince = time.Time{}
+		j.NewestRun, j.NewestStarted, j.NewestLate, j.WorstLate = now.Add(-time.Minute), now.Add(-time.Minute), 3*time.Second, 3*time.Second
+		c, _, _ := judgeSLO(&j, nil, time.Time{}, now)
+		require.Nil(t, c)
+	})
+
+	t.Run("ALateOneOffThatEndedIsStillReported", func(t *testing.T) {
+		j := base(job.SLO{LateAfter: 500 * time.Millisecond})
+		j.Schedule, j.Status = nil, job.StatusCompleted
+		j.NewestRun, j.NewestStarted, j.NewestLate, j.WorstLate = now.Add(-time.Second), now.Add(-time.Second), 2*time.Second, 2*time.Second
+		c, _, _ := judgeSLO(&j, nil, time.Time{}, now)
+		require.NotNil(t, c)
+		require.Equal(t, job.NotifySLOBreach, c.Alerts[0].Event)
+		j.LateSince = now
+		c, _, _ = judgeSLO(&j, nil, time.Time{}, now.Add(time.Second))
+		require.NotNil(t, c, "then the breach ends with its job")
+		require.True(t, c.LateSince.IsZero())
+		require.Empty(t, c.Alerts)
+	})
+
 	t.Run("AJobThatEndsEndsItsBreachSilently", func(t *testing.T) {
 		j := base(job.SLO{LateAfter: time.Second, SilentAfter: time.Minute})
 		j.Status, j.LateSince, j.SilentSince = job.StatusCancelled, now, now

@@ -14,10 +14,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,11 +44,13 @@ const (
 	callbackLease   = 30 * time.Second
 	// callbackPoll is how often due callbacks are looked for when no
 	// commit of this worker wrote one: retries, and those of other
-	// workers' leases that ran out.
+	// workers' leases that ran out; callbackIdle while the last look found
+	// none.
 	callbackPoll = time.Second
+	callbackIdle = 2 * time.Second
 	// maxCallbackTries: a callback still refused after this many tries
-	// (about 26 minutes with callbackBackoff) is given up, logged and
-	// counted.
+	// (about 19 minutes of backoff with callbackBackoff, and the tries'
+	// own time) is given up, logged and counted.
 	maxCallbackTries   = 12
 	callbackBackoffMax = 5 * time.Minute
 )
@@ -66,8 +70,12 @@ type caller struct {
 	// owners counts each owner's deliveries in flight.
 	owners   map[uuid.UUID]int
 	inflight int
-	done     sync.WaitGroup
-	loop     sync.WaitGroup
+	// after is where the next claim's walk over owners starts: after the
+	// last owner the claim before served, so that when more owners have
+	// callbacks due than there are places, each has its turn.
+	after uuid.UUID
+	done  sync.WaitGroup
+	loop  sync.WaitGroup
 }
 
 func newCaller(w *Worker) *caller {
@@ -95,7 +103,7 @@ func (c *caller) poke() {
 }
 
 func (c *caller) run(ctx, execCtx context.Context) {
-	t := time.NewTicker(callbackPoll)
+	t := time.NewTimer(callbackPoll)
 	defer t.Stop()
 	for {
 		select {
@@ -104,36 +112,57 @@ func (c *caller) run(ctx, execCtx context.Context) {
 		case <-t.C:
 		case <-c.wake:
 		}
-		c.claim(ctx, execCtx)
+		wait := callbackPoll
+		if !c.claim(ctx, execCtx) {
+			wait = callbackIdle
+		}
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(wait)
 	}
 }
 
 // claim takes as many due callbacks as there are free places, and starts
-// their deliveries.
-func (c *caller) claim(ctx, execCtx context.Context) {
+// their deliveries; it says whether any was due or in flight.
+func (c *caller) claim(ctx, execCtx context.Context) bool {
 	w := c.w
 	c.mu.Lock()
 	free := maxCallbacks - c.inflight
-	var busy []uuid.UUID
+	inflight := make(map[uuid.UUID]int, len(c.owners))
 	for o, n := range c.owners {
-		if n >= maxOwnerCallbacks {
-			busy = append(busy, o)
-		}
+		inflight[o] = n
 	}
+	after := c.after
 	c.mu.Unlock()
 	if free <= 0 {
-		return
+		return true
 	}
 	now := w.Clock()
-	cbs, err := w.Store.ClaimCallbacks(ctx, now, now.Add(callbackLease), free, maxOwnerCallbacks, busy)
+	cbs, err := w.Store.ClaimCallbacks(ctx, now, now.Add(callbackLease), free, maxOwnerCallbacks, after, inflight)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.Log.Warn("callbacks_claim_failed", zap.Error(err))
 		}
-		return
+		return true
 	}
+	c.mu.Lock()
+	switch {
+	case len(cbs) == free:
+		c.after = slices.MaxFunc(cbs, func(a, b store.Callback) int { return strings.Compare(a.Owner.String(), b.Owner.String()) }).Owner
+	default:
+		c.after = uuid.Nil // every owner with some due was served: from the first again
+	}
+	busy := c.inflight > 0
+	c.mu.Unlock()
 	if len(cbs) == 0 {
-		return
+		if after != uuid.Nil {
+			c.poke() // the walk started midway: the owners before it
+		}
+		return busy
 	}
 	occs := make([]job.Occurrence, len(cbs))
 	for i, cb := range cbs {
@@ -145,7 +174,7 @@ func (c *caller) claim(ctx, execCtx context.Context) {
 	if err != nil {
 		// Left to come due again when the lease ends.
 		w.Log.Warn("callbacks_fetch_failed", zap.Int("callbacks", len(cbs)), zap.Error(err))
-		return
+		return true
 	}
 	for i, cb := range cbs {
 		aj := fetched[i].Job
@@ -161,15 +190,18 @@ func (c *caller) claim(ctx, execCtx context.Context) {
 	if len(cbs) == free {
 		c.poke() // more may be due
 	}
+	return true
 }
 
+// release gives a delivery's place back, and looks for more at once.
 func (c *caller) release(owner uuid.UUID) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.inflight--
 	if c.owners[owner]--; c.owners[owner] <= 0 {
 		delete(c.owners, owner)
 	}
+	c.mu.Unlock()
+	c.poke()
 }
 
 // deliver posts one callback, and records what became of it.
@@ -268,7 +300,10 @@ func callbackBody(it *item, status job.RunStatus, errText string) []byte {
 		return nil
 	}
 	occ := it.msg.Occurrence
-	body, err := json.Marshal(jobtype.Callback{
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // an HTML answer keeps its size
+	err := enc.Encode(jobtype.Callback{
 		Alert: jobtype.Alert{Event: e, At: it.endedAt.UTC(),
 			Job: jobtype.AlertJob{ID: occ.JobID, Name: it.job.Name, Type: it.job.Type},
 			Run: jobtype.AlertRun{ID: it.run, ScheduledFor: occ.ScheduledFor, Attempt: occ.Attempt, Status: status, Error: errText}},
@@ -276,5 +311,12 @@ func callbackBody(it *item, status job.RunStatus, errText string) []byte {
 	if err != nil {
 		return nil
 	}
-	return body
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// keepsAnswer says whether an attempt of aj keeps its target's answer: its
+// notify sends a callback on one of the outcomes that carry it.
+func keepsAnswer(aj *store.AttemptJob) bool {
+	n := aj.Notify
+	return n.CallbackOn(job.NotifyCompleted) || n.CallbackOn(job.NotifyFailed) || n.CallbackOn(job.NotifyPermanentlyFailed)
 }

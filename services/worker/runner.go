@@ -108,7 +108,7 @@ func (r *runners) execute(ctx context.Context, it *item) {
 		ScheduledFor: occ.ScheduledFor, Nominal: nominal(aj, occ.ScheduledFor), Attempt: occ.Attempt, Key: occ.Key(), Payload: aj.Payload, Timeout: aj.Timeout,
 		Backfill:      occ.Backfill != uuid.Nil,
 		SigningSecret: aj.SigningSecret, PreviousSigningSecret: aj.PreviousSigningSecret,
-		KeepAnswer: aj.Notify != nil && aj.Notify.Callback != nil,
+		KeepAnswer: keepsAnswer(aj),
 	}
 	sctx := ctx
 	if w.Tracer != nil {

@@ -23,4 +23,4 @@ CREATE TABLE callbacks (
 );
 
 CREATE INDEX callbacks_next_at ON callbacks (next_at);
-CREATE INDEX callbacks_owner ON callbacks (owner_id);
+CREATE INDEX callbacks_owner_next_at ON callbacks (owner_id, next_at);

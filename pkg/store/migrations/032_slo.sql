@@ -6,7 +6,9 @@
 -- breaches, so that each is alerted once and its end once, whichever
 -- leader sees it: late_since/silent_since are when the breach began (NULL:
 -- none), late_ms the lateness that began it, seen_to the newest occurrence
--- whose start a check has judged (each is judged once), watching_since when
+-- whose start a check has judged (each is judged once; a change of the
+-- job's plan, its generation, starts judging again from the check),
+-- watching_since when
 -- the job was first checked (silence counts from then at the earliest),
 -- checked_at when the check last wrote the row (when seen_to moved).
 ALTER TABLE jobs
@@ -22,6 +24,7 @@ CREATE TABLE slo_states (
     late_ms      bigint,
     silent_since timestamptz,
     seen_to      timestamptz,
+    generation   integer NOT NULL DEFAULT 0,
     watching_since timestamptz NOT NULL,
     checked_at   timestamptz NOT NULL
 );
