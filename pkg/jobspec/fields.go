@@ -387,6 +387,9 @@ var Fields = []*Field{
 			return func(j *job.Job, _ *applyState) error { j.SLO = slo; return nil }, nil
 		},
 		show: func(j *job.Job, _ *ViewContext) (any, bool) {
+			if !j.SLO.Set() {
+				return nil, false
+			}
 			out := map[string]string{}
 			if j.SLO.LateAfter > 0 {
 				out["late_after"] = j.SLO.LateAfter.String()
@@ -394,7 +397,7 @@ var Fields = []*Field{
 			if j.SLO.SilentAfter > 0 {
 				out["silent_after"] = j.SLO.SilentAfter.String()
 			}
-			return out, j.SLO.Set()
+			return out, true
 		},
 		Columns: []Column{
 			msColumn("slo_late_ms", "coalesce(slo_late_ms, 0)", func(j *job.Job) *time.Duration { return &j.SLO.LateAfter }, true),
